@@ -1,0 +1,29 @@
+# Set-up and the two jobs the README names. Both create and fill .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: all venv samples test pytest lit clean
+
+all: samples
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The main job: run the samples through the toolchain.
+samples: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(MAKE) -C samples check
+
+# Every test: pytest unit tests and lit text tests.
+test: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest testsuite
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv testsuite
+
+clean:
+	rm -rf $(VENV) build *.egg-info

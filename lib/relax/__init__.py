@@ -1,0 +1,35 @@
+"""relax: a re-implementation of Apache TVM's Relax flow in Python.
+
+The pipeline, one folder per stage:
+
+    script/     TVMScript text -> IR, and IR -> text
+    ir/         Relax and TIR nodes, struct info, IRModule, structural equality, JSON
+    op/         operator registry: struct-info inference and legalization to TIR
+    transform/  Relax passes and the -O pipelines
+    tir/        TIR passes that prepare kernels for code generation
+    target/     targets: strings, JSON dictionaries, tags, host detection
+    codegen/    TIR -> native code (llvmlite for CPUs, CUDA C for GPUs)
+    vm/         bytecode, executables and their file format, the virtual machine
+    runtime/    devices, tensors, the PackedFunc registry, kernel loaders
+
+The runtime side (vm/, runtime/) never imports the compiler side, so an artifact
+runs on a host that has only the runtime's needs. Names are imported lazily here
+for the same reason.
+"""
+
+from .version import __version__
+
+_LAZY = {
+    "VirtualMachine": ("relax.vm", "VirtualMachine"),
+    "load": ("relax.vm", "load"),
+    "build": ("relax.build", "build"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module_name, attr = _LAZY[name]
+        return getattr(importlib.import_module(module_name), attr)
+    raise AttributeError(f"module 'relax' has no attribute {name!r}")

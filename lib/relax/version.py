@@ -1,0 +1,12 @@
+"""Versions of the toolchain and of the file formats it writes and reads."""
+
+__version__ = "0.1.0"
+
+# Each binary format carries its own version; a reader refuses any other one.
+# The owners of the formats (vm/, codegen/) import their number from here so that
+# `--version` and the files agree.
+FORMAT_VERSIONS = {
+    "vmo": "0.1",  # bytecode object
+    "vmx": "0.1",  # linked artifact
+    "ko": "0.1",   # kernel object
+}

@@ -1,0 +1,1 @@
+"""The relaxas command-line tool: a thin click front end over the relax library."""

@@ -1,0 +1,1 @@
+"""The relaxc command-line tool: a thin click front end over the relax library."""

@@ -1,0 +1,1 @@
+"""The relaxld command-line tool: a thin click front end over the relax library."""
