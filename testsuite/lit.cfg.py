@@ -5,7 +5,7 @@ import shutil
 import lit.formats
 
 config.name = "relax"
-config.test_format = lit.formats.ShTest(execute_external=True)
+config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".relax", ".test"]
 config.excludes = ["Inputs", "Output", "__pycache__", "lit.cfg.py", "conftest.py"]
 config.test_source_root = os.path.dirname(__file__)
