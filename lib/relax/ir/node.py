@@ -1,0 +1,110 @@
+"""The base of every IR node: an immutable dataclass with a source span.
+
+Nodes compare and hash by identity, as TVM's object references do: two `Var("x")`
+are different variables. Equality of structure (up to renaming of bound variables)
+is `relax.ir.structural_equal`, kept in one place.
+
+Traversal is derived from the dataclass fields once per node type
+(`child_fields`), so visitors and mutators never list a node's children by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
+
+from ..diagnostics import Span
+
+NodeT = TypeVar("NodeT", bound="Node")
+
+
+def node(cls: type[NodeT]) -> type[NodeT]:
+    """Declares an IR node class: frozen, identity-compared, with a kw-only `span`."""
+    return dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
+
+
+@node
+class Node:
+    span: Span | None = dataclasses.field(default=None, kw_only=True)
+
+    def with_fields(self: NodeT, **changes: Any) -> NodeT:
+        """A copy with some fields replaced (the span is kept unless given)."""
+        return dataclasses.replace(self, **changes)
+
+    def script(self) -> str:
+        """This node as TVMScript text."""
+        from ..script.printer import script
+
+        return script(self)
+
+    def __repr__(self) -> str:
+        try:
+            text = self.script()
+        except Exception:  # noqa: BLE001 - repr must never fail, even on a half-built node
+            text = None
+        if text is not None and "\n" not in text.strip() and len(text) < 120:
+            return f"{type(self).__name__}({text.strip()})"
+        fields = ", ".join(f.name for f in dataclasses.fields(self) if f.name != "span")
+        return f"<{type(self).__name__} {fields}>"
+
+
+_FIELD_CACHE: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """The names of a node type's fields, without `span`, in declaration order."""
+    names = _FIELD_CACHE.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+        _FIELD_CACHE[cls] = names
+    return names
+
+
+def field_values(obj: Node) -> Iterator[tuple[str, Any]]:
+    for name in field_names(type(obj)):
+        yield name, getattr(obj, name)
+
+
+class FrozenDict(Mapping):
+    """An immutable, insertion-ordered mapping for attributes of functions and calls."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping | tuple | list | None = None, **kwargs: Any):
+        data = dict(items or {}, **kwargs)
+        object.__setattr__(self, "_items", data)
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("FrozenDict is immutable")
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._items.items()))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, FrozenDict):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({self._items!r})"
+
+    def updated(self, **changes: Any) -> "FrozenDict":
+        return FrozenDict({**self._items, **changes})
+
+    def without(self, *keys: str) -> "FrozenDict":
+        return FrozenDict({k: v for k, v in self._items.items() if k not in keys})
+
+
+EMPTY = FrozenDict()

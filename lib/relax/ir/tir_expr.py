@@ -1,0 +1,285 @@
+"""TIR expressions (PrimExpr): the scalar and index arithmetic of kernels and shapes.
+
+Every PrimExpr has a `dtype`. It is a stored field where the node chooses it
+(variables, constants, casts, intrinsic calls) and a derived property where the
+operands decide it (arithmetic takes its operands' type, comparisons give bool).
+Symbolic shape variables of Relax functions are TIR `Var`s too.
+"""
+
+from __future__ import annotations
+
+from . import dtype as dt
+from .node import Node, node
+
+
+@node
+class PrimExpr(Node):
+    """Base of every TIR expression."""
+
+
+@node
+class Var(PrimExpr):
+    name: str
+    dtype: str = "int32"
+
+
+@node
+class SizeVar(Var):
+    """A variable known to be non-negative (a size)."""
+
+
+@node
+class IntImm(PrimExpr):
+    dtype: str
+    value: int
+
+
+@node
+class FloatImm(PrimExpr):
+    dtype: str
+    value: float
+
+
+@node
+class StringImm(PrimExpr):
+    value: str
+
+    @property
+    def dtype(self) -> str:
+        return "handle"
+
+
+@node
+class Cast(PrimExpr):
+    dtype: str
+    value: PrimExpr
+
+
+@node
+class BinaryOp(PrimExpr):
+    a: PrimExpr
+    b: PrimExpr
+
+    @property
+    def dtype(self) -> str:
+        return self.a.dtype
+
+
+@node
+class Add(BinaryOp):
+    pass
+
+
+@node
+class Sub(BinaryOp):
+    pass
+
+
+@node
+class Mul(BinaryOp):
+    pass
+
+
+@node
+class Div(BinaryOp):
+    """Division truncating toward zero for integers (C semantics), exact for floats."""
+
+
+@node
+class Mod(BinaryOp):
+    """Remainder with the sign of the dividend (truncmod)."""
+
+
+@node
+class FloorDiv(BinaryOp):
+    pass
+
+
+@node
+class FloorMod(BinaryOp):
+    pass
+
+
+@node
+class Min(BinaryOp):
+    pass
+
+
+@node
+class Max(BinaryOp):
+    pass
+
+
+@node
+class CompareOp(BinaryOp):
+    @property
+    def dtype(self) -> str:
+        return dt.with_lanes("bool", dt.lanes(self.a.dtype))
+
+
+@node
+class EQ(CompareOp):
+    pass
+
+
+@node
+class NE(CompareOp):
+    pass
+
+
+@node
+class LT(CompareOp):
+    pass
+
+
+@node
+class LE(CompareOp):
+    pass
+
+
+@node
+class GT(CompareOp):
+    pass
+
+
+@node
+class GE(CompareOp):
+    pass
+
+
+@node
+class And(CompareOp):
+    pass
+
+
+@node
+class Or(CompareOp):
+    pass
+
+
+@node
+class Not(PrimExpr):
+    a: PrimExpr
+
+    @property
+    def dtype(self) -> str:
+        return self.a.dtype
+
+
+@node
+class Select(PrimExpr):
+    """Both values are evaluated; the condition picks one (T.Select)."""
+
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+
+    @property
+    def dtype(self) -> str:
+        return self.true_value.dtype
+
+
+@node
+class BufferLoad(PrimExpr):
+    buffer: "Buffer"
+    indices: tuple[PrimExpr, ...]
+
+    @property
+    def dtype(self) -> str:
+        lanes = 1
+        for index in self.indices:
+            lanes = max(lanes, dt.lanes(index.dtype))
+        return dt.with_lanes(self.buffer.dtype, lanes) if lanes > 1 else self.buffer.dtype
+
+
+@node
+class Ramp(PrimExpr):
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
+
+    @property
+    def dtype(self) -> str:
+        return dt.with_lanes(self.base.dtype, self.lanes)
+
+
+@node
+class Broadcast(PrimExpr):
+    value: PrimExpr
+    lanes: int
+
+    @property
+    def dtype(self) -> str:
+        return dt.with_lanes(self.value.dtype, self.lanes)
+
+
+@node
+class Let(PrimExpr):
+    var: Var
+    value: PrimExpr
+    body: PrimExpr
+
+    @property
+    def dtype(self) -> str:
+        return self.body.dtype
+
+
+@node
+class Call(PrimExpr):
+    """A call to an intrinsic or extern by name: "tir.exp", "tir.if_then_else", ..."""
+
+    dtype: str
+    op: str
+    args: tuple[PrimExpr, ...]
+
+
+@node
+class Range(Node):
+    min: PrimExpr
+    extent: PrimExpr
+
+
+@node
+class IterVar(Node):
+    """A block iterator or a thread axis; iter_type is one of ITER_TYPES."""
+
+    var: Var
+    dom: Range | None
+    iter_type: str = "DataPar"
+    thread_tag: str = ""
+
+
+ITER_TYPES = ("DataPar", "CommReduce", "Ordered", "Opaque", "ThreadIndex")
+
+
+@node
+class Buffer(Node):
+    """A typed, shaped view of memory. `data` is the handle variable backing it."""
+
+    name: str
+    shape: tuple[PrimExpr, ...]
+    dtype: str = "float32"
+    data: Var | None = None
+    strides: tuple[PrimExpr, ...] = ()
+    elem_offset: PrimExpr | None = None
+    scope: str = "global"
+    axis_separators: tuple[int, ...] = ()
+    offset_factor: int = 0
+    align: int = 0
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def const(value, dtype: str | None = None) -> PrimExpr:
+    """An IntImm or FloatImm; the dtype defaults as TVM's does (int32, float32, bool)."""
+    if isinstance(value, bool):
+        return IntImm(dtype or "bool", int(value))
+    if isinstance(value, int):
+        return IntImm(dtype or "int32", value)
+    if isinstance(value, float):
+        if dtype is not None and not dt.is_float(dtype):
+            return IntImm(dtype, int(value))
+        return FloatImm(dtype or "float32", value)
+    raise TypeError(f"cannot make a TIR constant of {value!r}")
