@@ -283,3 +283,38 @@ def const(value, dtype: str | None = None) -> PrimExpr:
             return IntImm(dtype, int(value))
         return FloatImm(dtype or "float32", value)
     raise TypeError(f"cannot make a TIR constant of {value!r}")
+
+
+# Arithmetic operators on PrimExpr, so index expressions read naturally in passes
+# and legalizations (`i * 4 + j`). Comparisons are NOT overloaded: `==` keeps its
+# identity meaning on nodes; use the EQ/LT/... classes.
+def _coerce(value, like: PrimExpr) -> PrimExpr:
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, bool):
+        return IntImm("bool", int(value))
+    scalar = dt.element(like.dtype)
+    if isinstance(value, int):
+        return FloatImm(scalar, float(value)) if dt.is_float(scalar) else IntImm(scalar, value)
+    if isinstance(value, float):
+        return FloatImm(scalar if dt.is_float(scalar) else "float32", value)
+    raise TypeError(f"cannot use {value!r} in a TIR expression")
+
+
+def _binary(cls):
+    def forward(self, other):
+        return cls(self, _coerce(other, self))
+
+    def backward(self, other):
+        return cls(_coerce(other, self), self)
+
+    return forward, backward
+
+
+PrimExpr.__add__, PrimExpr.__radd__ = _binary(Add)
+PrimExpr.__sub__, PrimExpr.__rsub__ = _binary(Sub)
+PrimExpr.__mul__, PrimExpr.__rmul__ = _binary(Mul)
+PrimExpr.__floordiv__, PrimExpr.__rfloordiv__ = _binary(FloorDiv)
+PrimExpr.__mod__, PrimExpr.__rmod__ = _binary(FloorMod)
+PrimExpr.__truediv__, PrimExpr.__rtruediv__ = _binary(Div)
+PrimExpr.__neg__ = lambda self: Sub(_coerce(0, self), self)
