@@ -1,0 +1,86 @@
+"""Memory allocators behind `vm.builtin.alloc_storage`: naive and pooled.
+
+Storage is a 64-byte aligned numpy uint8 buffer; tensors are views into it. The
+pooled allocator keeps every buffer it handed out and gives one back out again only
+when nothing but the pool refers to it any more: a tensor view keeps its base
+buffer alive, so a buffer still seen by a live result is never reused.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..diagnostics import UserError
+from .device import CPU, Device
+from .objects import Storage
+
+ALIGNMENT = 64
+
+
+def aligned_buffer(nbytes: int, alignment: int = ALIGNMENT) -> np.ndarray:
+    """A zero-filled uint8 array of `nbytes` whose data pointer is `alignment`-aligned."""
+    raw = np.zeros(nbytes + alignment, dtype=np.uint8)
+    start = (-raw.ctypes.data) % alignment
+    return raw[start:start + nbytes]
+
+
+def _check_device(device: Device) -> None:
+    if device.device_type != CPU:
+        raise UserError(f"no memory allocator for device {device} in this runtime")
+
+
+class NaiveAllocator:
+    """A fresh buffer for every request."""
+
+    kind = "naive"
+
+    def __init__(self, device: Device):
+        _check_device(device)
+        self.device = device
+        self.allocated_bytes = 0
+
+    def alloc(self, nbytes: int) -> Storage:
+        if nbytes < 0:
+            raise UserError(f"cannot allocate a negative number of bytes ({nbytes})")
+        self.allocated_bytes += nbytes
+        return Storage(aligned_buffer(nbytes), self.device)
+
+
+class PooledAllocator:
+    """Reuses buffers of the same rounded size once nothing else refers to them."""
+
+    kind = "pooled"
+    PAGE = 64
+
+    def __init__(self, device: Device):
+        _check_device(device)
+        self.device = device
+        self.allocated_bytes = 0
+        self._pool: dict[int, list[np.ndarray]] = {}
+
+    def alloc(self, nbytes: int) -> Storage:
+        if nbytes < 0:
+            raise UserError(f"cannot allocate a negative number of bytes ({nbytes})")
+        size = -(-nbytes // self.PAGE) * self.PAGE
+        buffers = self._pool.setdefault(size, [])
+        for buffer in buffers:
+            # References: the pool's list, the loop variable, getrefcount's argument.
+            # More than that means a Storage or a tensor view still holds the buffer.
+            if sys.getrefcount(buffer.base) <= 2 and sys.getrefcount(buffer) <= 3:
+                return Storage(buffer[:nbytes], self.device)
+        buffer = aligned_buffer(size)
+        buffers.append(buffer)
+        self.allocated_bytes += size
+        return Storage(buffer[:nbytes], self.device)
+
+
+ALLOCATORS = {"naive": NaiveAllocator, "pooled": PooledAllocator}
+
+
+def make_allocator(kind: str, device: Device):
+    factory = ALLOCATORS.get(kind)
+    if factory is None:
+        raise UserError(f"unknown memory allocator '{kind}' (expected one of: {', '.join(ALLOCATORS)})")
+    return factory(device)

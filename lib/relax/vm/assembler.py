@@ -1,0 +1,231 @@
+"""The assembler: a .vmasm listing (what as_text prints) back into an Executable.
+
+A listing printed by as_text assembles into an executable whose .vmo bytes are
+identical to the original's. Syntax errors are DiagnosticErrors pointing at the line
+and column; a listing that parses but breaks a rule of the VM is refused by the
+verifier, as a loaded file would be.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..diagnostics import SOURCES, DiagnosticError, Diagnostic, Span
+from .constant_text import ConstantSyntaxError, parse_constant
+from .executable import Executable, FuncInfo
+from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Instruction, call, encode_arg, goto, if_, ret
+from .verifier import verify
+
+_PACKED = re.compile(r"@(\S+) packed_func;")
+_TIR = re.compile(r"@(\S+) num_inputs=(\d+) vm_tir_func;")
+_BYTECODE = re.compile(r"@(\S+):")
+_METADATA = re.compile(r"@(\S+) num_inputs=(\d+) registers=(\d+) params=(\[.*\])")
+_SCOPE = re.compile(r"c\[(\d+)\] (\".*\")")
+_CONSTANT = re.compile(r"c\[(\d+)\] = ")
+_REGISTER = re.compile(r"%(\d+|vm|void)")
+_INT = re.compile(r"-?\d+")
+
+
+class _Line:
+    def __init__(self, source: str, number: int, text: str):
+        self.source, self.number, self.text = source, number, text
+
+    def error(self, message: str, column: int | None = None) -> DiagnosticError:
+        if column is None:
+            column = len(self.text) - len(self.text.lstrip()) + 1
+        return DiagnosticError([Diagnostic("error", message, Span(self.source, self.number, column))])
+
+
+class _Function:
+    def __init__(self, line: _Line, kind: FuncKind, name: str, num_args: int = -1):
+        self.line, self.kind, self.name, self.num_args = line, kind, name, num_args
+        self.body: list[_Line] = []
+        self.metadata: tuple[int, int, tuple[str, ...]] | None = None
+
+
+def assemble(text: str, source: str = "<listing>") -> Executable:
+    SOURCES.add(source, text)
+    lines = [_Line(source, number, raw) for number, raw in enumerate(text.splitlines(), start=1)]
+    functions: list[_Function] = []
+    exe = Executable()
+    section = "code"
+    for line in lines:
+        stripped = line.text.strip()
+        if not stripped:
+            continue
+        if stripped in (".functions", ".memory_scopes", ".constants"):
+            section = stripped[1:]
+            continue
+        if section == "code":
+            _code_line(line, stripped, functions)
+        elif section == "functions":
+            _metadata_line(line, stripped, functions)
+        elif section == "memory_scopes":
+            _scope_line(line, stripped, exe)
+        else:
+            _constant_line(line, stripped, exe)
+    names = {function.name: index for index, function in enumerate(functions)}
+    for function in functions:
+        _emit_function(exe, function, names)
+    verify(exe)
+    return exe
+
+
+def _code_line(line: _Line, stripped: str, functions: list[_Function]) -> None:
+    if not line.text.startswith(" "):
+        for pattern, kind in ((_PACKED, FuncKind.PACKED_FUNC), (_TIR, FuncKind.VM_TIR_FUNC),
+                              (_BYTECODE, FuncKind.VM_FUNC)):
+            match = pattern.fullmatch(stripped)
+            if match:
+                num_args = int(match.group(2)) if kind == FuncKind.VM_TIR_FUNC else -1
+                if any(function.name == match.group(1) for function in functions):
+                    raise line.error(f"function '{match.group(1)}' is defined twice")
+                functions.append(_Function(line, kind, match.group(1), num_args))
+                return
+        raise line.error("expected '@name:', '@name packed_func;' or '@name num_inputs=N vm_tir_func;'")
+    if not functions or functions[-1].kind != FuncKind.VM_FUNC:
+        raise line.error("instruction outside a bytecode function")
+    functions[-1].body.append(line)
+
+
+def _metadata_line(line: _Line, stripped: str, functions: list[_Function]) -> None:
+    match = _METADATA.fullmatch(stripped)
+    if not match:
+        raise line.error("expected '@name num_inputs=N registers=R params=[...]'")
+    function = next((f for f in functions if f.name == match.group(1)), None)
+    if function is None or function.kind == FuncKind.PACKED_FUNC:
+        raise line.error(f"'{match.group(1)}' is not a bytecode or compiled-TIR function of this listing")
+    try:
+        params = json.loads(match.group(4))
+    except json.JSONDecodeError:
+        params = None
+    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
+        raise line.error("params must be a list of quoted names", line.text.index("params=") + 8)
+    num_args = int(match.group(2))
+    if function.kind == FuncKind.VM_TIR_FUNC and num_args != function.num_args:
+        raise line.error(f"num_inputs={num_args} disagrees with the function's line ({function.num_args})")
+    function.num_args = num_args
+    function.metadata = (num_args, int(match.group(3)), tuple(params))
+
+
+def _scope_line(line: _Line, stripped: str, exe: Executable) -> None:
+    match = _SCOPE.fullmatch(stripped)
+    if not match:
+        raise line.error("expected 'c[INDEX] \"scope\"'")
+    try:
+        exe.memory_scopes[int(match.group(1))] = json.loads(match.group(2))
+    except json.JSONDecodeError:
+        raise line.error("bad quoted memory scope") from None
+
+
+def _constant_line(line: _Line, stripped: str, exe: Executable) -> None:
+    match = _CONSTANT.match(stripped)
+    if not match:
+        raise line.error("expected 'c[INDEX] = CONSTANT'")
+    if int(match.group(1)) != len(exe.constants):
+        raise line.error(f"expected constant c[{len(exe.constants)}] here (constants are listed in order)")
+    indent = len(line.text) - len(line.text.lstrip())
+    try:
+        exe.constants.append(parse_constant(stripped[match.end():], indent + match.end() + 1))
+    except ConstantSyntaxError as error:
+        raise line.error(str(error), error.column) from None
+
+
+def _emit_function(exe: Executable, function: _Function, names: dict[str, int]) -> None:
+    if function.kind == FuncKind.PACKED_FUNC:
+        exe.func_table.append(FuncInfo(FuncKind.PACKED_FUNC, function.name))
+        return
+    if function.metadata is None:
+        raise function.line.error(f"function '{function.name}' has no line in the .functions section")
+    num_args, registers, params = function.metadata
+    if function.kind == FuncKind.VM_TIR_FUNC:
+        exe.func_table.append(FuncInfo(FuncKind.VM_TIR_FUNC, function.name, 0, 0, num_args, registers, params))
+        return
+    start = len(exe.instr_offset)
+    for line in function.body:
+        instr = _instruction(line, names)
+        exe.instr_offset.append(len(exe.instr_data))
+        exe.instr_data.extend(instr.words())
+    exe.func_table.append(
+        FuncInfo(FuncKind.VM_FUNC, function.name, start, len(exe.instr_offset), num_args, registers, params))
+
+
+# ---- instruction lines -----------------------------------------------------------------------
+
+def _instruction(line: _Line, names: dict[str, int]) -> Instruction:
+    stripped = line.text.strip()
+    mnemonic, _, rest = stripped.partition(" ")
+    rest = rest.strip()
+    if mnemonic == "call":
+        return _call(line, rest, names)
+    if mnemonic == "ret":
+        return ret(_register(line, rest))
+    if mnemonic == "goto":
+        return goto(_integer(line, rest))
+    if mnemonic == "If":
+        cond, _, offset = rest.partition(",")
+        return if_(_register(line, cond.strip()), _integer(line, offset.strip()))
+    raise line.error(f"unknown instruction '{mnemonic}' (expected call, ret, goto or If)")
+
+
+def _call(line: _Line, rest: str, names: dict[str, int]) -> Instruction:
+    name, found, tail = rest.partition(" in: ")
+    arguments, found_dst, dst = tail.rpartition(" dst: ")
+    if not found or not found_dst:
+        raise line.error("expected 'call NAME in: ARGS dst: REGISTER'")
+    name = name.strip()
+    if name not in names:
+        raise line.error(f"call to '{name}', which is not a function of this listing",
+                         line.text.index(name) + 1)
+    words = [_argument(line, word.strip(), names) for word in arguments.split(",") if word.strip()]
+    return call(names[name], words, _register(line, dst.strip(), allow_void=True))
+
+
+def _argument(line: _Line, text: str, names: dict[str, int]) -> int:
+    column = line.text.find(text) + 1
+    if text.startswith("%"):
+        register = _register(line, text, allow_vm=True)
+        return encode_arg(ArgKind.REGISTER, register)
+    try:
+        if re.fullmatch(r"i-?\d+", text):
+            return encode_arg(ArgKind.IMMEDIATE, int(text[1:]))
+        match = re.fullmatch(r"c\[(\d+)\]", text)
+        if match:
+            return encode_arg(ArgKind.CONST_INDEX, int(match.group(1)))
+    except ValueError as error:
+        raise line.error(str(error), column) from None
+    match = re.fullmatch(r"f\[(.+)\]", text)
+    if match:
+        if match.group(1) not in names:
+            raise line.error(f"f[{match.group(1)}] names no function of this listing", column)
+        return encode_arg(ArgKind.FUNC_INDEX, names[match.group(1)])
+    raise line.error(f"bad argument '{text}' (expected %N, %vm, iN, c[N] or f[NAME])", column)
+
+
+def _register(line: _Line, text: str, allow_vm: bool = False, allow_void: bool = False) -> int:
+    match = _REGISTER.fullmatch(text)
+    column = line.text.find(text) + 1 if text else None
+    if not match:
+        raise line.error(f"expected a register, not '{text}'", column)
+    if match.group(1) == "vm":
+        if not allow_vm:
+            raise line.error("%vm is not allowed here", column)
+        return VM_REGISTER
+    if match.group(1) == "void":
+        if not allow_void:
+            raise line.error("%void is not allowed here", column)
+        return VOID_REGISTER
+    register = int(match.group(1))
+    if register >= VOID_REGISTER:
+        raise line.error(f"register %{register} is too large", column)
+    return register
+
+
+def _integer(line: _Line, text: str) -> int:
+    if not _INT.fullmatch(text):
+        raise line.error(f"expected an integer, not '{text}'", line.text.find(text) + 1 if text else None)
+    value = int(text)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise line.error(f"{value} does not fit in 64 bits")
+    return value

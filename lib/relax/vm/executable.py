@@ -1,0 +1,98 @@
+"""The Executable: function table, constant pool, memory scopes, bytecode and imports.
+
+It is what the ExecBuilder (and the code generator through it) produces, what a .vmo
+file holds, and what the VirtualMachine runs. Saving, loading and the listings live
+in their own modules (serialization, verifier, listing); this one holds the data and
+the few questions asked of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .isa import FuncKind, Instruction, decode_instruction
+
+
+@dataclass(frozen=True)
+class FuncInfo:
+    """One row of the function table (TVM's VMFuncInfo)."""
+
+    kind: FuncKind
+    name: str
+    start_instr: int = 0
+    end_instr: int = 0
+    num_args: int = -1
+    register_file_size: int = 0
+    param_names: tuple[str, ...] = ()
+
+
+@dataclass
+class Executable:
+    func_table: list[FuncInfo] = field(default_factory=list)
+    constants: list[Any] = field(default_factory=list)
+    memory_scopes: dict[int, str] = field(default_factory=dict)  # constant index -> scope
+    instr_offset: list[int] = field(default_factory=list)
+    instr_data: list[int] = field(default_factory=list)
+    # Kernel libraries (objects with get_function(name)); in memory only, never in a .vmo.
+    imports: list[Any] = field(default_factory=list)
+
+    # ---- questions -----------------------------------------------------------------
+
+    @property
+    def func_map(self) -> dict[str, int]:
+        return {info.name: index for index, info in enumerate(self.func_table)}
+
+    def function_index(self, name: str) -> int:
+        for index, info in enumerate(self.func_table):
+            if info.name == name:
+                return index
+        raise KeyError(name)
+
+    def has_function(self, name: str) -> bool:
+        return any(info.name == name for info in self.func_table)
+
+    def get_instruction(self, index: int) -> Instruction:
+        return decode_instruction(self.instr_data, self.instr_offset[index])[0]
+
+    def instructions(self, info: FuncInfo) -> list[Instruction]:
+        return [self.get_instruction(index) for index in range(info.start_instr, info.end_instr)]
+
+    def import_module(self, library: Any) -> None:
+        """Adds a kernel library (anything with get_function(name) -> callable | None)."""
+        self.imports.append(library)
+
+    # ---- files ---------------------------------------------------------------------
+
+    def save_to_bytes(self) -> bytes:
+        from .serialization import save_executable
+
+        return save_executable(self)
+
+    @staticmethod
+    def load_from_bytes(data: bytes, source: str = "<bytes>") -> "Executable":
+        from .serialization import load_executable
+
+        return load_executable(data, source)
+
+    def export(self, path: str) -> None:
+        """Writes the .vmo bytes to `path` (a linked .vmx is the linker's business)."""
+        with open(path, "wb") as handle:
+            handle.write(self.save_to_bytes())
+
+    # ---- listings ------------------------------------------------------------------
+
+    def as_text(self, func: str | None = None) -> str:
+        from .listing import as_text
+
+        return as_text(self, func)
+
+    def as_python(self) -> str:
+        from .listing import as_python
+
+        return as_python(self)
+
+    def stats(self) -> str:
+        from .listing import stats
+
+        return stats(self)

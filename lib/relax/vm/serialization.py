@@ -1,0 +1,161 @@
+"""The .vmo file: an Executable as bytes, and back (docs/file-formats-vmo.md).
+
+    u64 magic 0xD225DE2F4214151E, string version (u64 length + UTF-8)
+    4 sections, each u64 payload length + payload: globals, memory scopes,
+    constant pool, bytecode
+    u32 CRC-32 of every byte before it
+
+Loading checks, in order: the magic, the version, that the section lengths add up
+to the file length (truncation), the checksum (corruption), each section's
+structure, and finally the verifier. Nothing of the file is run or evaluated.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from ..version import FORMAT_VERSIONS
+from .binary import FormatError, Reader, Writer
+from .constant_pool import read_constant, write_constant
+from .executable import Executable, FuncInfo
+from .isa import FuncKind
+from .verifier import verify
+
+MAGIC = 0xD225DE2F4214151E
+MAGIC_BYTES = MAGIC.to_bytes(8, "little")
+VERSION = FORMAT_VERSIONS["vmo"]
+SECTIONS = ("globals", "memory scopes", "constant pool", "bytecode")
+
+
+def save_executable(exe: Executable) -> bytes:
+    verify(exe)
+    out = Writer()
+    out.u64(MAGIC)
+    out.string(VERSION)
+    for payload in (_globals(exe), _memory_scopes(exe), _constants(exe), _bytecode(exe)):
+        out.u64(len(payload))
+        out.raw(payload)
+    body = out.getvalue()
+    return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+def _globals(exe: Executable) -> bytes:
+    out = Writer()
+    out.u64(len(exe.func_table))
+    for info in exe.func_table:
+        out.i32(int(info.kind))
+        out.string(info.name)
+        out.i64(info.start_instr)
+        out.i64(info.end_instr)
+        out.i64(info.num_args)
+        out.i64(info.register_file_size)
+        out.u64(len(info.param_names))
+        for name in info.param_names:
+            out.string(name)
+    return out.getvalue()
+
+
+def _memory_scopes(exe: Executable) -> bytes:
+    out = Writer()
+    out.u64(len(exe.memory_scopes))
+    for const_index in sorted(exe.memory_scopes):
+        out.i64(const_index)
+        out.string(exe.memory_scopes[const_index])
+    return out.getvalue()
+
+
+def _constants(exe: Executable) -> bytes:
+    out = Writer()
+    out.u64(len(exe.constants))
+    for value in exe.constants:
+        write_constant(out, value)
+    return out.getvalue()
+
+
+def _bytecode(exe: Executable) -> bytes:
+    out = Writer()
+    out.i64_array(exe.instr_offset)
+    out.i64_array(exe.instr_data)
+    return out.getvalue()
+
+
+# ---- loading ---------------------------------------------------------------------------
+
+def check_header(data: bytes, source: str) -> int:
+    """Checks magic and version; returns the offset just past the header."""
+    if len(data) < 8 or data[:8] != MAGIC_BYTES:
+        raise FormatError(f"'{source}': not a relax bytecode object (.vmo): bad magic number")
+    reader = Reader(data, "header", 8)
+    try:
+        version = reader.string("version")
+    except FormatError:
+        raise FormatError(f"'{source}': truncated or corrupted .vmo header") from None
+    if version != VERSION:
+        raise FormatError(
+            f"'{source}': .vmo format version {version!r} is not supported (this toolchain reads {VERSION})")
+    return reader.pos
+
+
+def load_executable(data: bytes, source: str = "<bytes>") -> Executable:
+    data = bytes(data)
+    position = check_header(data, source)
+    spans = []
+    for section in SECTIONS:
+        if position + 8 > len(data):
+            raise FormatError(f"'{source}': truncated file: the {section} section is missing")
+        size = int.from_bytes(data[position:position + 8], "little")
+        position += 8
+        if size > len(data) - position:
+            raise FormatError(f"'{source}': truncated file: the {section} section is cut short")
+        spans.append((position, position + size))
+        position += size
+    if len(data) - position != 4:
+        problem = "the checksum is missing" if len(data) - position < 4 else "trailing bytes after the checksum"
+        raise FormatError(f"'{source}': bad file length: {problem}")
+    if zlib.crc32(data[:position]) != int.from_bytes(data[position:], "little"):
+        raise FormatError(f"'{source}': checksum mismatch: the file is corrupted")
+    try:
+        exe = Executable()
+        readers = [Reader(data, section, start, end) for section, (start, end) in zip(SECTIONS, spans)]
+        _read_globals(readers[0], exe)
+        _read_memory_scopes(readers[1], exe)
+        _read_constants(readers[2], exe)
+        _read_bytecode(readers[3], exe)
+        for reader in readers:
+            reader.expect_end()
+        verify(exe)
+    except FormatError as error:
+        raise type(error)(f"'{source}': {error}") from None
+    return exe
+
+
+def _read_globals(reader: Reader, exe: Executable) -> None:
+    count = reader.count(44, "function")
+    for _ in range(count):
+        kind = reader.i32()
+        if kind not in FuncKind._value2member_map_:
+            raise reader.fail(f"unknown function kind {kind}")
+        name = reader.string("function name")
+        start, end, num_args, registers = reader.i64(), reader.i64(), reader.i64(), reader.i64()
+        params = tuple(reader.string("parameter name") for _ in range(reader.count(8, "parameter")))
+        exe.func_table.append(FuncInfo(FuncKind(kind), name, start, end, num_args, registers, params))
+
+
+def _read_memory_scopes(reader: Reader, exe: Executable) -> None:
+    previous = -1
+    for _ in range(reader.count(16, "memory scope")):
+        const_index = reader.i64()
+        if const_index <= previous:
+            raise reader.fail("memory scopes out of order")
+        previous = const_index
+        exe.memory_scopes[const_index] = reader.string("memory scope")
+
+
+def _read_constants(reader: Reader, exe: Executable) -> None:
+    for _ in range(reader.count(1, "constant")):
+        exe.constants.append(read_constant(reader))
+
+
+def _read_bytecode(reader: Reader, exe: Executable) -> None:
+    exe.instr_offset = reader.i64_array("instruction offset")
+    exe.instr_data = reader.i64_array("bytecode word")
