@@ -1,0 +1,159 @@
+"""Struct info of Relax expressions, and binding of operator calls to their OpDef.
+
+`bind_call` turns a parsed `Call(Op(...))` into an OpCall: it finds the operator
+(suggesting the nearest name when unknown), matches positional and keyword
+arguments against the signature, fills attribute defaults and runs their checks.
+`struct_info_of` gives the struct info of any expression, inferring calls.
+"""
+
+from __future__ import annotations
+
+from ..diagnostics import DiagnosticError, error
+from ..ir import expr as rx
+from ..ir import tir
+from ..ir.node import FrozenDict
+from ..ir.struct_info import (
+    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
+    TensorStructInfo, TupleStructInfo,
+)
+from . import registry
+from .registry import REQUIRED, OpCall
+
+
+def literal_of(value: rx.Expr | object) -> object:
+    """The Python value of a literal Relax expression used where an attribute is expected."""
+    if isinstance(value, rx.PrimValue) and isinstance(value.value, (tir.IntImm, tir.FloatImm)):
+        return value.value.value
+    if isinstance(value, rx.StringImm):
+        return value.value
+    if isinstance(value, rx.DataTypeImm):
+        return value.value
+    if isinstance(value, rx.Tuple):
+        return tuple(literal_of(field) for field in value.fields)
+    if isinstance(value, rx.ShapeExpr):
+        return tuple(v.value if isinstance(v, tir.IntImm) else v for v in value.values)
+    if isinstance(value, list):
+        return tuple(literal_of(v) for v in value)
+    return value
+
+
+def _op_name(call: rx.Call) -> str:
+    return call.op.name  # type: ignore[union-attr]
+
+
+def bind_call(call: rx.Call, module=None) -> OpCall:
+    """Matches a call's arguments to its operator's signature."""
+    name = _op_name(call)
+    op = registry.get(name)
+    if op is None:
+        short = "R." + name.removeprefix("relax.")
+        hint = registry.suggest(name)
+        message = f"unknown operator '{short}'"
+        if hint is not None:
+            message += f"; did you mean 'R.{hint.removeprefix('relax.')}'?"
+        raise error(message, call.span)
+    variadic = bool(op.args) and op.args[-1].startswith("*")
+    fixed = op.args[:-1] if variadic else op.args
+    positional = list(call.args)
+    attrs_given = dict(call.attrs)
+    # A keyword naming a positional argument is that argument.
+    for index, arg_name in enumerate(fixed):
+        if arg_name in attrs_given and index >= len(positional):
+            if len(positional) < index:
+                raise error(f"{op.script_name} is missing argument '{fixed[len(positional)]}'", call.span)
+            positional.append(_as_expr(attrs_given.pop(arg_name)))
+    if not variadic and len(positional) > len(fixed):
+        # Extra positional values fill attributes in order (`R.permute_dims(x, [1, 0])`).
+        extra = positional[len(fixed):]
+        positional = positional[: len(fixed)]
+        free_attrs = [a for a in op.attrs if a.name not in attrs_given]
+        if len(extra) > len(free_attrs):
+            raise error(
+                f"{op.script_name} takes {len(fixed)} argument{'s' if len(fixed) != 1 else ''}"
+                f" but {len(call.args)} were given",
+                call.span,
+            )
+        for spec, value in zip(free_attrs, extra):
+            attrs_given[spec.name] = literal_of(value)
+    if len(positional) < len(fixed):
+        missing = fixed[len(positional)]
+        raise error(f"{op.script_name} is missing argument '{missing}'", call.span)
+    attrs = {}
+    known = {spec.name for spec in op.attrs}
+    for key in attrs_given:
+        if key not in known:
+            valid = ", ".join(sorted(known)) or "none"
+            raise error(f"{op.script_name} has no attribute '{key}' (attributes: {valid})", call.span)
+    for spec in op.attrs:
+        if spec.name in attrs_given:
+            value = literal_of(attrs_given[spec.name])
+        elif spec.default is REQUIRED:
+            raise error(f"{op.script_name} needs attribute '{spec.name}'", call.span)
+        else:
+            value = spec.default
+        if spec.check is not None:
+            problem = spec.check(value)
+            if problem:
+                raise error(f"{op.script_name}: bad value {value!r} for '{spec.name}': {problem}", call.span)
+        attrs[spec.name] = value
+    args = tuple(positional)
+    arg_info = tuple(struct_info_of(arg, module) for arg in args)
+    return OpCall(op, call, args, arg_info, FrozenDict(attrs))
+
+
+def _as_expr(value) -> rx.Expr:
+    if isinstance(value, rx.Expr):
+        return value
+    raise TypeError(f"expected a Relax expression, got {value!r}")
+
+
+def infer_call(call: rx.Call, module=None) -> StructInfo:
+    callee = call.op
+    if isinstance(callee, rx.Op):
+        bound = bind_call(call, module)
+        return bound.op.infer(bound)
+    if isinstance(callee, rx.ExternFunc):
+        return call.sinfo_args[0] if call.sinfo_args else ObjectStructInfo()
+    callee_info = struct_info_of(callee, module)
+    if isinstance(callee_info, FuncStructInfo):
+        return callee_info.ret
+    return ObjectStructInfo()
+
+
+def struct_info_of(expr: rx.Expr, module=None) -> StructInfo:
+    """The struct info of an expression; calls are inferred through the registry."""
+    if isinstance(expr, rx.Var):
+        if expr.struct_info is None:
+            raise error(f"variable '{expr.name_hint}' has no struct info", expr.span)
+        return expr.struct_info
+    if isinstance(expr, (rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.DataTypeImm)):
+        return expr.struct_info
+    if isinstance(expr, rx.Tuple):
+        return TupleStructInfo(tuple(struct_info_of(f, module) for f in expr.fields))
+    if isinstance(expr, rx.TupleGetItem):
+        info = struct_info_of(expr.tuple_value, module)
+        if isinstance(info, TupleStructInfo):
+            if not 0 <= expr.index < len(info.fields):
+                raise error(f"index {expr.index} out of range for a tuple of {len(info.fields)}", expr.span)
+            return info.fields[expr.index]
+        return ObjectStructInfo()
+    if isinstance(expr, rx.Call):
+        return infer_call(expr, module)
+    if isinstance(expr, rx.SeqExpr):
+        return struct_info_of(expr.body, module)
+    if isinstance(expr, rx.If):
+        return struct_info_of(expr.true_branch, module)
+    if isinstance(expr, rx.Function):
+        params = tuple(p.struct_info or ObjectStructInfo() for p in expr.params)
+        return FuncStructInfo(params, expr.ret_struct_info or ObjectStructInfo(), expr.is_pure)
+    if isinstance(expr, rx.GlobalVar) and module is not None and expr.name_hint in module:
+        func = module[expr.name_hint]
+        if isinstance(func, rx.Function):
+            return struct_info_of(func, module)
+    return ObjectStructInfo()
+
+
+__all__ = [
+    "bind_call", "infer_call", "struct_info_of", "literal_of",
+    "TensorStructInfo", "ShapeStructInfo", "PrimStructInfo", "DiagnosticError",
+]

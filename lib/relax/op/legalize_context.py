@@ -1,0 +1,110 @@
+"""What a legalization may do: turn a tensor expression into a PrimFunc and a call.
+
+`LegalizeContext.call_te(fcompute, args, name)` makes te placeholders for the tensor
+arguments (their shapes from struct info, symbolic sizes renamed into the new
+PrimFunc), runs `fcompute`, builds the PrimFunc with te.create_prim_func, gives it
+a name unique in the module, and returns the `R.call_tir` that calls it. Symbolic
+sizes that only the output shape mentions are passed as `tir_vars`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..ir import expr as rx
+from ..ir import tir
+from ..ir.node import Node, field_values
+from ..ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from . import te
+
+
+def substitute_prim(expr, mapping: dict[int, tir.PrimExpr]):
+    """Replaces TIR vars (keyed by id) inside a PrimExpr."""
+    if isinstance(expr, tir.Var):
+        return mapping.get(id(expr), expr)
+    if not isinstance(expr, Node):
+        return expr
+    changes = {}
+    for name, value in field_values(expr):
+        if isinstance(value, tir.PrimExpr):
+            new = substitute_prim(value, mapping)
+        elif isinstance(value, tuple) and value and isinstance(value[0], tir.PrimExpr):
+            new = tuple(substitute_prim(v, mapping) for v in value)
+        else:
+            continue
+        if new is not value:
+            changes[name] = new
+    return expr.with_fields(**changes) if changes else expr
+
+
+def symbolic_vars(exprs: Sequence[tir.PrimExpr]) -> list[tir.Var]:
+    """TIR vars in the expressions, in first-appearance order, without repeats."""
+    found: list[tir.Var] = []
+
+    def walk(e) -> None:
+        if isinstance(e, tir.Var):
+            if all(e is not known for known in found):
+                found.append(e)
+        elif isinstance(e, Node):
+            for _, value in field_values(e):
+                for item in value if isinstance(value, tuple) else (value,):
+                    if isinstance(item, tir.PrimExpr):
+                        walk(item)
+
+    for expr in exprs:
+        walk(expr)
+    return found
+
+
+class LegalizeContext:
+    def __init__(self, taken_names: set[str] | None = None):
+        self.taken_names = set(taken_names or ())
+        self.new_functions: dict[str, tir.PrimFunc] = {}
+
+    def unique_name(self, hint: str) -> str:
+        name, counter = hint, 0
+        while name in self.taken_names:
+            counter += 1
+            name = f"{hint}{counter}"
+        self.taken_names.add(name)
+        return name
+
+    def call_te(self, fcompute: Callable[..., te.Tensor | tuple], args: Sequence[rx.Expr],
+                arg_info: Sequence[StructInfo], name: str, extra: Sequence = ()) -> rx.Call | None:
+        """`R.call_tir` of a new PrimFunc computing `fcompute(*placeholders, *extra)`.
+
+        Returns None when a tensor argument's shape is not known statically enough
+        (no shape values): the operator then stays as it is.
+        """
+        outer_vars: list[tir.Var] = []
+        for info in arg_info:
+            if isinstance(info, TensorStructInfo) and info.shape_values is not None:
+                outer_vars += symbolic_vars(info.shape_values)
+        inner_of = {id(v): tir.Var(v.name, v.dtype) for v in outer_vars}
+        placeholders = []
+        for index, info in enumerate(arg_info):
+            if not isinstance(info, TensorStructInfo) or info.shape_values is None or info.dtype == "void":
+                return None
+            shape = tuple(substitute_prim(d, inner_of) for d in info.shape_values)
+            placeholders.append(te.placeholder(shape, info.dtype, _buffer_name(index)))
+        result = fcompute(*placeholders, *extra)
+        outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        out_shapes = [d for out in outputs for d in out.shape]
+        inner_vars = {id(v) for v in inner_of.values()}
+        extra_vars = [v for v in symbolic_vars(out_shapes) if id(v) not in inner_vars]
+        func_name = self.unique_name(name)
+        self.new_functions[func_name] = te.create_prim_func(placeholders + outputs, None, extra_vars)
+        outer_of = {id(inner): outer for outer in outer_vars for inner in [inner_of[id(outer)]]}
+        out_infos = [
+            TensorStructInfo(rx.ShapeExpr(tuple(substitute_prim(d, outer_of) for d in out.shape)), out.dtype)
+            for out in outputs
+        ]
+        out_sinfo = out_infos[0] if len(out_infos) == 1 and not isinstance(result, (tuple, list)) else TupleStructInfo(tuple(out_infos))
+        call_args: tuple[rx.Expr, ...] = (rx.GlobalVar(func_name), rx.Tuple(tuple(args)))
+        if extra_vars:
+            call_args += (rx.ShapeExpr(tuple(extra_vars)),)
+        return rx.Call(rx.Op("relax.call_tir"), call_args, sinfo_args=(out_sinfo,))
+
+
+def _buffer_name(index: int) -> str:
+    return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[index] if index < 26 else f"in{index}"

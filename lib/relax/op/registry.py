@@ -1,0 +1,119 @@
+"""The operator registry: one OpDef per Relax operator, the data every stage reads.
+
+The parser, the printer, struct-info inference, fusion and legalization all look
+operators up here by their registered name ("relax.add", "relax.nn.conv2d"); the
+TVMScript spelling is derived from it ("R.add", "R.nn.conv2d").
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..diagnostics import DiagnosticError, error
+from ..ir import expr as rx
+from ..ir.node import FrozenDict
+from ..ir.struct_info import StructInfo
+
+# Fusion pattern kinds, from most to least fusable (TVM's OpPatternKind).
+PATTERN_KINDS = ("elementwise", "broadcast", "injective", "comm_reduce", "out_elementwise_fusable", "tuple", "opaque")
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    """A keyword attribute: its default (REQUIRED if none) and an optional check that
+    returns an error message for a bad value."""
+
+    name: str
+    default: Any = REQUIRED
+    check: Callable[[Any], str | None] | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    args: tuple[str, ...]  # positional Relax arguments; a trailing "*name" is variadic
+    attrs: tuple[AttrSpec, ...]
+    infer: Callable[["OpCall"], StructInfo]
+    pattern: str = "opaque"
+    legalize: Callable[["OpCall", Any], rx.Expr] | None = None
+    doc: str = ""
+    pure: bool = True
+
+    @property
+    def script_name(self) -> str:
+        return "R." + self.name.removeprefix("relax.")
+
+    def signature(self) -> str:
+        parts = list(self.args)
+        for attr in self.attrs:
+            parts.append(attr.name if attr.default is REQUIRED else f"{attr.name}={attr.default!r}")
+        return f"{self.script_name}({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """A call to an operator with its arguments checked and its attributes completed:
+    what inference and legalization receive."""
+
+    op: OpDef
+    call: rx.Call
+    args: tuple[rx.Expr, ...]
+    arg_info: tuple[StructInfo, ...]
+    attrs: FrozenDict = field(default_factory=FrozenDict)
+
+    def error(self, message: str) -> DiagnosticError:
+        return error(f"{message} in {self.op.script_name}", self.call.span)
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    if op.pattern not in PATTERN_KINDS:
+        raise ValueError(f"{op.name}: unknown pattern kind {op.pattern!r}")
+    if op.name in REGISTRY:
+        raise ValueError(f"operator {op.name} registered twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+# The modules that register operators, one per family; importing one registers it.
+FAMILY_MODULES = ("binary",)
+
+
+def _load_families() -> None:
+    import importlib
+
+    for module in FAMILY_MODULES:
+        importlib.import_module(f"{__package__}.{module}")
+
+
+def get(name: str) -> OpDef | None:
+    if not REGISTRY:
+        _load_families()
+    return REGISTRY.get(name)
+
+
+def all_ops() -> list[OpDef]:
+    if not REGISTRY:
+        _load_families()
+    return sorted(REGISTRY.values(), key=lambda op: op.name)
+
+
+def suggest(name: str) -> str | None:
+    """The registered name closest to an unknown one, for 'did you mean' hints."""
+    if not REGISTRY:
+        _load_families()
+    matches = difflib.get_close_matches(name, REGISTRY.keys(), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def list_ops_text() -> str:
+    """What `relaxc --list-ops` prints: every operator with its signature and pattern."""
+    lines = [f"{op.signature()}    [{op.pattern}]" for op in all_ops()]
+    return "\n".join(lines) + "\n"
