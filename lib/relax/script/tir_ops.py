@@ -1,0 +1,206 @@
+"""Building TIR expressions the way TVM's operator functions do.
+
+The parser turns `a + b` into `tir.Add` through these helpers rather than through
+the node constructors, so that operand types are matched (an int32 index added to
+an int64 one is widened, an int added to a float becomes float) and constants are
+folded (`T.int64(2) * 3` is `T.int64(6)`), as TVM's `tvm.tir` operators do. The
+text TVM prints was built by those operators, so the same rules read it back into
+the same IR.
+
+Python numbers stay Python numbers until they meet a typed operand: `i + 1` gives
+the literal the dtype of `i`, exactly as TVM's scalar overloads do.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Callable, Union
+
+from ..ir import dtype as dt
+from ..ir import tir
+
+Number = Union[bool, int, float]
+Operand = Union[tir.PrimExpr, Number]
+
+
+def make_const(value: Number, dtype: str) -> tir.PrimExpr:
+    """A constant of `dtype` (a vector dtype broadcasts a scalar constant)."""
+    if dt.lanes(dtype) > 1:
+        return tir.Broadcast(make_const(value, dt.element(dtype)), dt.lanes(dtype))
+    if dt.is_float(dtype):
+        return tir.FloatImm(dtype, float(value))
+    if dt.is_bool(dtype):
+        return tir.IntImm("bool", int(bool(value)))
+    return tir.IntImm(dtype, int(value))
+
+
+def literal_dtype(value: Number, default_int_dtype: str = "int32") -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        # As TVM's conversion does: an int that does not fit int32 becomes int64.
+        if default_int_dtype == "int32" and not -(2**31) <= value < 2**31:
+            return "int64"
+        return default_int_dtype
+    return "float32"
+
+
+def as_expr(value: Operand, default_int_dtype: str = "int32") -> tir.PrimExpr:
+    if isinstance(value, tir.PrimExpr):
+        return value
+    return make_const(value, literal_dtype(value, default_int_dtype))
+
+
+def cast(dtype: str, value: Operand) -> tir.PrimExpr:
+    """`value` as `dtype`: constants are converted, equal types are left alone."""
+    if not isinstance(value, tir.PrimExpr):
+        return make_const(value, dtype)
+    if value.dtype == dtype:
+        return value
+    if isinstance(value, (tir.IntImm, tir.FloatImm)) and dt.lanes(dtype) == 1:
+        return make_const(value.value, dtype)
+    if isinstance(value, tir.Broadcast) and dt.lanes(dtype) > 1:
+        return tir.Broadcast(cast(dt.element(dtype), value.value), dt.lanes(dtype))
+    return tir.Cast(dtype, value)
+
+
+def _rank(dtype: str) -> tuple[int, int]:
+    """Orders scalar types for promotion: floats over integers, then wider first."""
+    kind, bits, _ = dt.parse(dtype)
+    return (1 if dt.is_float(dtype) else 0, bits)
+
+
+def match_types(a: Operand, b: Operand) -> tuple[tir.PrimExpr, tir.PrimExpr]:
+    """Both operands as PrimExprs of one type (TVM's BinaryOpMatchTypes)."""
+    if not isinstance(a, tir.PrimExpr) and not isinstance(b, tir.PrimExpr):
+        return as_expr(a), as_expr(b)
+    if not isinstance(a, tir.PrimExpr):
+        a = _scalar_like(a, b)
+    if not isinstance(b, tir.PrimExpr):
+        b = _scalar_like(b, a)
+    if a.dtype == b.dtype:
+        return a, b
+    lanes_a, lanes_b = dt.lanes(a.dtype), dt.lanes(b.dtype)
+    if lanes_a != lanes_b:
+        if lanes_a == 1:
+            a = tir.Broadcast(a, lanes_b)
+        elif lanes_b == 1:
+            b = tir.Broadcast(b, lanes_a)
+        if a.dtype == b.dtype:
+            return a, b
+    target = max(a.dtype, b.dtype, key=_rank)
+    return cast(target, a), cast(target, b)
+
+
+def _scalar_like(value: Number, other: tir.PrimExpr) -> tir.PrimExpr:
+    # A Python float meeting an integer operand makes the operation floating point.
+    if isinstance(value, float) and not dt.is_float(other.dtype):
+        return make_const(value, "float32")
+    return make_const(value, other.dtype)
+
+
+def _fold_div(a, b):
+    return a / b if isinstance(a, float) or isinstance(b, float) else int(a / b) if b else None
+
+
+def _truncmod(a, b):
+    return math.fmod(a, b) if isinstance(a, float) or isinstance(b, float) else a - int(a / b) * b
+
+
+# How each node type folds two constants (None: leave it unfolded).
+_FOLD: dict[type, Callable] = {
+    tir.Add: operator.add,
+    tir.Sub: operator.sub,
+    tir.Mul: operator.mul,
+    tir.Div: lambda a, b: _fold_div(a, b) if b else None,
+    tir.Mod: lambda a, b: _truncmod(a, b) if b else None,
+    tir.FloorDiv: lambda a, b: (a // b if not isinstance(a, float) else math.floor(a / b)) if b else None,
+    tir.FloorMod: lambda a, b: (a % b) if b else None,
+    tir.Min: min,
+    tir.Max: max,
+    tir.EQ: operator.eq,
+    tir.NE: operator.ne,
+    tir.LT: operator.lt,
+    tir.LE: operator.le,
+    tir.GT: operator.gt,
+    tir.GE: operator.ge,
+    tir.And: lambda a, b: bool(a) and bool(b),
+    tir.Or: lambda a, b: bool(a) or bool(b),
+}
+
+
+def _constant(expr: tir.PrimExpr):
+    return expr.value if isinstance(expr, (tir.IntImm, tir.FloatImm)) else None
+
+
+def _fold_identity(cls: type, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr | None:
+    """TVM's identities on one constant operand: x + 0, x - 0, x * 1, x * 0 (ints)."""
+    ca, cb = _constant(a), _constant(b)
+    if cls is tir.Add:
+        if ca == 0 and ca is not None:
+            return b
+        if cb == 0 and cb is not None:
+            return a
+    elif cls is tir.Sub and cb == 0 and cb is not None:
+        return a
+    elif cls is tir.Mul:
+        if ca == 1:
+            return b
+        if cb == 1:
+            return a
+        if not dt.is_float(a.dtype):
+            if ca == 0 and ca is not None:
+                return a
+            if cb == 0 and cb is not None:
+                return b
+    elif cls in (tir.FloorDiv, tir.Div) and cb == 1 and not dt.is_float(a.dtype):
+        return a
+    return None
+
+
+def binary(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | Number:
+    """`cls(a, b)` with matched types and constants folded; two Python numbers give
+    a Python number, as evaluating the text would."""
+    if not isinstance(a, tir.PrimExpr) and not isinstance(b, tir.PrimExpr):
+        folded = _FOLD[cls](a, b)
+        if folded is not None:
+            return folded
+    if cls in (tir.And, tir.Or):
+        a, b = cast_bool(a), cast_bool(b)
+    else:
+        a, b = match_types(a, b)
+    ca, cb = _constant(a), _constant(b)
+    if ca is not None and cb is not None and dt.lanes(a.dtype) == 1:
+        folded = _FOLD[cls](ca, cb)
+        if folded is not None:
+            result_dtype = "bool" if issubclass(cls, tir.CompareOp) else a.dtype
+            return make_const(folded, result_dtype)
+    identity = _fold_identity(cls, a, b)
+    if identity is not None:
+        return identity
+    return cls(a, b)
+
+
+def cast_bool(value: Operand) -> tir.PrimExpr:
+    if not isinstance(value, tir.PrimExpr):
+        return make_const(bool(value), "bool")
+    return value
+
+
+def logical_not(value: Operand) -> tir.PrimExpr | bool:
+    if not isinstance(value, tir.PrimExpr):
+        return not value
+    if isinstance(value, tir.IntImm) and dt.is_bool(value.dtype):
+        return make_const(not value.value, "bool")
+    return tir.Not(value)
+
+
+def negate(value: Operand) -> tir.PrimExpr | Number:
+    """`-value`: a constant is negated in place; otherwise `x * -1` as TVM's ExprOp does."""
+    if not isinstance(value, tir.PrimExpr):
+        return -value
+    constant = _constant(value)
+    if constant is not None:
+        return make_const(-constant, value.dtype)
+    return tir.Mul(value, make_const(-1, value.dtype))

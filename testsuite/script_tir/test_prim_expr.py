@@ -1,0 +1,178 @@
+"""parse_prim_expr: literals, operators, T.<name> calls, buffer loads and their errors."""
+
+import pytest
+
+from relax.ir import tir
+from relax.script.context import Scope
+
+from tir_helpers import dump, expr
+
+
+@pytest.fixture
+def scope():
+    s = Scope()
+    s.define("n", tir.Var("n", "int64"))
+    s.define("i", tir.Var("i", "int32"))
+    s.define("x", tir.Var("x", "float32"))
+    s.define("h", tir.Var("h", "float16"))
+    four = tir.IntImm("int32", 4)
+    s.define("A", tir.Buffer("A", (four, four), "float32", data=tir.Var("A_data", "handle")))
+    return s
+
+
+def ok(text, scope, default_int_dtype="int32"):
+    result, errors = expr(text, scope, default_int_dtype)
+    assert errors == []
+    return dump(result)
+
+
+I32 = lambda v: ("IntImm", "int32", v)  # noqa: E731
+I64 = lambda v: ("IntImm", "int64", v)  # noqa: E731
+F32 = lambda v: ("FloatImm", "float32", v)  # noqa: E731
+
+
+@pytest.mark.parametrize(
+    "text, default, expected",
+    [
+        ("8", "int32", I32(8)),
+        ("8", "int64", I64(8)),
+        ("2 * 3 + 1", "int64", I64(7)),
+        ("True", "int32", ("IntImm", "bool", 1)),
+        ("1.5", "int32", F32(1.5)),
+        ("-3", "int32", I32(-3)),
+        ("T.int64(3)", "int32", I64(3)),
+        ("T.uint8(255)", "int32", ("IntImm", "uint8", 255)),
+        ("T.float16(0.5)", "int32", ("FloatImm", "float16", 0.5)),
+        ("T.bool(True)", "int32", ("IntImm", "bool", 1)),
+        ("T.float32(-340282346638528859811704183484516925440.0)", "int32", F32(-3.4028234663852886e38)),
+        ("T.int64(2) * 3", "int32", I64(6)),
+        ("T.max_value('int8')", "int32", ("IntImm", "int8", 127)),
+    ],
+)
+def test_constants(scope, text, default, expected):
+    assert ok(text, scope, default) == expected
+
+
+def test_float_special_values(scope):
+    result, _ = expr("T.float32('-inf')", scope)
+    assert result.value == float("-inf") and result.dtype == "float32"
+
+
+def test_literals_take_the_type_of_the_other_operand(scope):
+    assert ok("n * 2 + 1", scope) == ("Add", ("Mul", "n:int64", I64(2)), I64(1))
+    assert ok("x * 2", scope) == ("Mul", "x:float32", F32(2.0))
+    assert ok("i + 0.5", scope) == ("Add", ("Cast", "float32", "i:int32"), F32(0.5))
+
+
+def test_mixed_types_are_widened(scope):
+    assert ok("n + i", scope) == ("Add", "n:int64", ("Cast", "int64", "i:int32"))
+    assert ok("h * x", scope) == ("Mul", ("Cast", "float32", "h:float16"), "x:float32")
+
+
+def test_arithmetic_operators(scope):
+    assert ok("i // 4 % 3", scope) == ("FloorMod", ("FloorDiv", "i:int32", I32(4)), I32(3))
+    assert ok("x / x - x", scope) == ("Sub", ("Div", "x:float32", "x:float32"), "x:float32")
+    assert ok("-i", scope) == ("Mul", "i:int32", I32(-1))
+    assert ok("i + 0", scope) == "i:int32"
+
+
+def test_comparisons_and_logic(scope):
+    assert ok("0 < i < 5", scope) == ("And", ("LT", I32(0), "i:int32"), ("LT", "i:int32", I32(5)))
+    assert ok("not i == 3 or i != 1", scope) == (
+        "Or", ("Not", ("EQ", "i:int32", I32(3))), ("NE", "i:int32", I32(1))
+    )
+    assert ok("x >= 1.0", scope) == ("GE", "x:float32", F32(1.0))
+
+
+def test_bitwise_operators_are_intrinsics(scope):
+    assert ok("i << 2 | 1", scope) == (
+        "Call", "int32", "tir.bitwise_or",
+        (("Call", "int32", "tir.shift_left", ("i:int32", I32(2))), I32(1)),
+    )
+    assert ok("~i", scope) == ("Call", "int32", "tir.bitwise_not", ("i:int32",))
+    assert ok("T.shift_right(i, 1)", scope) == ("Call", "int32", "tir.shift_right", ("i:int32", I32(1)))
+
+
+@pytest.mark.parametrize("name", ["exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor", "fabs"])
+def test_math_intrinsics_keep_the_argument_type(scope, name):
+    assert ok(f"T.{name}(h)", scope) == ("Call", "float16", f"tir.{name}", ("h:float16",))
+
+
+def test_intrinsic_result_types(scope):
+    assert ok("T.isnan(x)", scope) == ("Call", "bool", "tir.isnan", ("x:float32",))
+    assert ok("T.pow(x, 2)", scope) == ("Call", "float32", "tir.pow", ("x:float32", F32(2.0)))
+    assert ok("T.if_then_else(i < 2, x, 1.0)", scope) == (
+        "Call", "float32", "tir.if_then_else", (("LT", "i:int32", I32(2)), "x:float32", F32(1.0))
+    )
+    assert ok("T.call_extern('float32', 'myfunc', x, i)", scope) == (
+        "Call", "float32", "tir.call_extern", (("StringImm", "myfunc"), "x:float32", "i:int32")
+    )
+    assert ok("T.call_pure_extern('int32', 'f')", scope) == ("Call", "int32", "tir.call_pure_extern", (("StringImm", "f"),))
+    assert ok("T.reinterpret('int32', x)", scope) == ("Call", "int32", "tir.reinterpret", ("x:float32",))
+
+
+def test_node_constructors(scope):
+    assert ok("T.Cast('float32', i)", scope) == ("Cast", "float32", "i:int32")
+    assert ok("T.float32(i)", scope) == ("Cast", "float32", "i:int32")
+    assert ok("T.max(x, 0.0)", scope) == ("Max", "x:float32", F32(0.0))
+    assert ok("T.min(i, n)", scope) == ("Min", ("Cast", "int64", "i:int32"), "n:int64")
+    assert ok("T.truncdiv(i, 2)", scope) == ("Div", "i:int32", I32(2))
+    assert ok("T.truncmod(i, 2)", scope) == ("Mod", "i:int32", I32(2))
+    assert ok("T.floordiv(i, 2)", scope) == ("FloorDiv", "i:int32", I32(2))
+    assert ok("T.floormod(i, 2)", scope) == ("FloorMod", "i:int32", I32(2))
+    assert ok("T.Select(i < 2, x, 0)", scope) == ("Select", ("LT", "i:int32", I32(2)), "x:float32", F32(0.0))
+    assert ok("T.Ramp(i, 1, 4)", scope) == ("Ramp", "i:int32", I32(1), 4)
+    assert ok("T.Broadcast(x, 8)", scope) == ("Broadcast", "x:float32", 8)
+    assert ok("T.abs(x)", scope) == ("Call", "float32", "tir.fabs", ("x:float32",))
+
+
+def test_let_binds_its_variable_in_the_body(scope):
+    result, errors = expr("T.Let(y * 2, where={y: i + 1})", scope)
+    assert errors == []
+    assert isinstance(result, tir.Let) and result.body.a is result.var
+    assert dump(result.value) == ("Add", "i:int32", I32(1))
+
+
+def test_buffer_loads(scope):
+    assert ok("A[i, 0]", scope) == ("BufferLoad", "buffer A", ("i:int32", I32(0)))
+    assert ok("A[i, 0:4]", scope) == ("BufferLoad", "buffer A", ("i:int32", ("Ramp", I32(0), I32(1), 4)))
+    assert ok("A.data", scope) == "A_data:handle"
+
+
+def test_variables_are_shared_not_copied(scope):
+    result, _ = expr("n", scope)
+    assert result is scope.lookup("n")
+
+
+def test_spans_point_at_the_source(scope):
+    result, _ = expr("i + T.exp(x)", scope)
+    assert (result.span.column, result.span.end_column) == (1, 13)
+    assert result.b.span.column == 5
+
+
+@pytest.mark.parametrize(
+    "text, position, message",
+    [
+        ("y + 1", "1:1", "undefined variable 'y'"),
+        ("i + T.expp(x)", "1:5", "unknown TIR function 'T.expp'; did you mean 'T.exp'?"),
+        ("T.exp(x, x)", "1:1", "T.exp takes 1 argument, got 2"),
+        ("T.Cast('float33', i)", "1:8", "unknown data type 'float33'"),
+        ("T.int64()", "1:1", "'T.int64()' declares a variable and is not an expression"),
+        ("A[i]", "1:1", "buffer 'A' has 2 dimensions but is indexed with 1 index"),
+        ("x + A", "1:5", "buffer 'A' is not a value; index it as A[...]"),
+        ("i ** 2", "1:1", "operator '**' is not supported in TIR"),
+        ("R.add(i, i)", "1:1", "'R.add' is not a TIR function"),
+        ("T.float32('one')", "1:11", "'one' is not a float32 constant"),
+        ("B[i]", "1:1", "undefined buffer 'B'"),
+        ("T.Ramp(i, 1, n)", "1:14", "expected a constant integer"),
+    ],
+)
+def test_errors(scope, text, position, message):
+    _, errors = expr(text, scope)
+    assert errors == [(position, message)]
+
+
+def test_independent_undefined_names_are_all_reported(scope):
+    result, errors = expr("a + b", scope)
+    assert errors == [("1:1", "undefined variable 'a'"), ("1:5", "undefined variable 'b'")]
+    assert isinstance(result, tir.Add)
