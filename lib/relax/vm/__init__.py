@@ -18,9 +18,10 @@ from .builder import ExecBuilder
 from .executable import Executable, FuncInfo
 from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Opcode
 from .loader import load, load_bytes, register_loader
+from .machine import VirtualMachine, VMInstrumentReturnKind
 from .verifier import VerificationError
 
 __all__ = [
     "ArgKind", "ExecBuilder", "Executable", "FuncInfo", "FuncKind", "Opcode", "VM_REGISTER", "VOID_REGISTER",
-    "VerificationError", "load", "load_bytes", "register_loader",
+    "VMInstrumentReturnKind", "VerificationError", "VirtualMachine", "load", "load_bytes", "register_loader",
 ]

@@ -1,0 +1,246 @@
+"""Loading a kernel object in-process and calling its kernels with numpy arrays.
+
+`load_kernel_library(data)` picks the .ko entry that runs on this host (native
+object first, else bitcode compiled on load), links it with llvmlite's MCJIT and
+returns a KernelLibrary. `library.get_function(name)` gives a callable taking
+the kernel's parameters in order (numpy arrays for buffers, Python or numpy
+numbers for scalars); outputs are pre-allocated arrays passed like inputs
+(destination passing). Every argument is checked against the metadata first;
+the call itself runs without the GIL (ctypes releases it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ...diagnostics import UserError
+from ..errors import VMError
+from . import abi, container
+from .host import host, host_target_machine, initialize_llvm, runs_natively, same_platform
+from .llvm_compile import compile_bitcode
+from .metadata import KernelInfo, evaluate, format_expr
+
+# Below this many bytes of buffer data a parallel kernel runs on one thread:
+# starting threads would cost more than it saves.
+PARALLEL_THRESHOLD_BYTES = 1 << 18
+
+_NUMPY_DTYPES = {
+    "bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+    "float16": np.float16, "float32": np.float32, "float64": np.float64,
+}
+
+
+class KernelCallError(VMError):
+    """A kernel was called with wrong arguments, or reported a failure."""
+
+
+def default_num_threads() -> int:
+    value = os.environ.get("RELAX_NUM_THREADS")
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise UserError(f"RELAX_NUM_THREADS must be a positive integer, not '{value}'") from None
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+class KernelFunction:
+    """One kernel, callable with numpy arrays and numbers in parameter order."""
+
+    def __init__(self, library: "KernelLibrary", info: KernelInfo, address: int):
+        self.library = library
+        self.info = info
+        self.name = info.name
+        self._cfunc = abi.KERNEL_CFUNCTYPE(address)
+
+    def _fail(self, message: str) -> KernelCallError:
+        return KernelCallError(f"kernel '{self.name}': {message}")
+
+    def _bind_buffer(self, param, value, values: dict[str, int]) -> np.ndarray:
+        if not isinstance(value, np.ndarray):
+            raise self._fail(f"parameter '{param.name}' expects a {param.dtype} tensor, got {type(value).__name__}")
+        expected = np.dtype(_NUMPY_DTYPES[param.dtype]) if param.dtype in _NUMPY_DTYPES else None
+        if expected is None or value.dtype != expected:
+            raise self._fail(f"parameter '{param.name}' expects dtype {param.dtype}, got {value.dtype}")
+        if value.ndim != len(param.shape):
+            raise self._fail(
+                f"parameter '{param.name}' expects {len(param.shape)} dimensions "
+                f"{tuple(format_expr(d) for d in param.shape)}, got shape {value.shape}"
+            )
+        if not value.flags.c_contiguous:
+            raise self._fail(f"parameter '{param.name}' must be a C-contiguous (compact row-major) array")
+        for axis, dim in enumerate(param.shape):
+            if isinstance(dim, str) and dim not in values:
+                values[dim] = int(value.shape[axis])
+        return value
+
+    def _check_shapes(self, buffers, values: dict[str, int]) -> None:
+        for param, array in buffers:
+            for axis, dim in enumerate(param.shape):
+                try:
+                    expected = evaluate(dim, values)
+                except KeyError as exc:
+                    raise self._fail(f"cannot bind symbolic size {exc} from the shape of '{param.name}'") from None
+                if expected != array.shape[axis]:
+                    raise self._fail(
+                        f"parameter '{param.name}' dimension {axis} must be {format_expr(dim)} = {expected}, "
+                        f"got shape {array.shape}"
+                    )
+
+    def _scalar_word(self, param, value) -> int:
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if param.dtype.startswith("float"):
+            if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+                raise self._fail(f"parameter '{param.name}' expects a {param.dtype} scalar, got {value!r}")
+            return struct.unpack("<q", struct.pack("<d", float(value)))[0]
+        if not isinstance(value, (int, np.integer, bool, np.bool_)):
+            raise self._fail(f"parameter '{param.name}' expects a {param.dtype} scalar, got {value!r}")
+        word = int(value)
+        if not -(1 << 63) <= word < (1 << 64):
+            raise self._fail(f"parameter '{param.name}': {word} does not fit in 64 bits")
+        return word - (1 << 64) if word >= (1 << 63) else word
+
+    def _check_overlap(self, buffers) -> None:
+        spans = []
+        for param, array in buffers:
+            if array.nbytes:
+                start = array.ctypes.data
+                spans.append((start, start + array.nbytes, param.name))
+        spans.sort()
+        for (_, end, name), (start, _, other) in zip(spans, spans[1:]):
+            if start < end:
+                raise self._fail(f"buffers '{name}' and '{other}' overlap (kernels assume no aliasing)")
+
+    def __call__(self, *args):
+        info = self.info
+        if len(args) != len(info.params):
+            raise self._fail(f"expects {len(info.params)} arguments, got {len(args)}")
+        values: dict[str, int] = {}
+        buffers, scalars = [], []
+        for param, value in zip(info.params, args):
+            if param.kind == "buffer":
+                buffers.append((param, self._bind_buffer(param, value, values)))
+            else:
+                word = self._scalar_word(param, value)
+                scalars.append(word)
+                if param.name in info.symbolic_vars or any(param.name == d for p in info.buffers for d in p.shape):
+                    values.setdefault(param.name, word)
+        self._check_shapes(buffers, values)
+        self._check_overlap(buffers)
+        for var in info.symbolic_vars:
+            if var not in values:
+                raise self._fail(f"symbolic size '{var}' is not determined by any argument")
+            scalars.append(values[var])
+        return self._invoke(buffers, scalars, values)
+
+    def _invoke(self, buffers, scalars, values):
+        info = self.info
+        buffer_words = (ctypes.c_void_p * max(1, len(buffers)))(*[a.ctypes.data for _, a in buffers])
+        scalar_words = (ctypes.c_int64 * max(1, len(scalars)))(*scalars)
+        context = abi.KernelContext()
+        context.abi_version = abi.KERNEL_ABI_VERSION
+        threads = self.library.num_threads if info.parallel else 1
+        if sum(a.nbytes for _, a in buffers) < PARALLEL_THRESHOLD_BYTES:
+            threads = 1
+        context.num_threads = max(1, min(threads, abi.MAX_THREADS))
+        workspace_size = evaluate(info.workspace_bytes, values)
+        workspace = None
+        if workspace_size > 0:
+            workspace = np.empty(workspace_size + abi.WORKSPACE_ALIGNMENT, dtype=np.uint8)
+            base = workspace.ctypes.data
+            context.workspace = base + (-base) % abi.WORKSPACE_ALIGNMENT
+            context.workspace_size = workspace_size
+        code = self._cfunc(buffer_words, scalar_words, ctypes.byref(context))
+        del workspace
+        if code != abi.SUCCESS:
+            message = context.error_message.decode("utf-8", "replace") if context.error_message else ""
+            meaning = abi.RETURN_CODES.get(code, f"error code {code}")
+            raise self._fail(f"{meaning}: {message}" if message else meaning)
+        return None
+
+    def __repr__(self) -> str:
+        return f"<KernelFunction {self.name}>"
+
+
+class KernelLibrary:
+    """The kernels of one .ko, linked into this process."""
+
+    def __init__(self, kernel_object: container.KernelObject, entry_index: int, object_code: bytes, compiled: bool):
+        initialize_llvm()
+        self.kernel_object = kernel_object
+        self.target = kernel_object.targets[entry_index]
+        self.compiled_on_load = compiled
+        self.num_threads = default_num_threads()
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
+        self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        self._engine.finalize_object()
+        self._functions: dict[str, KernelFunction] = {}
+
+    def get_function(self, name: str) -> KernelFunction | None:
+        if name in self._functions:
+            return self._functions[name]
+        info = self.kernel_object.kernel(name)
+        if info is None:
+            return None
+        address = self._engine.get_function_address(info.symbol)
+        if not address:
+            raise UserError(f"kernel object: symbol '{info.symbol}' of kernel '{name}' is missing from the native code")
+        function = self._functions[name] = KernelFunction(self, info, address)
+        return function
+
+    def list_functions(self) -> list[str]:
+        return [info.name for info in self.kernel_object.kernels]
+
+    def __contains__(self, name: str) -> bool:
+        return self.kernel_object.kernel(name) is not None
+
+
+def _check_abi(kernel_object: container.KernelObject, name: str) -> None:
+    versions = [t.abi_version for t in kernel_object.targets] + [k.abi_version for k in kernel_object.kernels]
+    for version in versions:
+        if version > abi.KERNEL_ABI_VERSION:
+            raise UserError(
+                f"'{name}' was built for kernel ABI version {version}, newer than the "
+                f"supported version {abi.KERNEL_ABI_VERSION}; rebuild it with this toolchain"
+            )
+        if version < 1:
+            raise UserError(f"'{name}' names kernel ABI version {version}, which does not exist")
+
+
+def load_kernel_library(data, name: str = "<memory>", prefer: str = "native") -> KernelLibrary:
+    """Links the entry of a .ko (bytes or KernelObject) that runs on this host.
+
+    `prefer="bitcode"` skips native objects and compiles the bitcode (for tests).
+    """
+    kernel_object = data if isinstance(data, container.KernelObject) else container.read(data, name)
+    _check_abi(kernel_object, name)
+    info = host()
+    if prefer != "bitcode":
+        for index, entry in enumerate(kernel_object.targets):
+            if index in kernel_object.objects and runs_natively(entry.triple, entry.cpu, entry.features, info):
+                return KernelLibrary(kernel_object, index, kernel_object.objects[index], compiled=False)
+    for index, entry in enumerate(kernel_object.targets):
+        if index in kernel_object.bitcode and same_platform(entry.triple, info.triple):
+            code = compile_bitcode(kernel_object.bitcode[index], host_target_machine())
+            return KernelLibrary(kernel_object, index, code, compiled=True)
+    targets = ", ".join(t.describe() for t in kernel_object.targets) or "none"
+    raise UserError(
+        f"'{name}' has no kernels that run on this host ({info.triple}, cpu {info.cpu}); "
+        f"its targets: {targets}"
+    )
+
+
+def load_kernel_file(path: str, prefer: str = "native") -> KernelLibrary:
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as exc:
+        raise UserError(f"'{path}': {exc.strerror.lower() if exc.strerror else exc}") from None
+    return load_kernel_library(data, path, prefer)

@@ -1,0 +1,32 @@
+"""Optimizing and compiling LLVM modules: shared by the code generator and the loader.
+
+The loader needs this to compile bitcode for the host on load, so it lives on the
+runtime side; the code generator imports it from here.
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from .host import initialize_llvm
+
+
+def optimize(module: "llvm.ModuleRef", target_machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
+    """Runs LLVM's default per-module pipeline (O`speed_level`) in place, vectorizers on."""
+    initialize_llvm()
+    tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    tuning.loop_vectorization = speed_level >= 2
+    tuning.slp_vectorization = speed_level >= 2
+    tuning.loop_unrolling = speed_level >= 2
+    builder = llvm.create_pass_builder(target_machine, tuning)
+    builder.getModulePassManager().run(module, builder)
+
+
+def compile_bitcode(bitcode: bytes, target_machine: "llvm.TargetMachine") -> bytes:
+    """Native object code for `target_machine` from (unoptimized) bitcode."""
+    initialize_llvm()
+    module = llvm.parse_bitcode(bitcode)
+    module.triple = target_machine.triple
+    module.data_layout = str(target_machine.target_data)
+    optimize(module, target_machine)
+    return target_machine.emit_object(module)

@@ -1,0 +1,164 @@
+"""Kernel metadata: what the loader must know to call a kernel, as plain JSON.
+
+The code generator writes one KernelInfo per kernel into the .ko manifest; the
+loader reads it back to check arguments before a call. Shape expressions are
+small JSON trees over the symbolic size variables:
+
+    7                      an integer
+    "n"                    a symbolic variable
+    ["mul", "n", 4]        an operation of SHAPE_OPS applied to its operands
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...diagnostics import UserError
+
+
+def _floordiv(a: int, b: int) -> int:
+    return a // b
+
+
+def _truncdiv(a: int, b: int) -> int:
+    quotient = abs(a) // abs(b)
+    return quotient if (a >= 0) == (b >= 0) else -quotient
+
+
+def _truncmod(a: int, b: int) -> int:
+    return a - _truncdiv(a, b) * b
+
+
+# The operations a shape expression may use, with TVM's integer semantics.
+SHAPE_OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": _truncdiv,
+    "mod": _truncmod,
+    "floordiv": _floordiv,
+    "floormod": lambda a, b: a % b,
+    "min": min,
+    "max": max,
+}
+
+
+def evaluate(expr, values: dict[str, int]) -> int:
+    """The value of a shape expression; raises KeyError naming an unbound variable."""
+    if isinstance(expr, bool):
+        return int(expr)
+    if isinstance(expr, int):
+        return expr
+    if isinstance(expr, str):
+        return values[expr]
+    op, *operands = expr
+    args = [evaluate(operand, values) for operand in operands]
+    if op in ("div", "mod", "floordiv", "floormod") and args[1] == 0:
+        raise ZeroDivisionError(f"division by zero in shape expression {format_expr(expr)}")
+    return SHAPE_OPS[op](*args)
+
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%", "div": "/", "mod": "%t"}
+
+
+def format_expr(expr) -> str:
+    """A shape expression as people write it: `n * 4 + 1`."""
+    if isinstance(expr, (int, str)):
+        return str(expr)
+    op, *operands = expr
+    texts = [format_expr(operand) for operand in operands]
+    if op in _INFIX:
+        return f"({texts[0]} {_INFIX[op]} {texts[1]})"
+    return f"{op}({', '.join(texts)})"
+
+
+def _check_expr(expr, where: str) -> None:
+    if isinstance(expr, (int, str)):
+        return
+    if not isinstance(expr, list) or not expr or expr[0] not in SHAPE_OPS or len(expr) != 3:
+        raise UserError(f"kernel metadata: bad shape expression {expr!r} in {where}")
+    for operand in expr[1:]:
+        _check_expr(operand, where)
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One kernel parameter: a buffer (dtype + shape) or a scalar (dtype only)."""
+
+    name: str
+    kind: str  # "buffer" or "scalar"
+    dtype: str
+    shape: tuple = ()  # shape expressions, for buffers
+
+    def to_json(self) -> dict:
+        data = {"name": self.name, "kind": self.kind, "dtype": self.dtype}
+        if self.kind == "buffer":
+            data["shape"] = list(self.shape)
+        return data
+
+    @staticmethod
+    def from_json(data: dict, where: str) -> "ParamInfo":
+        try:
+            kind = data["kind"]
+            if kind not in ("buffer", "scalar"):
+                raise UserError(f"kernel metadata: parameter kind '{kind}' in {where}")
+            shape = tuple(data.get("shape", ()))
+            for dim in shape:
+                _check_expr(dim, where)
+            return ParamInfo(str(data["name"]), kind, str(data["dtype"]), shape)
+        except (KeyError, TypeError) as exc:
+            raise UserError(f"kernel metadata: malformed parameter in {where}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """Everything the loader checks and passes for one kernel symbol."""
+
+    name: str
+    symbol: str
+    abi_version: int
+    params: tuple[ParamInfo, ...]
+    symbolic_vars: tuple[str, ...] = ()  # passed after the scalar parameters, in this order
+    workspace_bytes: object = 0  # a shape expression
+    parallel: bool = False  # whether the kernel has a parallel loop
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def buffers(self) -> tuple[ParamInfo, ...]:
+        return tuple(p for p in self.params if p.kind == "buffer")
+
+    @property
+    def scalars(self) -> tuple[ParamInfo, ...]:
+        return tuple(p for p in self.params if p.kind == "scalar")
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "symbol": self.symbol,
+            "abi_version": self.abi_version,
+            "params": [p.to_json() for p in self.params],
+            "symbolic_vars": list(self.symbolic_vars),
+            "workspace_bytes": self.workspace_bytes,
+            "parallel": self.parallel,
+            "attrs": dict(sorted(self.attrs.items())),
+        }
+
+    @staticmethod
+    def from_json(data: dict) -> "KernelInfo":
+        where = f"kernel '{data.get('name', '?')}'"
+        try:
+            params = tuple(ParamInfo.from_json(p, where) for p in data["params"])
+            workspace = data.get("workspace_bytes", 0)
+            _check_expr(workspace, where)
+            return KernelInfo(
+                name=str(data["name"]),
+                symbol=str(data["symbol"]),
+                abi_version=int(data["abi_version"]),
+                params=params,
+                symbolic_vars=tuple(str(v) for v in data.get("symbolic_vars", ())),
+                workspace_bytes=workspace,
+                parallel=bool(data.get("parallel", False)),
+                attrs=dict(data.get("attrs", {})),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UserError(f"kernel metadata: malformed {where}: {exc}") from None

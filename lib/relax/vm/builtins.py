@@ -1,0 +1,265 @@
+"""The vm.builtin.* functions, named and called as in TVM, registered in the global registry.
+
+The BUILTINS table is the vocabulary: name -> function. Functions that need the VM
+take it first (the bytecode passes %vm). A check that fails raises a VMError whose
+message starts with the error context the code generator put in the constant pool
+(it names the function and the parameter), then says what was expected and what came.
+
+Shape matching codes (MatchShapeCode): 0 assert equal to immediate, 1 store to heap,
+2 no-op, 3 assert equal to a heap value. Shape making codes (MakeShapeCode): 0 use
+immediate, 1 load from heap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runtime.dtype import DataType
+from ..runtime.errors import VMError
+from ..runtime.objects import Closure, ShapeTuple, Storage, type_key
+from ..runtime.registry import register_func
+
+ASSERT_EQUAL_TO_IMM, STORE_TO_HEAP, NO_OP, ASSERT_EQUAL_TO_LOAD = range(4)
+USE_IMM, LOAD_SHAPE = range(2)
+
+
+def _context(err_ctx) -> str:
+    return f"{err_ctx} " if err_ctx else ""
+
+
+def _dtype(value) -> DataType:
+    if isinstance(value, DataType):
+        return value
+    if isinstance(value, str):
+        return DataType.parse(value)
+    return DataType.from_numpy(value)
+
+
+def _heap_slot(heap, index: int, err_ctx) -> int:
+    if heap is None:
+        raise VMError(f"RuntimeError: {_context(err_ctx)}the shape heap is needed but none was allocated")
+    if not 0 <= index < len(heap):
+        raise VMError(f"RuntimeError: {_context(err_ctx)}shape heap index {index} is outside the heap "
+                      f"(size {len(heap)})")
+    return index
+
+
+# ---- shapes and struct info ------------------------------------------------------------------
+
+def alloc_shape_heap(vm, size: int) -> np.ndarray:
+    return np.zeros(int(size), dtype=np.int64)
+
+
+def match_shape(value, heap, size: int, *codes):
+    err_ctx = codes[2 * size] if len(codes) > 2 * size else None
+    shape = value.shape if isinstance(value, np.ndarray) else value
+    if not isinstance(shape, tuple):
+        raise VMError(f"TypeError: {_context(err_ctx)}match_cast expects a Tensor or Shape, got {type_key(value)}")
+    if len(shape) != size:
+        raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast shape size mismatch: "
+                      f"expected {size} dimensions, got {len(shape)} (shape {tuple(shape)})")
+    for axis in range(size):
+        code, operand = codes[2 * axis], codes[2 * axis + 1]
+        actual = int(shape[axis])
+        if code == ASSERT_EQUAL_TO_IMM:
+            if actual != operand:
+                raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast error: shape[{axis}] mismatch to "
+                              f"specified constant: expected {operand}, got {actual} (shape {tuple(shape)})")
+        elif code == STORE_TO_HEAP:
+            heap[_heap_slot(heap, operand, err_ctx)] = actual
+        elif code == ASSERT_EQUAL_TO_LOAD:
+            expected = int(heap[_heap_slot(heap, operand, err_ctx)])
+            if actual != expected:
+                raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast error: shape[{axis}] mismatch to "
+                              f"a previous populated value: expected {expected}, got {actual} "
+                              f"(shape {tuple(shape)})")
+        elif code != NO_OP:
+            raise VMError(f"unknown match_shape code {code}")
+
+
+def make_shape(heap, size: int, *codes) -> ShapeTuple:
+    values = []
+    for axis in range(size):
+        code, operand = codes[2 * axis], codes[2 * axis + 1]
+        if code == USE_IMM:
+            values.append(operand)
+        elif code == LOAD_SHAPE:
+            values.append(int(heap[_heap_slot(heap, operand, None)]))
+        else:
+            raise VMError(f"unknown make_shape code {code}")
+    return ShapeTuple(values)
+
+
+def match_prim_value(value, heap, code: int, operand: int, err_ctx=None) -> None:
+    value = int(value)
+    if code == ASSERT_EQUAL_TO_IMM:
+        if value != operand:
+            raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast error: PrimValue mismatch to "
+                          f"specified constant: expected {operand}, got {value}")
+    elif code == STORE_TO_HEAP:
+        heap[_heap_slot(heap, operand, err_ctx)] = value
+    elif code == ASSERT_EQUAL_TO_LOAD:
+        expected = int(heap[_heap_slot(heap, operand, err_ctx)])
+        if value != expected:
+            raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast error: PrimValue mismatch to a "
+                          f"previous populated value: expected {expected}, got {value}")
+    elif code != NO_OP:
+        raise VMError(f"unknown match_prim_value code {code}")
+
+
+def make_prim_value(heap, code: int, operand: int) -> int:
+    if code == USE_IMM:
+        return operand
+    return int(heap[_heap_slot(heap, operand, None)])
+
+
+def check_tensor_info(arg, ndim: int, *rest) -> None:
+    dtype, err_ctx = (None, rest[0] if rest else None) if len(rest) < 2 else (rest[0], rest[1])
+    if not isinstance(arg, np.ndarray):
+        raise VMError(f"TypeError: {_context(err_ctx)}expected a Tensor but got {type_key(arg)}")
+    if ndim != -1 and arg.ndim != ndim:
+        raise VMError(f"ValueError: {_context(err_ctx)}expected Tensor with ndim {ndim} but got {arg.ndim} "
+                      f"(shape {arg.shape})")
+    if dtype is not None:
+        expected = _dtype(dtype)
+        actual = DataType.from_numpy(arg.dtype)
+        if expected != DataType(3, 0, 0) and actual != expected:
+            raise VMError(f"ValueError: {_context(err_ctx)}expected Tensor with dtype {expected} but got {actual}")
+
+
+def check_shape_info(arg, ndim: int, err_ctx=None) -> None:
+    if not isinstance(arg, ShapeTuple):
+        raise VMError(f"TypeError: {_context(err_ctx)}expected a Shape but got {type_key(arg)}")
+    if ndim != -1 and len(arg) != ndim:
+        raise VMError(f"ValueError: {_context(err_ctx)}expected Shape with ndim {ndim} but got {len(arg)}")
+
+
+def check_prim_value_info(arg, dtype, err_ctx=None) -> None:
+    expected = _dtype(dtype)
+    kinds = {0: (int, np.integer), 1: (int, np.integer), 2: (float, int, np.floating, np.integer)}
+    accepted = kinds.get(expected.code, (int, float, np.generic))
+    if isinstance(arg, (np.ndarray, tuple, str)) or not isinstance(arg, accepted):
+        raise VMError(f"TypeError: {_context(err_ctx)}expected a PrimValue of dtype {expected} "
+                      f"but got {type_key(arg)}")
+
+
+def check_tuple_info(arg, size: int, err_ctx=None) -> None:
+    if not isinstance(arg, tuple) or isinstance(arg, ShapeTuple):
+        raise VMError(f"TypeError: {_context(err_ctx)}expected a Tuple but got {type_key(arg)}")
+    if len(arg) != size:
+        raise VMError(f"ValueError: {_context(err_ctx)}expected a Tuple with {size} elements but got a Tuple "
+                      f"with {len(arg)} elements")
+
+
+def check_func_info(arg, err_ctx=None) -> None:
+    if not (isinstance(arg, Closure) or callable(arg)) or isinstance(arg, (np.ndarray, type)):
+        raise VMError(f"TypeError: {_context(err_ctx)}expected a Function but got {type_key(arg)}")
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+def alloc_storage(vm, shape, device_index: int, dtype_hint="uint8", mem_scope="global") -> Storage:
+    dtype = _dtype(dtype_hint)
+    nbytes = math.prod(int(v) for v in shape) * max(1, (dtype.bits * dtype.lanes + 7) // 8)
+    return vm.allocator(int(device_index)).alloc(nbytes)
+
+
+def alloc_tensor(storage: Storage, offset: int, shape, dtype, mem_scope=None) -> np.ndarray:
+    element = _dtype(dtype).numpy
+    shape = tuple(int(v) for v in shape)
+    nbytes = math.prod(shape) * element.itemsize
+    if offset < 0 or offset + nbytes > storage.nbytes:
+        raise VMError(f"alloc_tensor: {nbytes} bytes at offset {offset} do not fit in a storage of "
+                      f"{storage.nbytes} bytes")
+    return storage.buffer[offset:offset + nbytes].view(element).reshape(shape)
+
+
+def to_device(data: np.ndarray, device_type: int, device_id: int) -> np.ndarray:
+    if device_type != 1:
+        raise VMError(f"to_device: device type {device_type} is not supported by this runtime (only cpu)")
+    return np.array(data, copy=True)
+
+
+# ---- values ----------------------------------------------------------------------------------
+
+def null_value():
+    return None
+
+
+def copy(value):
+    return value
+
+
+def make_tuple(*fields) -> tuple:
+    return tuple(fields)
+
+
+def tuple_getitem(value, index: int):
+    if not isinstance(value, tuple) or isinstance(value, ShapeTuple):
+        raise VMError(f"tuple_getitem expects a Tuple, got {type_key(value)}")
+    if not -len(value) <= index < len(value):
+        raise VMError(f"tuple_getitem: index {index} is out of range for a Tuple of {len(value)} elements")
+    return value[index]
+
+
+def shape_of(tensor) -> ShapeTuple:
+    if not isinstance(tensor, np.ndarray):
+        raise VMError(f"shape_of expects a Tensor, got {type_key(tensor)}")
+    return ShapeTuple(tensor.shape)
+
+
+def reshape(tensor: np.ndarray, new_shape) -> np.ndarray:
+    new_shape = tuple(int(v) for v in new_shape)
+    if math.prod(new_shape) != tensor.size:
+        raise VMError(f"reshape: cannot view a tensor of shape {tensor.shape} as shape {new_shape}")
+    return tensor.reshape(new_shape)
+
+
+def tensor_to_shape(tensor: np.ndarray) -> ShapeTuple:
+    if tensor.ndim != 1 or tensor.dtype.kind not in "iu":
+        raise VMError(f"tensor_to_shape expects a 1-d integer tensor, got {tensor.dtype} of shape {tensor.shape}")
+    return ShapeTuple(tensor.tolist())
+
+
+def read_if_cond(cond) -> bool:
+    if isinstance(cond, np.ndarray):
+        if cond.dtype.kind not in "biu":
+            raise VMError(f"read_if_cond expects an integer or bool condition, got {cond.dtype}")
+        return bool(cond.reshape(-1)[0])
+    return bool(int(cond))
+
+
+# ---- closures --------------------------------------------------------------------------------
+
+def make_closure(closure, *captured) -> Closure:
+    if not isinstance(closure, Closure):
+        if not callable(closure):
+            raise VMError(f"make_closure expects a function, got {type_key(closure)}")
+        closure = Closure(getattr(closure, "__name__", "packed"), impl=closure)
+    return closure.bind_last_args(captured)
+
+
+def invoke_closure(vm, closure, *args):
+    return vm.invoke_closure(closure, *args)
+
+
+def call_tir_dyn(kernel, *args):
+    """Calls `kernel` with the tensors, then the integers of the trailing ShapeTuple unpacked."""
+    *tensors, shape = args
+    return kernel(*tensors, *shape)
+
+
+BUILTINS = {
+    f"vm.builtin.{func.__name__}": func
+    for func in (
+        alloc_shape_heap, match_shape, make_shape, match_prim_value, make_prim_value, check_tensor_info,
+        check_shape_info, check_prim_value_info, check_tuple_info, check_func_info, alloc_storage, alloc_tensor,
+        to_device, null_value, copy, make_tuple, tuple_getitem, shape_of, reshape, tensor_to_shape, read_if_cond,
+        make_closure, invoke_closure, call_tir_dyn,
+    )
+}
+
+for _name, _func in BUILTINS.items():
+    register_func(_name, _func, override=True)

@@ -1,0 +1,313 @@
+"""VirtualMachine: loads an Executable on devices and runs its bytecode.
+
+At construction it picks devices (a CPU is always last, for shape work), makes the
+function pool (packed functions resolved from the executable's imports, then the
+global registry; bytecode functions as Closures), loads the constants once, and
+decodes every bytecode function (decoder.py). The dispatch loop keeps its own frame
+stack, so bytecode calling bytecode never recurses in Python: deep recursion in a
+program is bounded by MAX_FRAMES, not by Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Callable
+
+import numpy as np
+
+from ..diagnostics import UserError
+from ..runtime.allocator import make_allocator
+from ..runtime.device import CPU, Device, cpu
+from ..runtime.errors import VMError
+from ..runtime.objects import Closure, ShapeTuple
+from ..runtime.registry import get_global_func
+from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
+from .decoder import CALL, CALL0, CALL1, CALL_HOOKED, CALL_VM, GOTO, IF, RET, decode_function, empty_function
+from .executable import Executable
+from .isa import FuncKind
+
+MAX_FRAMES = 200_000
+
+
+class VMInstrumentReturnKind(enum.IntEnum):
+    NO_OP = 0
+    SKIP_RUN = 1
+
+
+def _unresolved(name: str) -> Callable:
+    def missing(*args):
+        found = get_global_func(name, allow_missing=True)
+        if found is None:
+            raise VMError(f"packed function '{name}' is not found in the executable's imports "
+                          "or the global registry")
+        return found(*args)
+
+    missing.unresolved_name = name
+    return missing
+
+
+class VirtualMachine:
+    def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled"):
+        if isinstance(exe, str):
+            from .loader import load
+
+            exe = load(exe)
+        self.exe = exe
+        devices = [Device.parse(d) for d in (device if isinstance(device, (list, tuple)) else [device])]
+        if not devices or devices[-1].device_type != CPU:
+            devices.append(cpu())
+        self.devices = devices
+        self.memory = memory
+        self._allocators: list = [None] * len(devices)
+        make_allocator(memory, devices[-1])  # refuses an unknown kind now, not at the first allocation
+        self.constants = self._load_constants()
+        self.unresolved_functions: list[str] = []
+        self.func_pool = self._init_func_pool()
+        self._instrument: Callable | None = None
+        self._bytecode = self._decode(hooked=False)
+        self._inputs: dict[str, tuple] = {}
+        self._outputs: dict[str, Any] = {}
+        self._saved: dict[str, Callable] = {}
+
+    # ---- set-up ------------------------------------------------------------------------
+
+    def _load_constants(self) -> list:
+        if self.devices[0].device_type != CPU:
+            raise UserError(f"device {self.devices[0]} is not supported by this runtime (only cpu)")
+        return list(self.exe.constants)  # tensors are read-only numpy arrays, shared by every VM
+
+    def _resolve(self, name: str) -> Callable | None:
+        for library in self.exe.imports:
+            found = library.get_function(name)
+            if found is not None:
+                return found
+        return get_global_func(name, allow_missing=True)
+
+    def _init_func_pool(self) -> list:
+        pool: list = []
+        for index, info in enumerate(self.exe.func_table):
+            if info.kind == FuncKind.PACKED_FUNC:
+                found = self._resolve(info.name)
+                if found is None:
+                    self.unresolved_functions.append(info.name)
+                    found = _unresolved(info.name)
+                pool.append(found)
+            elif info.kind == FuncKind.VM_FUNC:
+                pool.append(Closure(info.name, func_index=index))
+            else:
+                kernel = self._resolve(f"__vmtir__{info.name}") or _unresolved(f"__vmtir__{info.name}")
+                pool.append(Closure(info.name, impl=lambda *args, kernel=kernel: kernel(self, *args)))
+        return pool
+
+    def _decode(self, hooked: bool) -> list:
+        bytecode = [empty_function(self.exe, index) if info.kind == FuncKind.VM_FUNC else None
+                    for index, info in enumerate(self.exe.func_table)]
+        for function in bytecode:
+            if function is not None:
+                decode_function(self.exe, function, self, self.constants, self.func_pool, bytecode, hooked)
+        return bytecode
+
+    def allocator(self, device_index: int):
+        """The allocator of device `device_index` (-1: the host CPU), made on first use."""
+        if device_index == -1:
+            device_index = len(self.devices) - 1
+        if not 0 <= device_index < len(self.devices):
+            raise VMError(f"device index {device_index} is out of the VM's {len(self.devices)} devices")
+        if self._allocators[device_index] is None:
+            self._allocators[device_index] = make_allocator(self.memory, self.devices[device_index])
+        return self._allocators[device_index]
+
+    # ---- running -----------------------------------------------------------------------
+
+    def _function(self, name: str):
+        for function in self._bytecode:
+            if function is not None and function.name == name:
+                return function
+        return None
+
+    def invoke_closure(self, closure, *args):
+        """Calls a Closure (bytecode or packed) or a plain callable with `args`."""
+        if isinstance(closure, Closure):
+            args = args + closure.bound_args
+            if closure.func_index is not None:
+                return self._execute(self._bytecode[closure.func_index], args)
+            return closure.impl(*args)
+        if callable(closure):
+            return closure(*args)
+        raise VMError(f"cannot call a {type(closure).__name__}: not a function or closure")
+
+    def _execute(self, function, args: tuple):
+        if len(args) != function.num_args:
+            raise VMError(f"function '{function.name}' takes {function.num_args} arguments, got {len(args)}")
+        regs = function.template.copy()
+        regs[:function.num_args] = args
+        code = function.code
+        pc = 0
+        stack: list = []
+        try:
+            while True:
+                instr = code[pc]
+                op = instr[0]
+                if op == CALL:
+                    regs[instr[3]] = instr[1](*instr[2](regs))
+                    pc += 1
+                elif op == CALL1:
+                    regs[instr[3]] = instr[1](regs[instr[2]])
+                    pc += 1
+                elif op == CALL0:
+                    regs[instr[3]] = instr[1]()
+                    pc += 1
+                elif op == RET:
+                    value = regs[instr[1]]
+                    if not stack:
+                        return value
+                    code, pc, regs, dst, function = stack.pop()
+                    regs[dst] = value
+                    pc += 1
+                elif op == GOTO:
+                    pc = instr[1]
+                elif op == IF:
+                    pc = pc + 1 if regs[instr[1]] else instr[2]
+                elif op == CALL_VM:
+                    callee = instr[1]
+                    if len(stack) >= MAX_FRAMES:
+                        raise VMError(f"call stack overflow: more than {MAX_FRAMES} nested calls")
+                    stack.append((code, pc, regs, instr[3], function))
+                    new_regs = callee.template.copy()
+                    new_regs[:callee.num_args] = instr[2](regs)
+                    regs, code, pc, function = new_regs, callee.code, 0, callee
+                else:
+                    regs[instr[3]] = self._hooked_call(instr, regs)
+                    pc += 1
+        except Exception as error:  # noqa: BLE001 - every failure gets the VM backtrace
+            raise self._with_backtrace(error, stack, function, pc) from error
+
+    def _with_backtrace(self, error: Exception, stack: list, function, pc: int) -> VMError:
+        frames = [(f.name, p) for _, p, _, _, f in stack] + [(function.name, pc)]
+        if isinstance(error, VMError):
+            return VMError(error.message, tuple(frames) + error.backtrace)
+        if isinstance(error, RecursionError):
+            message = "Python recursion limit reached (calls through closures or packed functions nest too deeply)"
+        elif isinstance(error, UserError):
+            message = str(error)
+        else:
+            message = f"{type(error).__name__}: {error}"
+        return VMError(message, tuple(frames))
+
+    def _hooked_call(self, instr: tuple, regs: list):
+        _, target, gather, dst, name, callee = instr
+        args = gather(regs)
+        instrument = self._instrument
+        kind = instrument(target, name, True, None, *args) if instrument else None
+        if kind == VMInstrumentReturnKind.SKIP_RUN:
+            result = regs[dst]
+        elif callee is not None:
+            result = self._execute(callee, args)
+        else:
+            result = target(*args)
+        if instrument:
+            instrument(target, name, False, result, *args)
+        return result
+
+    # ---- Python API --------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> Callable:
+        if name in self._saved:
+            return self._saved[name]
+        function = self._function(name)
+        if function is None:
+            raise UserError(f"no function '{name}' in the executable")
+
+        def call(*args, **kwargs):
+            return self._call_from_python(function, args, kwargs)
+
+        call.__name__ = name
+        return call
+
+    def _bind(self, function, args: tuple, kwargs: dict) -> tuple:
+        if kwargs:
+            names = list(function.param_names)
+            bound = list(args) + [None] * (function.num_args - len(args))
+            for key, value in kwargs.items():
+                if key not in names:
+                    raise UserError(f"function '{function.name}' has no parameter '{key}'")
+                bound[names.index(key)] = value
+            args = tuple(bound)
+        if len(args) != function.num_args:
+            params = f" ({', '.join(function.param_names)})" if function.param_names else ""
+            raise UserError(f"function '{function.name}' takes {function.num_args} arguments{params}, "
+                            f"got {len(args)}")
+        return tuple(to_runtime(arg) for arg in args)
+
+    def _call_from_python(self, function, args: tuple, kwargs: dict):
+        return self._execute(function, self._bind(function, args, kwargs))
+
+    def set_input(self, func_name: str, *args, **kwargs) -> None:
+        function = self._require(func_name)
+        self._inputs[func_name] = self._bind(function, args, kwargs)
+
+    def invoke_stateful(self, func_name: str) -> None:
+        function = self._require(func_name)
+        if func_name not in self._inputs:
+            raise UserError(f"no inputs set for '{func_name}'; call set_input first")
+        self._outputs[func_name] = self._execute(function, self._inputs[func_name])
+
+    def get_outputs(self, func_name: str):
+        if func_name not in self._outputs:
+            raise UserError(f"no outputs for '{func_name}'; call invoke_stateful first")
+        return self._outputs[func_name]
+
+    def save_function(self, func_name: str, saved_name: str, *args, include_return: bool = True, **kwargs):
+        """Binds `args` to `func_name` once; `vm[saved_name]()` then runs it with no conversion."""
+        function = self._require(func_name)
+        bound = self._bind(function, args, kwargs)
+
+        def saved():
+            result = self._execute(function, bound)
+            return result if include_return else None
+
+        self._saved[saved_name] = saved
+
+    def _require(self, func_name: str):
+        function = self._function(func_name)
+        if function is None:
+            raise UserError(f"no function '{func_name}' in the executable")
+        return function
+
+    def set_instrument(self, instrument: Callable | None) -> None:
+        """Calls `instrument(func, func_symbol, before_run, ret_value, *args)` around every Call.
+
+        Returning VMInstrumentReturnKind.SKIP_RUN before a call skips it (its destination
+        register keeps its value). Instrumented calls between bytecode functions recurse in
+        Python. `None` removes the instrument.
+        """
+        self._instrument = instrument
+        self._bytecode = self._decode(hooked=instrument is not None)
+
+    def time_evaluator(self, func_name: str, dev=None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1):
+        from .profiling import time_evaluator
+
+        return time_evaluator(self, func_name, number, repeat, min_repeat_ms, cooldown_interval_ms,
+                              repeats_to_cooldown)
+
+    def profile(self, func_name: str, *args):
+        """Runs `func_name` once and reports the time spent in each called function."""
+        from .profiling import profile
+
+        return profile(self, func_name, args)
+
+
+def to_runtime(value):
+    """A Python/numpy value as the VM holds it (C-contiguous arrays, ints, tuples)."""
+    if isinstance(value, np.ndarray):
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    if isinstance(value, ShapeTuple) or isinstance(value, (str, Closure)) or value is None:
+        return value
+    if isinstance(value, tuple):
+        return tuple(to_runtime(item) for item in value)
+    if isinstance(value, list):
+        return tuple(to_runtime(item) for item in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
