@@ -66,8 +66,19 @@ def assemble(text: str, source: str = "<listing>") -> Executable:
         else:
             _constant_line(line, stripped, exe)
     names = {function.name: index for index, function in enumerate(functions)}
+    code, problems = {}, []
     for function in functions:
-        _emit_function(exe, function, names)
+        # Every instruction line is read before anything else is judged, so that all the
+        # independent mistakes of a listing are reported together.
+        for line in function.body:
+            try:
+                code[id(line)] = _instruction(line, names)
+            except DiagnosticError as error:
+                problems.extend(error.diagnostics)
+    if problems:
+        raise DiagnosticError(problems)
+    for function in functions:
+        _emit_function(exe, function, [code[id(line)] for line in function.body])
     verify(exe)
     return exe
 
@@ -132,7 +143,7 @@ def _constant_line(line: _Line, stripped: str, exe: Executable) -> None:
         raise line.error(str(error), error.column) from None
 
 
-def _emit_function(exe: Executable, function: _Function, names: dict[str, int]) -> None:
+def _emit_function(exe: Executable, function: _Function, instructions: list[Instruction]) -> None:
     if function.kind == FuncKind.PACKED_FUNC:
         exe.func_table.append(FuncInfo(FuncKind.PACKED_FUNC, function.name))
         return
@@ -143,8 +154,7 @@ def _emit_function(exe: Executable, function: _Function, names: dict[str, int]) 
         exe.func_table.append(FuncInfo(FuncKind.VM_TIR_FUNC, function.name, 0, 0, num_args, registers, params))
         return
     start = len(exe.instr_offset)
-    for line in function.body:
-        instr = _instruction(line, names)
+    for instr in instructions:
         exe.instr_offset.append(len(exe.instr_data))
         exe.instr_data.extend(instr.words())
     exe.func_table.append(

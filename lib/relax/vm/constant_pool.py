@@ -43,7 +43,7 @@ def canonical_constant(value: Any, depth: int = 0) -> Any:
         raise UserError(f"constant nests deeper than {MAX_NESTING} tuples")
     if isinstance(value, np.ndarray):
         dtype = DataType.from_numpy(value.dtype).numpy
-        array = np.ascontiguousarray(value, dtype=dtype).copy()
+        array = np.array(value, dtype=dtype, order="C", copy=True)
         array.flags.writeable = False
         return array
     if isinstance(value, ShapeTuple):

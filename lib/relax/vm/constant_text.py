@@ -85,6 +85,8 @@ def _element(value) -> str:
 
 
 def _nested(array: np.ndarray) -> str:
+    if array.size == 0:
+        return "[]"
     if array.ndim == 0:
         return _element(array[()])
     return "[" + ", ".join(_nested(item) for item in array) + "]"
@@ -242,6 +244,8 @@ def _parse_tensor(scanner: _Scanner) -> np.ndarray:
 
 
 def _parse_values(text: str, dtype: np.dtype, shape: tuple) -> np.ndarray:
+    if math.prod(shape) == 0 and text.strip() == "[]":
+        return np.zeros(shape, dtype=dtype)
     words = re.findall(r"[\[\]]|[^\s,\[\]]+", text)
     nested, end = _nest(words, 0)
     if end != len(words):
