@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Callable
 
+from ..runtime.objects import Closure
 from .executable import Executable, FuncInfo
 from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
 
@@ -109,12 +110,13 @@ def _decode_call(exe, instr, arg_slots, slots, func_pool, bytecode, hooked) -> t
     dst = slots.void if dst == VOID_REGISTER else dst
     func_index = instr.field("func_index")
     callee = bytecode[func_index]
+    target = func_pool[func_index]
+    if isinstance(target, Closure) and callee is None:
+        target = target.impl  # a compiled-TIR function: call its implementation directly
     if hooked:
-        return (CALL_HOOKED, func_pool[func_index], _gather(arg_slots), dst, exe.func_table[func_index].name,
-                callee)
+        return (CALL_HOOKED, target, _gather(arg_slots), dst, exe.func_table[func_index].name, callee)
     if callee is not None:
         return (CALL_VM, callee, _gather(arg_slots), dst)
-    target = func_pool[func_index]
     if len(arg_slots) == 0:
         return (CALL0, target, None, dst)
     if len(arg_slots) == 1:
