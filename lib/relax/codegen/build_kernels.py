@@ -1,0 +1,137 @@
+"""Build entry points: TIR kernels to LLVM IR, assembly, .ko kernel objects, or a loaded library.
+
+    build_kernel_object(mod, [Target, ...]) -> bytes    what `relaxc --emit kernels` writes
+    emit_llvm_ir(mod, target) -> str                    `relaxc --emit llvm` (optimized IR)
+    emit_assembly(mod, target) -> str                   `relaxc --emit asm`
+    build_host_library(mod, target=None)                the kernels linked into this process
+
+`mod` is an IRModule (its PrimFuncs are the kernels), a {name: PrimFunc} dict or
+one PrimFunc. Kernels not yet in the lowered form are lowered first with
+relax.tir.pipeline.lower_for_codegen. All kernels of a module go into one LLVM
+module per target: one object with one symbol per kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from ..diagnostics import UserError
+from ..ir import tir
+from ..ir.module import IRModule
+from ..ir.node import Node
+from ..runtime.kernels import container
+from ..runtime.kernels.abi import KERNEL_ABI_VERSION
+from ..runtime.kernels.library import KernelLibrary, load_kernel_library
+from ..runtime.kernels.llvm_compile import optimize
+from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_kernel
+from .llvm_target import TargetSpec, target_machine, target_spec
+from .parallel import LAUNCHER, link_launcher
+
+
+def prim_funcs(mod) -> dict[str, tir.PrimFunc]:
+    if isinstance(mod, IRModule):
+        return dict(mod.prim_funcs())
+    if isinstance(mod, tir.PrimFunc):
+        return {str(mod.attrs.get("global_symbol", "main")): mod}
+    if isinstance(mod, dict):
+        return dict(mod)
+    return dict(mod)
+
+
+def is_lowered(func: tir.PrimFunc) -> bool:
+    """Whether a PrimFunc is already in the form codegen consumes (no blocks, 1-D accesses)."""
+    seen: set[int] = set()
+
+    def lowered(value) -> bool:
+        if isinstance(value, (tuple, list)):
+            return all(lowered(item) for item in value)
+        if not isinstance(value, Node) or id(value) in seen:
+            return True
+        seen.add(id(value))
+        if isinstance(value, (tir.Block, tir.BlockRealize)):
+            return False
+        if isinstance(value, (tir.BufferLoad, tir.BufferStore)) and len(value.indices) != 1:
+            return False
+        if isinstance(value, tir.Buffer):
+            return True
+        return all(lowered(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name != "span")
+
+    return lowered(func.body)
+
+
+def lower(func: tir.PrimFunc, target) -> tir.PrimFunc:
+    if is_lowered(func):
+        return func
+    from ..tir.pipeline import lower_for_codegen
+
+    return lower_for_codegen(func, target)
+
+
+def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None):
+    """The unoptimized LLVM module (a parsed ModuleRef) and the KernelInfo of each kernel."""
+    machine = target_machine(spec)
+    module = ir.Module(name="relax_kernels")
+    module.triple = spec.triple
+    module.data_layout = str(machine.target_data)
+    flags = ("fast",) if spec.fast_math else DEFAULT_FLOAT_FLAGS
+    infos = []
+    for name in sorted(funcs):
+        lowered = lower(funcs[name], target if target is not None else spec)
+        infos.append(generate_kernel(module, name, lowered, flags))
+    try:
+        parsed = llvm.parse_assembly(str(module))
+        if LAUNCHER in module.globals:
+            link_launcher(parsed)
+        parsed.verify()
+    except RuntimeError as exc:
+        raise RuntimeError(f"codegen produced invalid LLVM IR: {exc}") from None
+    return parsed, infos
+
+
+def _compile(mod, target):
+    spec = target_spec(target)
+    module, infos = generate_llvm_module(prim_funcs(mod), spec, target)
+    machine = target_machine(spec)
+    bitcode = module.as_bitcode()
+    optimize(module, machine, spec.opt_level)
+    return spec, machine, module, bitcode, infos
+
+
+def emit_llvm_ir(mod, target=None, optimized: bool = True) -> str:
+    if optimized:
+        _, _, module, _, _ = _compile(mod, target)
+        return str(module)
+    spec = target_spec(target)
+    module, _ = generate_llvm_module(prim_funcs(mod), spec, target)
+    return str(module)
+
+
+def emit_assembly(mod, target=None) -> str:
+    _, machine, module, _, _ = _compile(mod, target)
+    return machine.emit_assembly(module)
+
+
+def build_kernel_object(mod, targets) -> bytes:
+    """A .ko holding, for each target, its native object, its bitcode and the kernels' metadata."""
+    if not isinstance(targets, (list, tuple)):
+        targets = [targets]
+    if not targets:
+        raise UserError("codegen: no target to build kernels for")
+    entries, objects, bitcode, kernels = [], {}, {}, None
+    for index, target in enumerate(targets):
+        spec, machine, module, code, infos = _compile(mod, target)
+        entries.append(container.TargetEntry(spec.triple, spec.cpu, spec.features, KERNEL_ABI_VERSION,
+                                             spec.object_format))
+        objects[index] = machine.emit_object(module)
+        bitcode[index] = code
+        if kernels is None:
+            kernels = tuple(infos)
+    return container.write(container.KernelObject(tuple(entries), kernels or (), objects, bitcode))
+
+
+def build_host_library(mod, target=None, prefer: str = "native") -> KernelLibrary:
+    """The kernels of `mod` compiled for this host and linked in-process."""
+    return load_kernel_library(build_kernel_object(mod, [target]), "<built>", prefer=prefer)

@@ -1,0 +1,89 @@
+"""The math intrinsics of TIR and how each becomes LLVM: a table, read by codegen.
+
+Three ways, by the first element of an entry:
+
+    ("llvm", name, arity)      an overloaded LLVM intrinsic, vectors allowed (llvm.exp.v8f32)
+    ("libm", name, arity)      a C math library call, `name` for double and `name`+"f"
+                               for float; vectors are split into lanes. Resolved in
+                               the loading process (cross-compiled objects keep it
+                               undefined until then)
+    ("custom", method, arity)  emitted by the named IntrinsicEmitter method
+
+float16 operands are computed in float32 and rounded back, as numpy does. The
+TIR name is the Call op without its "tir." prefix.
+"""
+
+from __future__ import annotations
+
+MATH_INTRINSICS: dict[str, tuple[str, str, int]] = {
+    # Exponentials and logarithms.
+    "exp": ("llvm", "llvm.exp", 1),
+    "exp2": ("llvm", "llvm.exp2", 1),
+    "exp10": ("custom", "emit_exp10", 1),
+    "expm1": ("libm", "expm1", 1),
+    "log": ("llvm", "llvm.log", 1),
+    "log2": ("llvm", "llvm.log2", 1),
+    "log10": ("llvm", "llvm.log10", 1),
+    "log1p": ("libm", "log1p", 1),
+    "pow": ("llvm", "llvm.pow", 2),
+    "sqrt": ("llvm", "llvm.sqrt", 1),
+    "rsqrt": ("custom", "emit_rsqrt", 1),
+    "cbrt": ("libm", "cbrt", 1),
+    # Trigonometric and hyperbolic functions.
+    "sin": ("llvm", "llvm.sin", 1),
+    "cos": ("llvm", "llvm.cos", 1),
+    "tan": ("llvm", "llvm.tan", 1),
+    "asin": ("libm", "asin", 1),
+    "acos": ("libm", "acos", 1),
+    "atan": ("libm", "atan", 1),
+    "atan2": ("libm", "atan2", 2),
+    "sinh": ("libm", "sinh", 1),
+    "cosh": ("libm", "cosh", 1),
+    "tanh": ("libm", "tanh", 1),
+    "asinh": ("libm", "asinh", 1),
+    "acosh": ("libm", "acosh", 1),
+    "atanh": ("libm", "atanh", 1),
+    "erf": ("libm", "erf", 1),
+    "hypot": ("libm", "hypot", 2),
+    "sigmoid": ("custom", "emit_sigmoid", 1),
+    # Rounding. TVM's round is round-half-to-even (nearbyint in the default mode), as numpy's.
+    "floor": ("llvm", "llvm.floor", 1),
+    "ceil": ("llvm", "llvm.ceil", 1),
+    "trunc": ("llvm", "llvm.trunc", 1),
+    "round": ("llvm", "llvm.roundeven", 1),
+    "nearbyint": ("llvm", "llvm.nearbyint", 1),
+    # Sign, magnitude and remainders.
+    "fabs": ("llvm", "llvm.fabs", 1),
+    "abs": ("custom", "emit_abs", 1),
+    "copysign": ("llvm", "llvm.copysign", 2),
+    "fma": ("llvm", "llvm.fma", 3),
+    "fmod": ("custom", "emit_fmod", 2),
+    "nextafter": ("libm", "nextafter", 2),
+    # Classification.
+    "isnan": ("custom", "emit_isnan", 1),
+    "isinf": ("custom", "emit_isinf", 1),
+    "isfinite": ("custom", "emit_isfinite", 1),
+    # Bits.
+    "shift_left": ("custom", "emit_shift_left", 2),
+    "shift_right": ("custom", "emit_shift_right", 2),
+    "bitwise_and": ("custom", "emit_bitwise_and", 2),
+    "bitwise_or": ("custom", "emit_bitwise_or", 2),
+    "bitwise_xor": ("custom", "emit_bitwise_xor", 2),
+    "bitwise_not": ("custom", "emit_bitwise_not", 1),
+    "popcount": ("custom", "emit_popcount", 1),
+    "clz": ("custom", "emit_clz", 1),
+    "reinterpret": ("custom", "emit_reinterpret", 1),
+    # Control.
+    "if_then_else": ("custom", "emit_if_then_else", 3),
+    "likely": ("custom", "emit_likely", 1),
+}
+
+# Intrinsics that take and give floating-point values only.
+FLOAT_ONLY = frozenset(
+    name for name, (how, _, _) in MATH_INTRINSICS.items() if how in ("llvm", "libm")
+) | {"exp10", "rsqrt", "sigmoid", "isnan", "isinf", "isfinite"}
+
+
+def intrinsic_name(op: str) -> str:
+    """The table key of a Call op: "tir.exp" -> "exp"."""
+    return op[4:] if op.startswith("tir.") else op

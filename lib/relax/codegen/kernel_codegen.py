@@ -1,0 +1,160 @@
+"""One lowered PrimFunc to LLVM: the kernel body, its ABI entry point and its metadata.
+
+For a kernel `add` the module gets
+
+    internal i32 @add.impl(ptr noalias A, ..., <scalar params>, <symbolic sizes>, ptr ctx)
+    i32 @relaxk_add(ptr buffers, ptr scalars, ptr ctx)     the ABI entry (runtime/kernels/abi.py)
+
+The entry checks the context's ABI version and workspace size, unpacks the
+argument arrays and calls the body, which LLVM then inlines. KernelInfo records
+what the loader checks: each parameter's dtype and shape expressions, the
+symbolic sizes in the order they are passed, and the workspace size expression.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..diagnostics import UserError
+from ..ir import dtype as dt
+from ..ir import tir
+from ..runtime.kernels import abi
+from ..runtime.kernels.metadata import KernelInfo, ParamInfo
+from .codegen_expr import ExprCodegen
+from .codegen_intrin import IntrinsicCodegen
+from .codegen_stmt import StmtCodegen
+from .llvm_types import I32, I64, POINTER, alignment, scalar_type
+from .parallel import ParallelCodegen, referenced_keys
+from .shape_expr import shape_to_json, workspace_plan
+
+CONTEXT_TYPE = ir.LiteralStructType([{"i32": I32, "i64": I64, "ptr": POINTER}[t] for _, t in abi.CONTEXT_LAYOUT])
+
+# Float add/sub/mul may be reassociated (lets LLVM vectorize reductions); no other
+# fast-math assumption is made, so NaN and infinity behave as in numpy.
+DEFAULT_FLOAT_FLAGS = ("reassoc",)
+
+
+class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodegen):
+    """Emits one LLVM function body from TIR; `child` makes one for an outlined worker."""
+
+    def __init__(self, module: ir.Module, kernel_name: str, function: ir.Function, context: ir.Value,
+                 float_flags=DEFAULT_FLOAT_FLAGS, in_parallel: bool = False):
+        self.module = module
+        self.kernel_name = kernel_name
+        self.function = function
+        self.context = context
+        self.context_type = CONTEXT_TYPE
+        self.float_flags = tuple(float_flags)
+        self.in_parallel = in_parallel
+        self.vars: dict = {}
+        self.workspace_offsets: dict = {}
+        self.builder = ir.IRBuilder(function.append_basic_block("entry"))
+
+    def child(self, function: ir.Function, context: ir.Value) -> "FunctionCodegen":
+        child = FunctionCodegen(self.module, self.kernel_name, function, context, self.float_flags, in_parallel=True)
+        return child
+
+    def buffer_pointer(self, buffer: tir.Buffer) -> ir.Value:
+        key = buffer.data if buffer.data is not None else ("buffer", buffer.name)
+        pointer = self.vars.get(key)
+        if pointer is None:
+            raise self.error(f"buffer '{buffer.name}' is used but neither a parameter nor allocated")
+        return pointer
+
+
+def _symbolic_vars(func: tir.PrimFunc) -> list[tir.Var]:
+    """Variables in parameter buffer shapes that are not parameters, in first-use order, one per name."""
+    params = {p.name for p in func.params}
+    found: dict[str, tir.Var] = {}
+    for _, buffer in func.buffer_map:
+        for key in referenced_keys(buffer.shape, {}):
+            if isinstance(key, tir.Var) and key.name not in params:
+                found.setdefault(key.name, key)
+    return list(found.values())
+
+
+def kernel_info(name: str, func: tir.PrimFunc, symbolic: list[tir.Var], workspace, parallel: bool) -> KernelInfo:
+    params = []
+    for param in func.params:
+        buffer = func.buffer_of(param)
+        if buffer is not None:
+            params.append(ParamInfo(param.name, "buffer", buffer.dtype, tuple(shape_to_json(d) for d in buffer.shape)))
+        else:
+            params.append(ParamInfo(param.name, "scalar", param.dtype))
+    return KernelInfo(name=name, symbol=abi.kernel_symbol(name), abi_version=abi.KERNEL_ABI_VERSION,
+                      params=tuple(params), symbolic_vars=tuple(v.name for v in symbolic),
+                      workspace_bytes=shape_to_json(workspace), parallel=parallel)
+
+
+def generate_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
+                    float_flags=DEFAULT_FLOAT_FLAGS) -> KernelInfo:
+    """Adds `name`'s body and ABI entry to `module`; returns its metadata."""
+    buffers = [(p, func.buffer_of(p)) for p in func.params if func.buffer_of(p) is not None]
+    scalars = [p for p in func.params if func.buffer_of(p) is None]
+    for param in scalars:
+        if param.dtype == "handle":
+            raise UserError(f"codegen: kernel '{name}': parameter '{param.name}' is a handle without a buffer")
+    symbolic = _symbolic_vars(func)
+    arg_types = ([POINTER] * len(buffers) + [scalar_type(p.dtype) for p in scalars]
+                 + [scalar_type(v.dtype) for v in symbolic] + [POINTER])
+    impl = ir.Function(module, ir.FunctionType(I32, arg_types), f"{name}.impl")
+    impl.linkage = "internal"
+    for argument, (_, buffer) in zip(impl.args, buffers):
+        argument.add_attribute("noalias")
+        argument.attributes.align = alignment(buffer.dtype)
+    codegen = FunctionCodegen(module, name, impl, impl.args[-1], float_flags)
+    arguments = iter(impl.args)
+    for param, buffer in buffers:
+        pointer = next(arguments)
+        codegen.vars[param] = pointer
+        codegen.vars[buffer.data if buffer.data is not None else ("buffer", buffer.name)] = pointer
+    for param in scalars + symbolic:
+        codegen.vars[param] = next(arguments)
+    for var in symbolic:  # shapes may spell one size with several Var objects of one name
+        for _, buffer in func.buffer_map:
+            for key in referenced_keys(buffer.shape, {}):
+                if isinstance(key, tir.Var) and key.name == var.name:
+                    codegen.vars.setdefault(key, codegen.vars[var])
+    codegen.workspace_offsets, workspace = workspace_plan(func.body)
+    codegen.emit_stmt(func.body)
+    if not codegen.builder.block.is_terminated:
+        codegen.builder.ret(ir.Constant(I32, 0))
+    _entry(module, name, impl, buffers, scalars, symbolic, workspace, codegen)
+    return kernel_info(name, func, symbolic, workspace, getattr(codegen, "parallel_used", False))
+
+
+def _entry(module, name, impl, buffers, scalars, symbolic, workspace, body_codegen) -> None:
+    entry = ir.Function(module, ir.FunctionType(I32, [POINTER, POINTER, POINTER]), abi.kernel_symbol(name))
+    buffer_array, scalar_array, context = entry.args
+    codegen = FunctionCodegen(module, name, entry, context)
+    b = codegen.builder
+    version_ok = b.icmp_signed("==", codegen.load_context("abi_version"), ir.Constant(I32, abi.KERNEL_ABI_VERSION))
+    with b.if_then(b.not_(version_ok), likely=False):
+        codegen.fail(abi.BAD_CONTEXT, f"{name}: the caller's kernel ABI version is not {abi.KERNEL_ABI_VERSION}")
+    args = []
+    for position in range(len(buffers)):
+        slot = b.gep(buffer_array, [ir.Constant(I64, position)], inbounds=True, source_etype=POINTER)
+        args.append(b.load(slot, typ=POINTER))
+    for position, var in enumerate(scalars + symbolic):
+        slot = b.gep(scalar_array, [ir.Constant(I64, position)], inbounds=True, source_etype=I64)
+        word = b.load(slot, typ=I64)
+        args.append(_from_word(codegen, word, var.dtype))
+        codegen.vars[var] = args[-1]
+    for var in symbolic:
+        for key in body_codegen.vars:
+            if isinstance(key, tir.Var) and key.name == var.name:
+                codegen.vars.setdefault(key, codegen.vars[var])
+    if not (isinstance(workspace, tir.IntImm) and workspace.value == 0):
+        needed = codegen.cast(codegen.emit(workspace), workspace.dtype, "int64")
+        enough = b.icmp_signed("<=", needed, codegen.load_context("workspace_size"))
+        with b.if_then(b.not_(enough), likely=False):
+            codegen.fail(abi.WORKSPACE_TOO_SMALL, f"{name}: the workspace is smaller than the kernel needs")
+    b.ret(b.call(impl, args + [context]))
+
+
+def _from_word(codegen: FunctionCodegen, word: ir.Value, dtype: str) -> ir.Value:
+    """A scalar parameter from its 64-bit argument word (floats travel as double bits)."""
+    b = codegen.builder
+    if dt.is_float(dtype):
+        return codegen.cast(b.bitcast(word, ir.DoubleType()), "float64", dtype)
+    return codegen.cast(word, "int64", dtype)

@@ -1,0 +1,69 @@
+"""TIR data types as LLVM types, and typed constants.
+
+Values in registers: bool is i1, intN/uintN are iN (signedness lives in the TIR
+dtype, not the LLVM type), float16/32/64 are half/float/double, `xL` makes an
+LLVM vector of L lanes. In memory a bool takes a byte (i8), as numpy stores it.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..diagnostics import UserError
+from ..ir import dtype as dt
+
+POINTER = ir.PointerType()
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+
+_FLOAT_TYPES = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
+
+
+def scalar_type(dtype: str) -> ir.Type:
+    kind, bits, _ = dt.parse(dtype)
+    if kind == "bool":
+        return I1
+    if kind in ("int", "uint") and bits in (8, 16, 32, 64):
+        return ir.IntType(bits)
+    if kind == "float" and bits in _FLOAT_TYPES:
+        return _FLOAT_TYPES[bits]
+    if kind == "handle":
+        return POINTER
+    raise UserError(f"codegen: data type '{dtype}' is not supported on CPU targets")
+
+
+def value_type(dtype: str) -> ir.Type:
+    """The LLVM type of a TIR value (a vector type for `xL` dtypes)."""
+    lanes = dt.lanes(dtype)
+    element = scalar_type(dt.element(dtype))
+    return element if lanes == 1 else ir.VectorType(element, lanes)
+
+
+def memory_type(dtype: str) -> ir.Type:
+    """The LLVM type of one element as stored in a buffer."""
+    element = I8 if dt.is_bool(dt.element(dtype)) else scalar_type(dt.element(dtype))
+    lanes = dt.lanes(dtype)
+    return element if lanes == 1 else ir.VectorType(element, lanes)
+
+
+def alignment(dtype: str) -> int:
+    """The natural alignment of one scalar element in bytes."""
+    return dt.itemsize(dt.element(dtype))
+
+
+def is_signed(dtype: str) -> bool:
+    return dt.kind(dtype) == "int"
+
+
+def constant(dtype: str, value) -> ir.Constant:
+    element = dt.element(dtype)
+    scalar = scalar_type(element)
+    if dt.is_float(element):
+        item = ir.Constant(scalar, float(value))
+    elif dt.is_bool(element):
+        item = ir.Constant(scalar, int(bool(value)))
+    else:
+        bits = dt.bits(element)
+        word = int(value) & ((1 << bits) - 1)
+        item = ir.Constant(scalar, word - (1 << bits) if word >> (bits - 1) else word)
+    lanes = dt.lanes(dtype)
+    return item if lanes == 1 else ir.Constant(ir.VectorType(scalar, lanes), [item] * lanes)
