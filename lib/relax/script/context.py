@@ -40,6 +40,15 @@ class Scope:
         return Scope(parent=self)
 
 
+@dataclass(frozen=True, eq=False)
+class ModuleRef:
+    """What the module's class name (and `cls = Module`) stands for inside function
+    bodies: `cls.f` names the module's function `f`, as a GlobalVar."""
+
+    name: str
+    global_vars: dict[str, Any]
+
+
 # The dialects a TVMScript file imports, under whatever alias the header binds them.
 DIALECTS = ("ir", "relax", "tir")
 DEFAULT_ALIASES = {"I": "ir", "R": "relax", "T": "tir"}

@@ -1,0 +1,274 @@
+"""Struct info annotations of Relax functions: `R.Tensor((n, 4), dtype="float32")`.
+
+The readers here turn annotation syntax into StructInfo nodes:
+
+    R.Tensor((d0, d1), dtype="float32")   R.Tensor((2, 3), "float32")
+    R.Tensor(dtype="float32", ndim=2)     R.Tensor(ndim=-1)   R.Tensor   R.Tensor(s)
+    R.Shape([n, 4])   R.Shape(ndim=2)     R.Shape
+    R.Tuple(a, b)     R.Tuple([a, b])     R.Tuple
+    R.Object  R.Any   R.Prim("int64")     R.Prim(value=n)     T.int64 (TVM 0.27's R.Prim)
+    R.Callable((params...), ret[, purity])   R.Callable(ret=..., purity=False)
+
+Shape dimensions are PrimExprs read by the TIR expression parser with int64 as the
+type of bare integers. A string dimension names a symbolic variable (TVM prints the
+variables a signature defines that way): an identifier is looked up and defined at
+first use in the function's symbolic scope; any other string is read as an
+expression over such variables.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..ir import tir
+from ..ir.struct_info import (
+    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
+    TensorStructInfo, TupleStructInfo,
+)
+from .context import ParseContext, Scope
+from .prim_expr import is_known_dtype, parse_prim_expr
+
+STRUCT_INFO_NAMES = ("Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable")
+# TVM 0.27 annotates string values with the IR type `I.StringType()`; Relax knows
+# them as objects.
+_IR_STRUCT_INFO_NAMES = ("StringType",)
+
+# Low-precision float types TVM knows beyond the ones `relax.ir.dtype` spells.
+_EXTRA_DTYPES = re.compile(r"^float[468]_e\d+m\d+(fn|fnuz)?(x\d+)?$")
+
+
+class StructInfoParser:
+    """Reads annotations; the Relax expression parser builds on it."""
+
+    ctx: ParseContext
+    scope: Scope
+    # The scope of the enclosing function, where symbolic variables named by strings live.
+    symbolic_scope: Scope
+
+    # -- entry point -------------------------------------------------------------
+    def is_struct_info(self, node: ast.expr) -> bool:
+        target = node.func if isinstance(node, ast.Call) else node
+        dialect = self.ctx.dialect_of(target)
+        if dialect is None:
+            return False
+        if dialect[0] == "tir":
+            return not isinstance(node, ast.Call) and is_known_dtype(dialect[1])
+        if dialect[0] == "ir":
+            return dialect[1] in _IR_STRUCT_INFO_NAMES
+        return dialect[0] == "relax" and dialect[1] in STRUCT_INFO_NAMES
+
+    def struct_info(self, node: ast.expr) -> StructInfo:
+        call = node if isinstance(node, ast.Call) else None
+        target = node.func if call is not None else node
+        if not self.is_struct_info(node):
+            raise self.ctx.fail(
+                f"expected struct info such as R.Tensor, R.Tuple or R.Any, got '{_describe(node)}'", node
+            )
+        dialect = self.ctx.dialect_of(target)
+        if dialect[0] == "tir":
+            return PrimStructInfo(dialect[1], span=self.ctx.span(node))
+        if dialect[0] == "ir":
+            return ObjectStructInfo(span=self.ctx.span(node))
+        reader = getattr(self, f"_sinfo_{dialect[1].lower()}")
+        args = list(call.args) if call is not None else []
+        kwargs = {keyword.arg: keyword.value for keyword in call.keywords} if call is not None else {}
+        if None in kwargs:
+            raise self.ctx.fail("'**' arguments are not allowed in struct info", node)
+        info = reader(node, args, kwargs)
+        return info.with_fields(span=self.ctx.span(node))
+
+    def struct_info_list(self, node: ast.expr) -> StructInfo:
+        """`out_sinfo=` values: one struct info, or a list of them (a tuple's fields)."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return TupleStructInfo(tuple(self.struct_info(e) for e in node.elts), span=self.ctx.span(node))
+        return self.struct_info(node)
+
+    # -- one reader per kind ---------------------------------------------------------
+    def _sinfo_object(self, node, args, kwargs) -> StructInfo:
+        self._check_arguments(node, "R.Object", args, kwargs, 0, ())
+        return ObjectStructInfo()
+
+    def _sinfo_any(self, node, args, kwargs) -> StructInfo:
+        self._check_arguments(node, "R.Any", args, kwargs, 0, ())
+        return ObjectStructInfo()
+
+    def _sinfo_tensor(self, node, args, kwargs) -> StructInfo:
+        self._check_arguments(node, "R.Tensor", args, kwargs, 2, ("shape", "dtype", "ndim", "vdevice"))
+        shape_node = _take(args, 0, kwargs, "shape")
+        dtype_node = _take(args, 1, kwargs, "dtype")
+        shape = None if shape_node is None else self._tensor_shape(shape_node)
+        dtype = "void" if dtype_node is None else self.dtype_string(dtype_node, allow_none=True)
+        ndim = -1
+        if "ndim" in kwargs:
+            ndim = self._ndim(kwargs["ndim"])
+            values = getattr(shape, "values", None)
+            if values is not None and ndim not in (-1, len(values)):
+                raise self.ctx.fail(f"ndim={ndim} does not match the {len(values)} dimensions of the shape", kwargs["ndim"])
+        vdevice = None
+        if "vdevice" in kwargs:
+            vdevice = self._string(kwargs["vdevice"], "a virtual device such as \"llvm:0\"")
+        return TensorStructInfo(shape, dtype, ndim, vdevice)
+
+    def _tensor_shape(self, node: ast.expr):
+        if isinstance(node, ast.Constant) and node.value is None:
+            return None
+        if isinstance(node, (ast.Tuple, ast.List)):
+            from ..ir import ShapeExpr
+
+            return ShapeExpr(tuple(self.shape_dim(d) for d in node.elts), span=self.ctx.span(node))
+        # A variable of shape struct info: `R.Tensor(s, dtype="float32")`.
+        from ..ir import Var
+
+        if isinstance(node, ast.Name):
+            found = self.scope.lookup(node.id)
+            if isinstance(found, Var):
+                return found
+            if found is None:
+                raise self.ctx.fail(f"undefined variable '{node.id}'", node)
+        raise self.ctx.fail("the shape of R.Tensor must be a tuple of dimensions such as (n, 4)", node)
+
+    def _sinfo_shape(self, node, args, kwargs) -> StructInfo:
+        self._check_arguments(node, "R.Shape", args, kwargs, 1, ("values", "ndim"))
+        values_node = _take(args, 0, kwargs, "values")
+        if values_node is not None and not (isinstance(values_node, ast.Constant) and values_node.value is None):
+            if not isinstance(values_node, (ast.List, ast.Tuple)):
+                raise self.ctx.fail("the values of R.Shape must be a list of dimensions such as [n, 4]", values_node)
+            values = tuple(self.shape_dim(d) for d in values_node.elts)
+            if "ndim" in kwargs and self._ndim(kwargs["ndim"]) not in (-1, len(values)):
+                raise self.ctx.fail(f"ndim does not match the {len(values)} values of the shape", kwargs["ndim"])
+            return ShapeStructInfo(values)
+        ndim = self._ndim(kwargs["ndim"]) if "ndim" in kwargs else -1
+        return ShapeStructInfo(None, ndim)
+
+    def _sinfo_tuple(self, node, args, kwargs) -> StructInfo:
+        self._check_arguments(node, "R.Tuple", args, kwargs, None, ())
+        if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
+            args = list(args[0].elts)
+        return TupleStructInfo(tuple(self.struct_info(field) for field in args))
+
+    def _sinfo_prim(self, node, args, kwargs) -> StructInfo:
+        self._check_arguments(node, "R.Prim", args, kwargs, 1, ("dtype", "value"))
+        dtype_node = _take(args, 0, kwargs, "dtype")
+        value_node = kwargs.get("value")
+        if value_node is None:
+            if dtype_node is None:
+                raise self.ctx.fail("R.Prim needs a data type or a value: R.Prim(\"int64\") or R.Prim(value=n)", node)
+            return PrimStructInfo(self.dtype_string(dtype_node))
+        value = self.shape_dim(value_node)
+        dtype = value.dtype if dtype_node is None else self.dtype_string(dtype_node)
+        if dtype != value.dtype:
+            raise self.ctx.fail(f"the value of R.Prim has type {value.dtype}, not {dtype}", value_node)
+        return PrimStructInfo(dtype, value)
+
+    def _sinfo_callable(self, node, args, kwargs) -> StructInfo:
+        self._check_arguments(node, "R.Callable", args, kwargs, 3, ("params", "ret", "purity"))
+        params_node = _take(args, 0, kwargs, "params")
+        ret_node = _take(args, 1, kwargs, "ret")
+        purity_node = _take(args, 2, kwargs, "purity")
+        params = None
+        if params_node is not None and not (isinstance(params_node, ast.Constant) and params_node.value is None):
+            if not isinstance(params_node, (ast.Tuple, ast.List)):
+                raise self.ctx.fail("the parameters of R.Callable must be a tuple of struct infos", params_node)
+            params = tuple(self.struct_info(p) for p in params_node.elts)
+        ret = ObjectStructInfo() if ret_node is None else self.struct_info(ret_node)
+        purity = True
+        if purity_node is not None:
+            if not (isinstance(purity_node, ast.Constant) and isinstance(purity_node.value, bool)):
+                raise self.ctx.fail("purity must be True or False", purity_node)
+            purity = purity_node.value
+        return FuncStructInfo(params, ret, purity)
+
+    # -- pieces ----------------------------------------------------------------------
+    def shape_dim(self, node: ast.expr) -> tir.PrimExpr:
+        """One dimension (or symbolic value): an int, a string naming a symbolic
+        variable, or a PrimExpr over the symbolic variables in scope."""
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, int) and not isinstance(node.value, bool):
+                return tir.IntImm("int64", node.value, span=self.ctx.span(node))
+            if isinstance(node.value, str):
+                return self._string_dim(node)
+        if isinstance(node, ast.Name):
+            found = self.scope.lookup(node.id)
+            if isinstance(found, tir.Var):
+                return found
+        return self.prim_expr(node)
+
+    def prim_expr(self, node: ast.expr) -> tir.PrimExpr:
+        return parse_prim_expr(node, self.ctx, self.scope, "int64")
+
+    def _string_dim(self, node: ast.Constant) -> tir.PrimExpr:
+        text = node.value.strip()
+        if text.isidentifier():
+            found = self.scope.lookup(text)
+            if isinstance(found, tir.Var):
+                return found
+            var = tir.Var(text, "int64", span=self.ctx.span(node))
+            self.symbolic_scope.define(text, var)
+            return var
+        try:
+            parsed = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            raise self.ctx.fail(f"'{node.value}' is not a shape expression", node) from None
+        # Errors inside the string point at the string itself.
+        for inner in ast.walk(parsed):
+            if hasattr(inner, "lineno"):
+                ast.copy_location(inner, node)
+                inner.end_lineno, inner.end_col_offset = node.end_lineno, node.end_col_offset
+        return self.prim_expr(parsed)
+
+    def dtype_string(self, node: ast.expr, allow_none: bool = False) -> str:
+        if allow_none and isinstance(node, ast.Constant) and node.value is None:
+            return "void"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value
+        else:
+            dialect = self.ctx.dialect_of(node)
+            if dialect is None or dialect[0] != "tir":
+                raise self.ctx.fail("expected a data type such as \"float32\"", node)
+            name = dialect[1]
+        if name not in ("void", "") and not is_known_dtype(name) and not _EXTRA_DTYPES.match(name):
+            raise self.ctx.fail(f"unknown data type '{name}'", node)
+        return name or "void"
+
+    def _ndim(self, node: ast.expr) -> int:
+        value = node
+        sign = 1
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+            sign, value = -1, value.operand
+        if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+            ndim = sign * value.value
+            if ndim >= -1:
+                return ndim
+        raise self.ctx.fail("ndim must be a non-negative integer, or -1 for unknown", node)
+
+    def _string(self, node: ast.expr, what: str) -> str:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        raise self.ctx.fail(f"expected {what}", node)
+
+    def _check_arguments(self, node, name: str, args, kwargs, max_positional: int | None, keywords) -> None:
+        if max_positional is not None and len(args) > max_positional:
+            raise self.ctx.fail(
+                f"{name} takes at most {max_positional} positional argument{'s' if max_positional != 1 else ''},"
+                f" got {len(args)}",
+                args[max_positional],
+            )
+        for key, value in kwargs.items():
+            if key not in keywords:
+                raise self.ctx.fail(f"{name} has no argument '{key}'", value)
+
+
+def _take(args: list, index: int, kwargs: dict, key: str):
+    """An argument given by position or by keyword."""
+    if index < len(args):
+        return args[index]
+    return kwargs.get(key)
+
+
+def _describe(node: ast.AST) -> str:
+    try:
+        text = ast.unparse(node)
+    except Exception:  # noqa: BLE001 - describing a node must never fail
+        return type(node).__name__
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,148 @@
+"""Relax statements: bindings, dataflow blocks, match_cast, if/else, expression statements."""
+
+from __future__ import annotations
+
+from parse_helpers import bindings, function
+
+from relax import ir
+
+
+def test_dataflow_outputs_are_vars_and_locals_are_dataflow_vars():
+    func = function('''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            a = R.add(x, x)
+            with R.dataflow():
+                b: R.Tensor((2,), dtype="float32") = R.multiply(a, a)
+                c = R.exp(b)
+                R.output(c)
+            return c
+    ''')
+    plain, dataflow = func.body.blocks
+    assert type(plain) is ir.BindingBlock and type(dataflow) is ir.DataflowBlock
+    b, c = dataflow.bindings
+    assert type(b.var) is ir.DataflowVar and b.var.struct_info.dtype == "float32"
+    assert type(c.var) is ir.Var and c.var.struct_info is None
+    assert func.body.body is c.var
+    assert plain.bindings[0].var.struct_info is None
+
+
+def test_rebinding_a_name_makes_a_new_var():
+    func = function('''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            y = R.add(x, x)
+            y = R.add(y, x)
+            return y
+    ''')
+    first, second = bindings(func)
+    assert first.var is not second.var and second.value.args[0] is first.var
+    assert func.body.body is second.var
+
+
+def test_match_cast_binding():
+    func = function('''
+        @R.function
+        def main(x: R.Tensor(ndim=2, dtype="float32")):
+            n = T.int64()
+            y: R.Tensor((n, 4), dtype="float32") = R.match_cast(x, R.Tensor((n, 4), dtype="float32"))
+            z = R.match_cast(y, R.Tensor(("n", 4), "float32"))
+            return z
+    ''')
+    y, z = bindings(func)
+    assert isinstance(y, ir.MatchCast) and y.value is func.params[0]
+    assert y.struct_info.shape_values[0] is z.struct_info.shape_values[0]
+    assert z.var.struct_info is z.struct_info
+
+
+def test_if_else_binds_the_last_assigned_name():
+    func = function('''
+        @R.function
+        def main(c: R.Tensor((), "bool"), x: R.Tensor((2,), "float32")):
+            if c:
+                y_then = R.add(x, x)
+                y: R.Tensor((2,), dtype="float32") = y_then
+            else:
+                y: R.Tensor((2,), dtype="float32") = R.multiply(x, x)
+            z = R.exp(y)
+            return z
+    ''')
+    if_binding, exp = bindings(func)
+    value = if_binding.value
+    assert isinstance(value, ir.If) and value.cond is func.params[0]
+    then, other = value.true_branch, value.false_branch
+    assert isinstance(then, ir.SeqExpr) and then.body is then.blocks[0].bindings[0].var
+    assert other.blocks == () and other.body.op.name == "relax.multiply"
+    assert if_binding.var.name_hint == "y" and if_binding.var.struct_info.dtype == "float32"
+    assert exp.value.args[0] is if_binding.var
+
+
+def test_nested_if_in_else_branch():
+    func = function('''
+        @R.function
+        def main(c: R.Tensor((), "bool"), d: R.Tensor((), "bool"), x: R.Tensor((2,), "float32")):
+            if c:
+                y = x
+            else:
+                if d:
+                    y = R.add(x, x)
+                else:
+                    y = R.negative(x)
+            return y
+    ''')
+    (binding,) = bindings(func)
+    assert isinstance(binding.value.false_branch.body, ir.If)
+
+
+def test_expression_statements_bind_underscore():
+    func = function('''
+        @R.function(pure=False)
+        def main(x: R.Tensor((2,), "float32")):
+            R.print(x, format=R.str("x = {}"))
+            R.assert_op(R.const(True, "bool"), x, format="checked {}")
+            R.call_packed("my.void", x, ty_args=(R.Tuple,))
+            return x
+    ''')
+    printed, asserted, packed = bindings(func)
+    assert printed.var.name_hint == "_" and printed.value.op.name == "relax.print"
+    assert [type(a) for a in printed.value.args] == [ir.StringImm, ir.Var]
+    assert printed.value.args[0].value == "x = {}"
+    assert asserted.value.op.name == "relax.assert_op"
+    assert asserted.value.args[1].value == "checked {}" and asserted.value.args[2] is func.params[0]
+    assert isinstance(packed.value.op, ir.ExternFunc) and packed.value.sinfo_args == (ir.TupleStructInfo(),) or \
+        isinstance(packed.value.sinfo_args[0], ir.TupleStructInfo)
+
+
+def test_tuples_and_tuple_get_item():
+    func = function('''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            t = (x, x)
+            u = x, R.tuple()
+            a = t[1]
+            return (a, u)
+    ''')
+    t, u, a = bindings(func)
+    assert isinstance(t.value, ir.Tuple) and len(t.value.fields) == 2
+    assert isinstance(u.value.fields[1], ir.Tuple) and u.value.fields[1].fields == ()
+    assert isinstance(a.value, ir.TupleGetItem) and a.value.index == 1 and a.value.tuple_value is t.var
+    assert isinstance(func.body.body, ir.Tuple)
+
+
+def test_closure_call_and_prim_value_bindings():
+    func = function('''
+        @R.function
+        def main(f: R.Callable((R.Tensor((2,), "float32"),), R.Tensor((2,), "float32")), x: R.Tensor((2,), "float32")):
+            n = T.int64()
+            y = f(x)
+            p: T.int64 = 5
+            q: R.Prim(value=n) = n
+            s = n * 2
+            return (y, p, q, s)
+    ''')
+    y, p, q, s = bindings(func)
+    assert y.value.op is func.params[0]
+    assert isinstance(p.value, ir.PrimValue) and p.value.value.dtype == "int64" and p.value.value.value == 5
+    assert p.var.struct_info.dtype == "int64"
+    assert q.var.struct_info.value is q.value.value
+    assert isinstance(s.value, ir.PrimValue) and s.value.value.a is q.value.value
