@@ -1,0 +1,102 @@
+"""What relaxas does: assemble a listing into a .vmo, or dump an executable as text.
+
+    relaxas --dump text|python|stats [--func NAME] FILE    FILE: .vmo, .vmx (or a listing)
+    relaxas LISTING.vmasm [-o X.vmo]                       assemble
+
+Inputs are told apart by content (a binary file by its magic number), so `-` works
+for every kind. A lowered TVMScript module (.vms) is another input kind: its entry in
+INPUT_KINDS is filled in by the code generator when it exists.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from ..diagnostics import UserError
+from ..driver.io import read_bytes, write_bytes, write_text
+from .assembler import assemble
+from .executable import Executable
+from .loader import LOADERS, load_bytes
+
+DUMPS = ("text", "python", "stats")
+
+
+@dataclass(frozen=True)
+class AssembleOptions:
+    source: str
+    dump: str | None = None
+    func: str | None = None
+    output: str | None = None
+    verbose: int = 0
+
+
+def _lower_vms(text: str, source: str) -> Executable:
+    raise UserError(f"'{source}': generating bytecode from TVMScript (.vms) is not available yet")
+
+
+# input kind -> reader(text, source) -> Executable
+INPUT_KINDS: dict[str, Callable[[str, str], Executable]] = {"vmasm": assemble, "vms": _lower_vms}
+
+
+def _is_binary(data: bytes) -> bool:
+    return any(data.startswith(magic) for magic in LOADERS) or b"\0" in data[:64]
+
+
+def _text_kind(text: str, source: str) -> str:
+    if source.endswith((".vms", ".relax", ".py")) or "@I.ir_module" in text or "import tvm" in text:
+        return "vms"
+    return "vmasm"
+
+
+def read_executable(source: str) -> tuple[Executable, bool]:
+    """An executable from a binary file or a listing, whichever `source` holds; and whether it was binary."""
+    data = read_bytes(source)
+    name = "<stdin>" if source == "-" else source
+    if _is_binary(data):
+        return load_bytes(data, name), True
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"'{name}': neither a relax executable nor a UTF-8 listing") from None
+    return INPUT_KINDS[_text_kind(text, name)](text, name), False
+
+
+def _dump(exe: Executable, options: AssembleOptions) -> str:
+    if options.func is not None:
+        if options.dump != "text":
+            raise UserError("--func works with --dump text only")
+        if not exe.has_function(options.func):
+            raise UserError(f"no function '{options.func}' in '{options.source}'")
+        return exe.as_text(options.func)
+    return {"text": exe.as_text, "python": exe.as_python, "stats": exe.stats}[options.dump]()
+
+
+def _default_output(source: str) -> str | None:
+    if source == "-":
+        return None
+    root, _ = os.path.splitext(source)
+    return root + ".vmo"
+
+
+def relaxas_main(options: AssembleOptions) -> int:
+    exe, binary = read_executable(options.source)
+    if options.dump is not None:
+        write_text(options.output, _dump(exe, options))
+        return 0
+    if options.func is not None:
+        raise UserError("--func works with --dump text only")
+    if binary and options.output is None:
+        raise UserError(f"'{options.source}' is already an executable; use --dump to print it, "
+                        "or -o to write it as a .vmo")
+    output = options.output or _default_output(options.source)
+    if output is not None and output != "-" and os.path.abspath(output) == os.path.abspath(options.source):
+        raise UserError(f"'{output}': refusing to overwrite the input; use -o")
+    data = exe.save_to_bytes()
+    write_bytes(output, data, "a bytecode object")
+    if options.verbose:
+        sys.stderr.write(f"relaxas: wrote {output or '<stdout>'} ({len(data)} bytes, "
+                         f"{len(exe.func_table)} functions, {len(exe.constants)} constants)\n")
+    return 0
