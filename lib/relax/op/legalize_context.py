@@ -76,34 +76,70 @@ class LegalizeContext:
         Returns None when a tensor argument's shape is not known statically enough
         (no shape values): the operator then stays as it is.
         """
+        leaves = _tensor_leaves(args, arg_info)
+        if leaves is None:
+            return None
         outer_vars: list[tir.Var] = []
-        for info in arg_info:
-            if isinstance(info, TensorStructInfo) and info.shape_values is not None:
-                outer_vars += symbolic_vars(info.shape_values)
+        for _, info, _ in leaves:
+            outer_vars += [v for v in symbolic_vars(info.shape_values) if all(v is not k for k in outer_vars)]
         inner_of = {id(v): tir.Var(v.name, v.dtype) for v in outer_vars}
         placeholders = []
-        for index, info in enumerate(arg_info):
-            if not isinstance(info, TensorStructInfo) or info.shape_values is None or info.dtype == "void":
-                return None
+        for index, (_, info, _) in enumerate(leaves):
             shape = tuple(substitute_prim(d, inner_of) for d in info.shape_values)
             placeholders.append(te.placeholder(shape, info.dtype, _buffer_name(index)))
-        result = fcompute(*placeholders, *extra)
+        grouped = _regroup(placeholders, [group for _, _, group in leaves], len(args))
+        result = fcompute(*grouped, *extra)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         out_shapes = [d for out in outputs for d in out.shape]
         inner_vars = {id(v) for v in inner_of.values()}
         extra_vars = [v for v in symbolic_vars(out_shapes) if id(v) not in inner_vars]
         func_name = self.unique_name(name)
         self.new_functions[func_name] = te.create_prim_func(placeholders + outputs, None, extra_vars)
-        outer_of = {id(inner): outer for outer in outer_vars for inner in [inner_of[id(outer)]]}
+        outer_of = {id(inner_of[id(v)]): v for v in outer_vars}
         out_infos = [
             TensorStructInfo(rx.ShapeExpr(tuple(substitute_prim(d, outer_of) for d in out.shape)), out.dtype)
             for out in outputs
         ]
         out_sinfo = out_infos[0] if len(out_infos) == 1 and not isinstance(result, (tuple, list)) else TupleStructInfo(tuple(out_infos))
-        call_args: tuple[rx.Expr, ...] = (rx.GlobalVar(func_name), rx.Tuple(tuple(args)))
+        call_args: tuple[rx.Expr, ...] = (rx.GlobalVar(func_name), rx.Tuple(tuple(expr for expr, _, _ in leaves)))
         if extra_vars:
             call_args += (rx.ShapeExpr(tuple(extra_vars)),)
         return rx.Call(rx.Op("relax.call_tir"), call_args, sinfo_args=(out_sinfo,))
+
+
+def _is_static_tensor(info) -> bool:
+    return isinstance(info, TensorStructInfo) and info.shape_values is not None and info.dtype != "void"
+
+
+def _tensor_leaves(args, arg_info):
+    """(expression, struct info, argument position) of every tensor among the
+    arguments, tuples of tensors flattened; None if some shape is not known."""
+    leaves = []
+    for position, (arg, info) in enumerate(zip(args, arg_info)):
+        if isinstance(info, TupleStructInfo):
+            for index, field_info in enumerate(info.fields):
+                if not _is_static_tensor(field_info):
+                    return None
+                field = arg.fields[index] if isinstance(arg, rx.Tuple) else rx.TupleGetItem(arg, index)
+                leaves.append((field, field_info, (position, index)))
+        elif _is_static_tensor(info):
+            leaves.append((arg, info, (position, None)))
+        else:
+            return None
+    return leaves
+
+
+def _regroup(placeholders, groups, count):
+    """The placeholders shaped like the arguments: a list for each tuple argument."""
+    result: list = [None] * count
+    for placeholder, (position, index) in zip(placeholders, groups):
+        if index is None:
+            result[position] = placeholder
+        else:
+            if result[position] is None:
+                result[position] = []
+            result[position].append(placeholder)
+    return result
 
 
 def _buffer_name(index: int) -> str:
