@@ -1,0 +1,35 @@
+"""The TIR lowering pipeline: schedulable TIR in, the lowered form of
+tir/__init__.py out, ready for a code generator.
+
+    lower_for_codegen(prim_func, target) -> prim_func
+
+The passes run in the order of `passes(target)`, a plain list.
+"""
+
+from __future__ import annotations
+
+from ..ir import tir
+from .annotate_storage import AnnotateStorage
+from .convert_blocks_to_loops import ConvertBlocksToLoops
+from .flatten_buffers import FlattenBuffers
+from .remove_attr_stmts import RemoveAttrStmts
+from .simplify import Simplify
+from .verify_lowered import VerifyLowered
+
+
+def passes(target=None) -> list:
+    return [
+        ConvertBlocksToLoops(),
+        RemoveAttrStmts(),
+        FlattenBuffers(),
+        Simplify(),
+        AnnotateStorage(),
+        VerifyLowered(target),
+    ]
+
+
+def lower_for_codegen(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
+    """`func` lowered for `target` (a relax.target.Target; None means a CPU)."""
+    for tir_pass in passes(target):
+        func = tir_pass.run(func)
+    return func.with_fields(attrs=func.attrs.updated(**{"tir.lowered": True}))

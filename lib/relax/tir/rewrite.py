@@ -1,0 +1,106 @@
+"""A small TIR rewriter for the passes of this folder, and variable substitution.
+
+`Rewriter.visit(node)` calls `visit_<ClassName>` when the subclass defines it and
+otherwise rebuilds the node from its visited children (fields that are nodes, or
+tuples of nodes), returning the very same object when no child changed. Buffers
+are leaves here: a pass that changes buffers overrides `visit_Buffer` (and keeps a
+memo so one buffer stays one object). Variables are leaves too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..ir import tir
+from ..ir.node import FrozenDict, Node, field_names
+
+_LEAVES = (tir.Var, tir.IntImm, tir.FloatImm, tir.StringImm)
+
+
+class Rewriter:
+    """Override `visit_<NodeType>(self, node)` for the node types a pass cares about."""
+
+    def visit(self, node):
+        if node is None:
+            return None
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def visit_Buffer(self, buffer: tir.Buffer) -> tir.Buffer:
+        return buffer
+
+    def generic_visit(self, node):
+        if isinstance(node, _LEAVES) or not isinstance(node, Node):
+            return node
+        changes = {}
+        for name in field_names(type(node)):
+            value = getattr(node, name)
+            new = self._visit_value(value)
+            if new is not value:
+                changes[name] = new
+        return node.with_fields(**changes) if changes else node
+
+    def _visit_value(self, value):
+        if isinstance(value, Node):
+            return self.visit(value)
+        if isinstance(value, tuple):
+            items = tuple(self._visit_value(item) for item in value)
+            return value if all(a is b for a, b in zip(items, value)) else items
+        return value
+
+
+class Substituter(Rewriter):
+    """Replaces variables (by identity) with expressions, in buffers' shapes too."""
+
+    def __init__(self, mapping: Mapping[tir.Var, tir.PrimExpr]):
+        self.mapping = dict(mapping)
+        self._buffers: dict[int, tir.Buffer] = {}
+
+    def visit_Var(self, var):
+        return self.mapping.get(var, var)
+
+    visit_SizeVar = visit_Var
+
+    def visit_Buffer(self, buffer):
+        key = id(buffer)
+        if key not in self._buffers:
+            self._buffers[key] = self.generic_visit(buffer)
+        return self._buffers[key]
+
+
+def substitute(node, mapping: Mapping[tir.Var, tir.PrimExpr]):
+    """`node` with every variable of `mapping` replaced by its expression."""
+    if not mapping:
+        return node
+    return Substituter(mapping).visit(node)
+
+
+def walk(node, visit) -> None:
+    """Calls `visit(n)` on `node` and every node below it, buffers included, pre-order."""
+    stack = [node]
+    seen_buffers: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if isinstance(current, tuple):
+            stack.extend(reversed(current))
+            continue
+        if not isinstance(current, Node):
+            continue
+        if isinstance(current, tir.Buffer):
+            if id(current) in seen_buffers:
+                continue
+            seen_buffers.add(id(current))
+        visit(current)
+        for name in reversed(field_names(type(current))):
+            value = getattr(current, name)
+            if isinstance(value, (Node, tuple)) and not isinstance(value, FrozenDict):
+                stack.append(value)
+
+
+def collect(node, node_type) -> list:
+    """Every node of `node_type` below `node`, in pre-order."""
+    found = []
+    walk(node, lambda n: found.append(n) if isinstance(n, node_type) else None)
+    return found
