@@ -15,7 +15,7 @@ import llvmlite.ir as ir
 from ..ir import dtype as dt
 from ..ir import tir
 from ..runtime.kernels import abi
-from .llvm_types import I32, I64, POINTER, constant, memory_type
+from .llvm_types import I32, I64, POINTER, constant, memory_type, opaque
 
 # Constant-size allocations without a storage annotation go on the stack up to this size.
 STACK_LIMIT_BYTES = 1 << 16
@@ -162,6 +162,7 @@ class StmtCodegen:
                 pointer = self.builder.alloca(element_type, size=ir.Constant(I64, count),
                                               name=stmt.buffer_var.name)
                 pointer.align = 64
+                opaque(pointer)
         else:
             offset = self.workspace_offsets.get(stmt)
             if offset is None:

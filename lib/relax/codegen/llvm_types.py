@@ -67,3 +67,9 @@ def constant(dtype: str, value) -> ir.Constant:
         item = ir.Constant(scalar, word - (1 << bits) if word >> (bits - 1) else word)
     lanes = dt.lanes(dtype)
     return item if lanes == 1 else ir.Constant(ir.VectorType(scalar, lanes), [item] * lanes)
+
+
+def opaque(value: ir.Value) -> ir.Value:
+    """`value` typed as an opaque `ptr` (llvmlite types allocas as typed pointers)."""
+    value.type = POINTER
+    return value

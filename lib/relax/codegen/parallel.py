@@ -24,7 +24,7 @@ import llvmlite.ir as ir
 from ..ir import tir
 from ..ir.node import Node
 from ..runtime.kernels import abi
-from .llvm_types import I32, I64, POINTER
+from .llvm_types import I32, I64, POINTER, opaque
 
 LAUNCHER = "__relax_parallel_launch"
 
@@ -186,7 +186,7 @@ class ParallelCodegen:
     def entry_alloca(self, llvm_type: ir.Type, name: str) -> ir.Value:
         with self.builder.goto_entry_block():
             self.builder.position_at_start(self.function.entry_basic_block)
-            return self.builder.alloca(llvm_type, name=name)
+            return opaque(self.builder.alloca(llvm_type, name=name))
 
     def outline_worker(self, loop: tir.For, keys, captured, index_type, name: str) -> ir.Function:
         arg_types = [index_type, index_type, POINTER] + [v.type for v in captured]

@@ -39,6 +39,8 @@ def _int64(expr: tir.PrimExpr) -> tir.PrimExpr:
 def _add(a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
     if isinstance(a, tir.IntImm) and isinstance(b, tir.IntImm):
         return tir.IntImm("int64", a.value + b.value)
+    if isinstance(a, tir.IntImm) and a.value == 0:
+        return b
     return tir.Add(a, b)
 
 

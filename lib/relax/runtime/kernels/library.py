@@ -147,7 +147,7 @@ class KernelFunction:
         context = abi.KernelContext()
         context.abi_version = abi.KERNEL_ABI_VERSION
         threads = self.library.num_threads if info.parallel else 1
-        if sum(a.nbytes for _, a in buffers) < PARALLEL_THRESHOLD_BYTES:
+        if sum(a.nbytes for _, a in buffers) < self.library.parallel_threshold_bytes:
             threads = 1
         context.num_threads = max(1, min(threads, abi.MAX_THREADS))
         workspace_size = evaluate(info.workspace_bytes, values)
@@ -178,6 +178,7 @@ class KernelLibrary:
         self.target = kernel_object.targets[entry_index]
         self.compiled_on_load = compiled
         self.num_threads = default_num_threads()
+        self.parallel_threshold_bytes = PARALLEL_THRESHOLD_BYTES
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
         self._engine.finalize_object()
