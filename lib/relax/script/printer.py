@@ -1,0 +1,113 @@
+"""IR -> TVMScript text in TVM 0.27's style: `script(node)` for any node.
+
+A module prints as TVM's `mod.script()` does: the `# from tvm.script import ...`
+comments of the dialects used, the module-level `TypeVar`s of symbolic signature
+variables, then `@I.ir_module class Module:` with PrimFuncs first, Relax functions
+next and `main` last (each group by name). Functions, expressions, struct info,
+statements and buffers print on their own as TVM's repr of them does. The text
+always ends with one newline.
+
+The work is split by dialect: printer_relax (functions, bindings, expressions),
+printer_struct_info, printer_tir (PrimFuncs and statements), printer_prim_expr
+and printer_doc (literals and precedence); printer_context holds names in scope.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..ir import tir
+from ..ir.struct_info import StructInfo
+from .printer_context import PrintContext
+from .printer_relax import EMPTY_COMMENT, RelaxPrinter
+from .printer_tir import TirPrinter, indent
+
+
+def script(node) -> str:
+    """`node` as TVMScript text, ending with a newline."""
+    ctx = PrintContext()
+    if isinstance(node, ir.IRModule):
+        body = _module(ctx, node)
+    elif isinstance(node, (ir.Function, tir.PrimFunc)):
+        body = _function(ctx, node, _standalone_name(node), RelaxPrinter(ctx), TirPrinter(ctx))
+        body = _type_var_lines(ctx) + body
+    else:
+        body = _fragment(ctx, node)
+        return _join(body)
+    return _join(_wrap_header(ctx, body))
+
+
+def _standalone_name(func) -> str:
+    return func.attrs.get("global_symbol") or "main"
+
+
+def _function(ctx, func, name: str, relax: RelaxPrinter, tir_printer: TirPrinter) -> list[str]:
+    if isinstance(func, tir.PrimFunc):
+        return tir_printer.prim_func(func, name)
+    return relax.function(func, name, top_level=True)
+
+
+def _sort_key(item):
+    name, func = item
+    if name == "main":
+        return (1000, name)
+    return (1 if isinstance(func, tir.PrimFunc) else 3, name)
+
+
+def _module(ctx: PrintContext, module: ir.IRModule) -> list[str]:
+    ctx.in_module = True
+    ctx.module_name = "Module"
+    ctx.taken.add("Module")
+    relax, tir_printer = RelaxPrinter(ctx), TirPrinter(ctx)
+    body: list[str] = []
+    if module.attrs:
+        body.append(f"{ctx.ir('module_attrs')}({relax.attr(module.attrs)})")
+    if module.global_infos:
+        body.append(f"{ctx.ir('module_global_infos')}({relax.attr(module.global_infos)})")
+    for name, func in sorted(module.functions.items(), key=_sort_key):
+        body.extend(_function(ctx, func, name, relax, tir_printer))
+        body.append("")
+    lines = _type_var_lines(ctx)
+    lines.append(f"@{ctx.ir('ir_module')}")
+    lines.append(f"class {ctx.module_name}:")
+    lines.extend(indent(body) or ["    pass"])
+    return lines
+
+
+def _type_var_lines(ctx: PrintContext) -> list[str]:
+    return [f'{name} = TypeVar("{name}")' for name in ctx.type_vars]
+
+
+def _wrap_header(ctx: PrintContext, body: list[str]) -> list[str]:
+    header = ctx.header_lines()
+    if not header:
+        return body
+    return header + [""] + body
+
+
+def _fragment(ctx: PrintContext, node) -> list[str]:
+    """A node that is not a function: an expression, struct info, statement or buffer."""
+    relax, tir_printer = RelaxPrinter(ctx), TirPrinter(ctx)
+    if isinstance(node, StructInfo):
+        return [relax.body_info.print(node)]
+    if isinstance(node, tir.PrimExpr):
+        return [tir_printer.expr(node)]
+    if isinstance(node, tir.Buffer):
+        return [f"{ctx.define(node, node.name)} = {tir_printer.buffer_call('Buffer', node)}"]
+    if isinstance(node, tir.Stmt):
+        return tir_printer.stmt(node)
+    if isinstance(node, (ir.Binding,)):
+        return relax.binding(node)
+    if isinstance(node, ir.BindingBlock):
+        return relax.block(node)
+    if isinstance(node, ir.SeqExpr):
+        return relax.seq_expr(node, use_return=False)
+    if isinstance(node, ir.If):
+        return relax.if_lines(node, None)
+    if isinstance(node, ir.Expr):
+        return [relax.expr(node)]
+    raise TypeError(f"cannot print {type(node).__name__} as TVMScript")
+
+
+def _join(lines: list[str]) -> str:
+    text = "\n".join(lines).replace(EMPTY_COMMENT, "").rstrip()
+    return text + "\n"

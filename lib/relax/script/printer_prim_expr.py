@@ -1,0 +1,206 @@
+"""Printing PrimExprs: TIR index arithmetic, constants, casts and intrinsic calls.
+
+The same expressions appear in two settings. Inside a PrimFunc, int32 constants are
+bare and other types are wrapped (`T.int64(3)`); inside Relax (shapes, prim values)
+int64 is the bare one. Operators print as Python operators with TVM's
+parenthesization, except when both operands are constants, where TVM prints the
+call form (`T.Add(1, 2)`) so that Python does not fold it on re-parse.
+"""
+
+from __future__ import annotations
+
+from ..ir import dtype as dt
+from ..ir import tir
+from . import printer_doc as doc
+from .printer_doc import Expr
+
+# Binary node -> (operator, precedence, name of the call form).
+_OPERATORS = {
+    tir.Add: ("+", doc.PREC_ADD, "Add"),
+    tir.Sub: ("-", doc.PREC_ADD, "Sub"),
+    tir.Mul: ("*", doc.PREC_MULT, "Mul"),
+    tir.FloorDiv: ("//", doc.PREC_MULT, "FloorDiv"),
+    tir.FloorMod: ("%", doc.PREC_MULT, "FloorMod"),
+    tir.LT: ("<", doc.PREC_COMPARE, "LT"),
+    tir.LE: ("<=", doc.PREC_COMPARE, "LE"),
+    tir.GT: (">", doc.PREC_COMPARE, "GT"),
+    tir.GE: (">=", doc.PREC_COMPARE, "GE"),
+    tir.EQ: ("==", doc.PREC_COMPARE, "EQ"),
+    tir.NE: ("!=", doc.PREC_COMPARE, "NE"),
+    tir.And: ("and", doc.PREC_AND, "And"),
+    tir.Or: ("or", doc.PREC_OR, "Or"),
+}
+
+# Intrinsic calls that TVM prints as Python operators.
+_OPERATOR_CALLS = {
+    "tir.bitwise_and": ("&", 9),
+    "tir.bitwise_or": ("|", 7),
+    "tir.bitwise_xor": ("^", 8),
+    "tir.shift_left": ("<<", 10),
+    "tir.shift_right": (">>", 10),
+}
+
+# Intrinsics whose result type is written as their first argument.
+_DTYPE_FIRST = frozenset({
+    "tir.call_extern", "tir.call_pure_extern", "tir.call_llvm_intrin", "tir.call_llvm_pure_intrin",
+    "tir.call_intrin", "tir.reinterpret", "tir.type_annotation",
+})
+
+
+def is_constant(expr) -> bool:
+    return isinstance(expr, (tir.IntImm, tir.FloatImm))
+
+
+class PrimExprPrinter:
+    """Prints PrimExprs; `bare_int` is the dtype printed without a `T.` wrapper."""
+
+    def __init__(self, ctx, bare_int: str = "int32", on_free_var=None):
+        self.ctx = ctx
+        self.bare_int = bare_int
+        self.on_free_var = on_free_var  # called with an undefined Var, returns its name
+
+    # -- leaves ------------------------------------------------------------------
+    def var(self, var: tir.Var) -> Expr:
+        name = self.ctx.name_of(var)
+        if name is None:
+            if self.on_free_var is None:
+                name = self.ctx.define(var, var.name)
+            else:
+                name = self.on_free_var(var)
+        return Expr(name)
+
+    def int_imm(self, node: tir.IntImm) -> Expr:
+        if node.dtype == "bool" and self.bare_int == "int64":
+            return Expr(doc.bool_text(bool(node.value)))  # Relax prints prim bools bare
+        if node.dtype == "bool":
+            return Expr(f"{self.ctx.tir('bool')}({doc.bool_text(bool(node.value))})")
+        if node.dtype == self.bare_int:
+            return Expr(doc.int_text(node.value))
+        return Expr(f"{self.ctx.tir(node.dtype)}({doc.int_text(node.value)})")
+
+    def float_imm(self, node: tir.FloatImm) -> Expr:
+        return Expr(f"{self.ctx.tir(node.dtype)}({doc.float_text(node.value)})")
+
+    # -- the dispatcher ----------------------------------------------------------
+    def expr(self, node) -> Expr:
+        method = _DISPATCH.get(type(node))
+        if method is None:
+            for cls in type(node).__mro__:
+                method = _DISPATCH.get(cls)
+                if method is not None:
+                    break
+        if method is None:
+            raise TypeError(f"cannot print {type(node).__name__} as a PrimExpr")
+        return method(self, node)
+
+    def binary_op(self, node: tir.BinaryOp) -> Expr:
+        op, precedence, call_name = _OPERATORS[type(node)]
+        left, right = self.expr(node.a), self.expr(node.b)
+        if is_constant(node.a) and is_constant(node.b):
+            return doc.call(self.ctx.tir(call_name), [left, right])
+        return doc.binary(left, op, right, precedence)
+
+    def div(self, node: tir.Div) -> Expr:
+        left, right = self.expr(node.a), self.expr(node.b)
+        if dt.is_float(node.a.dtype) and not (is_constant(node.a) and is_constant(node.b)):
+            return doc.binary(left, "/", right, doc.PREC_MULT)
+        return doc.call(self.ctx.tir("Div"), [left, right])
+
+    def mod(self, node: tir.Mod) -> Expr:
+        return doc.call(self.ctx.tir("truncmod"), [self.expr(node.a), self.expr(node.b)])
+
+    def min_max(self, node) -> Expr:
+        name = "min" if isinstance(node, tir.Min) else "max"
+        return doc.call(self.ctx.tir(name), [self.expr(node.a), self.expr(node.b)])
+
+    def not_(self, node: tir.Not) -> Expr:
+        return doc.unary("not ", self.expr(node.a), doc.PREC_NOT)
+
+    def cast(self, node: tir.Cast) -> Expr:
+        return doc.call(self.ctx.tir("Cast"), [doc.string_text(node.dtype), self.expr(node.value)])
+
+    def select(self, node: tir.Select) -> Expr:
+        args = [self.expr(node.condition), self.expr(node.true_value), self.expr(node.false_value)]
+        return doc.call(self.ctx.tir("Select"), args)
+
+    def ramp(self, node: tir.Ramp) -> Expr:
+        args = [self.expr(node.base), self.expr(node.stride), doc.int_text(node.lanes)]
+        return doc.call(self.ctx.tir("Ramp"), args)
+
+    def broadcast(self, node: tir.Broadcast) -> Expr:
+        return doc.call(self.ctx.tir("Broadcast"), [self.expr(node.value), doc.int_text(node.lanes)])
+
+    def let(self, node: tir.Let) -> Expr:
+        value = self.expr(node.value)
+        with self.ctx.scope():
+            name = self.ctx.define(node.var, node.var.name)
+            body = self.expr(node.body)
+        return doc.call(self.ctx.tir("Let"), [body], [("where", f"{{{name}: {value}}}")])
+
+    def string_imm(self, node: tir.StringImm) -> Expr:
+        return Expr(doc.string_text(node.value))
+
+    def buffer_load(self, node: tir.BufferLoad) -> Expr:
+        buffer = self.buffer_name(node.buffer)
+        return Expr(f"{buffer}[{', '.join(self.indices(node.indices))}]")
+
+    def buffer_name(self, buffer: tir.Buffer) -> str:
+        name = self.ctx.name_of(buffer)
+        if name is None:
+            name = self.ctx.define(buffer, buffer.name)
+        return name
+
+    def indices(self, indices) -> list[str]:
+        """Buffer indices; a constant-stride Ramp prints as a slice."""
+        texts = []
+        for index in indices:
+            if isinstance(index, tir.Ramp) and isinstance(index.stride, tir.IntImm):
+                start = self.expr(index.base)
+                stop = self.expr(_plus(index.base, index.lanes * index.stride.value))
+                step = "" if index.stride.value == 1 else f":{self.expr(index.stride)}"
+                texts.append(f"{start}:{stop}{step}")
+            else:
+                texts.append(self.expr(index))
+        return texts
+
+    def call(self, node: tir.Call) -> Expr:
+        args = [self.expr(arg) for arg in node.args]
+        operator = _OPERATOR_CALLS.get(node.op)
+        if operator is not None and len(args) == 2:
+            return doc.binary(args[0], operator[0], args[1], operator[1])
+        if node.op == "tir.bitwise_not" and len(args) == 1:
+            return doc.unary("~", args[0], doc.PREC_UNARY)
+        name = node.op[4:] if node.op.startswith("tir.") else node.op
+        if node.op in _DTYPE_FIRST:
+            args = [doc.string_text(node.dtype)] + args
+        return doc.call(self.ctx.tir(name), args)
+
+
+def _plus(base, offset: int):
+    """base + offset, folded when base is a constant (as TVM's arithmetic does)."""
+    if isinstance(base, tir.IntImm):
+        return tir.IntImm(base.dtype, base.value + offset)
+    if offset == 0:
+        return base
+    return tir.Add(base, tir.IntImm(base.dtype, offset))
+
+
+_DISPATCH = {
+    tir.Var: PrimExprPrinter.var,
+    tir.IntImm: PrimExprPrinter.int_imm,
+    tir.FloatImm: PrimExprPrinter.float_imm,
+    tir.StringImm: PrimExprPrinter.string_imm,
+    tir.Cast: PrimExprPrinter.cast,
+    tir.Div: PrimExprPrinter.div,
+    tir.Mod: PrimExprPrinter.mod,
+    tir.Min: PrimExprPrinter.min_max,
+    tir.Max: PrimExprPrinter.min_max,
+    tir.Not: PrimExprPrinter.not_,
+    tir.Select: PrimExprPrinter.select,
+    tir.Ramp: PrimExprPrinter.ramp,
+    tir.Broadcast: PrimExprPrinter.broadcast,
+    tir.Let: PrimExprPrinter.let,
+    tir.BufferLoad: PrimExprPrinter.buffer_load,
+    tir.Call: PrimExprPrinter.call,
+    **{cls: PrimExprPrinter.binary_op for cls in _OPERATORS},
+}

@@ -1,0 +1,329 @@
+"""Printing Relax: functions, binding blocks, bindings and expressions.
+
+Follows TVM 0.27's choices: annotations on every binding except a call_tir or
+call_dps_packed whose output struct info already says it; `cls = Module` and
+`n = T.int64()` declared at the top of a function when first used in its body;
+dataflow blocks closed by `R.output(...)` of their non-dataflow variables.
+
+Constants: scalars print as `R.const(value, "dtype")` (non-finite floats as the
+strings "inf", "-inf", "nan", as TVM does). Tensors, which TVM would move to a
+metadata section, print inline as nested lists, `R.const([[1, 2], [3, 4]], "int32")`,
+so that the text stays self-contained; this is deterministic and reads back exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..ir import struct_info as si
+from . import printer_doc as doc
+from .printer_prim_expr import PrimExprPrinter
+from .printer_struct_info import StructInfoPrinter, same_struct_info
+from .printer_tir import attr_value, indent
+
+EMPTY_COMMENT = "\x00"  # a `#`-less empty comment line: indentation only, as TVM prints it
+
+_DPS_CALLS = {"relax.call_tir", "relax.call_tir_with_grad", "relax.call_dps_packed", "relax.call_tir_inplace"}
+_STRING_TAIL_OPS = {"relax.hint_on_device"}
+_HIDES_ANNOTATION = {"relax.call_tir", "relax.call_dps_packed"}
+
+
+class RelaxPrinter:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.body_exprs = PrimExprPrinter(ctx, "int64", on_free_var=self._body_var)
+        self.sig_exprs = PrimExprPrinter(ctx, "int64", on_free_var=self._signature_var)
+        self.body_info = StructInfoPrinter(ctx, self.body_exprs, False, self.expr)
+        self.sig_info = StructInfoPrinter(ctx, self.sig_exprs, True, self.expr)
+        self.depth = 0  # nesting of Relax functions; 1 is a module's function
+
+    # -- symbolic variables --------------------------------------------------------
+    def _signature_var(self, var) -> str:
+        if self.depth > 1:
+            return self._body_var(var)
+        return self.ctx.add_type_var(var, var.name)
+
+    def _body_var(self, var) -> str:
+        ctx = self.ctx
+        name = ctx.define(var, var.name)
+        creation = ctx.tir(var.dtype) + ("(is_size_var=True)" if isinstance(var, ir.tir.SizeVar) else "()")
+        if ctx.function_header is not None:
+            ctx.function_header.append(f"{name} = {creation}")
+        return name
+
+    def _module_alias(self) -> str:
+        ctx = self.ctx
+        if not ctx.module_alias_printed and ctx.function_header is not None:
+            ctx.function_header.append(f"cls = {ctx.module_name}")
+            ctx.module_alias_printed = True
+        return "cls"
+
+    # -- functions -----------------------------------------------------------------
+    def function(self, func: ir.Function, name: str, top_level: bool) -> list[str]:
+        ctx = self.ctx
+        saved = (ctx.function_header, ctx.module_alias_printed)
+        header: list[str] = []
+        ctx.function_header, ctx.module_alias_printed = header, False
+        self.depth += 1
+        try:
+            with ctx.signature_vars(), ctx.scope():
+                ret = ""
+                if func.ret_struct_info is not None:
+                    ret = f" -> {self.sig_info.print(func.ret_struct_info)}"
+                params = []
+                for param in func.params:
+                    annotation = self.sig_info.print(param.struct_info) if param.struct_info is not None else None
+                    pname = ctx.define(param, param.name_hint)
+                    params.append(f"{pname}: {annotation}" if annotation else pname)
+                attrs = dict(func.attrs)
+                if top_level and attrs.get("global_symbol") == name:
+                    del attrs["global_symbol"]
+                if attrs:
+                    header.append(f"{ctx.relax('func_attr')}({attr_value(ctx, self.body_exprs, attrs)})")
+                options = []
+                if not func.is_pure:
+                    options.append("pure=False")
+                if top_level and "global_symbol" not in func.attrs:
+                    options.append("private=True")
+                decorator = "@" + ctx.relax("function") + (f"({', '.join(options)})" if options else "")
+                body = self.seq_expr(func.body, use_return=True)
+                lines = [decorator, f"def {name}({', '.join(params)}){ret}:"] + indent(header + body)
+        finally:
+            self.depth -= 1
+            ctx.function_header, ctx.module_alias_printed = saved
+        return lines
+
+    # -- sequences and blocks ------------------------------------------------------
+    def seq_expr(self, node, use_return: bool) -> list[str]:
+        if not isinstance(node, ir.SeqExpr):
+            value = self.expr(node)
+            return [f"return {value}" if use_return else value]
+        lines: list[str] = []
+        for block in node.blocks:
+            lines.extend(self.block(block))
+        result = self.expr(node.body)
+        lines.append(f"return {result}" if use_return else result)
+        return lines
+
+    def block(self, block) -> list[str]:
+        lines: list[str] = []
+        for binding in block.bindings:
+            lines.extend(self.binding(binding))
+        if isinstance(block, ir.DataflowBlock):
+            outputs = [self.ctx.name_of(b.var) for b in block.bindings if not isinstance(b.var, ir.DataflowVar)]
+            lines.append(doc.call(self.ctx.relax("output"), [o for o in outputs if o is not None]))
+            return [f"with {self.ctx.relax('dataflow')}():"] + indent(lines)
+        return lines
+
+    def binding(self, binding) -> list[str]:
+        var, value = binding.var, binding.value
+        if isinstance(binding, ir.MatchCast):
+            annotation = self._annotation(var, value)
+            rhs = doc.call(self.ctx.relax("match_cast"), [self.expr(value), self.body_info.print(binding.struct_info)])
+            return [self._assign(self.ctx.define(var, var.name_hint), annotation, rhs)]
+        if isinstance(value, ir.If):
+            annotation = self._annotation(var, value)
+            name = self.ctx.define(var, var.name_hint)
+            return self.if_lines(value, f"{name}: {annotation}" if annotation else name)
+        if isinstance(value, ir.Function):
+            return self._local_function(var, value)
+        if _is_void_binding(var, value):
+            # TVM prints a binding of nothing as a bare statement; its variable gets a
+            # name only if something refers to it later.
+            return [self.expr(value)]
+        rhs = self.expr(value, top_level_tuple=True)
+        annotation = self._annotation(var, value)
+        return [self._assign(self.ctx.define(var, var.name_hint), annotation, rhs)]
+
+    @staticmethod
+    def _assign(name: str, annotation: str | None, rhs: str) -> str:
+        return f"{name}: {annotation} = {rhs}" if annotation else f"{name} = {rhs}"
+
+    def _annotation(self, var, value) -> str | None:
+        info = var.struct_info
+        if info is None:
+            return None
+        if isinstance(value, ir.Call) and isinstance(value.op, ir.Op) and value.op.name in _HIDES_ANNOTATION:
+            if len(value.sinfo_args) == 1 and same_struct_info(value.sinfo_args[0], info):
+                return None
+        return self.body_info.print(info)
+
+    def if_lines(self, node: ir.If, target: str | None) -> list[str]:
+        cond = self.expr(node.cond)
+        branches = []
+        for branch in (node.true_branch, node.false_branch):
+            with self.ctx.scope():
+                lines = self.seq_expr(branch, use_return=False)
+            if target is not None:
+                lines[-1] = f"{target} = {lines[-1]}"
+            branches.append(lines)
+        return [f"if {cond}:"] + indent(branches[0]) + ["else:"] + indent(branches[1])
+
+    def _local_function(self, var, func: ir.Function) -> list[str]:
+        name = self.ctx.define(var, var.name_hint)
+        lines = self.function(func, name, top_level=False)
+        header = self.ctx.header_lines(include_ir=False)
+        return header + [EMPTY_COMMENT] + lines + [""]
+
+    # -- expressions ---------------------------------------------------------------
+    def expr(self, node, top_level_tuple: bool = False) -> str:
+        ctx = self.ctx
+        if isinstance(node, ir.Var):
+            name = ctx.name_of(node)
+            return name if name is not None else ctx.define(node, node.name_hint)
+        if isinstance(node, ir.GlobalVar):
+            if ctx.in_module:
+                return f"{self._module_alias()}.{node.name_hint}"
+            return f'{ctx.ir("GlobalVar")}({doc.string_text(node.name_hint)})'
+        if isinstance(node, ir.Call):
+            return self.call(node)
+        if isinstance(node, ir.Constant):
+            return self.constant(node)
+        if isinstance(node, ir.Tuple):
+            if not node.fields:
+                return f"{ctx.relax('tuple')}()"
+            fields = [self.expr(f) for f in node.fields]
+            if top_level_tuple and len(fields) > 1:
+                return ", ".join(fields)
+            return doc.tuple_text(fields)
+        if isinstance(node, ir.TupleGetItem):
+            return f"{self.expr(node.tuple_value)}[{node.index}]"
+        if isinstance(node, ir.ShapeExpr):
+            return f"{ctx.relax('shape')}({doc.list_text([self.body_exprs.expr(v) for v in node.values])})"
+        if isinstance(node, ir.PrimValue):
+            return self.body_exprs.expr(node.value)
+        if isinstance(node, ir.StringImm):
+            return f"{ctx.relax('str')}({doc.string_text(node.value)})"
+        if isinstance(node, ir.DataTypeImm):
+            return f"{ctx.relax('dtype')}({doc.string_text(node.value)})"
+        if isinstance(node, ir.ExternFunc):
+            return f"{ctx.relax('ExternFunc')}({doc.string_text(node.global_symbol)})"
+        if isinstance(node, ir.Op):
+            return f'{ctx.ir("Op")}({doc.string_text(node.name)})'
+        raise TypeError(f"cannot print {type(node).__name__} as a Relax expression")
+
+    def constant(self, node: ir.Constant) -> str:
+        data = node.data
+        dtype = str(data.dtype)
+        return f"{self.ctx.relax('const')}({_array_text(data)}, {doc.string_text(dtype)})"
+
+    def _callee(self, node) -> str:
+        if isinstance(node, ir.ExternFunc):
+            return doc.string_text(node.global_symbol)
+        return self.expr(node)
+
+    def _sinfo_list(self, infos) -> str:
+        if len(infos) == 1 and isinstance(infos[0], si.TupleStructInfo) and infos[0].fields:
+            return doc.list_text([self.body_info.print(f) for f in infos[0].fields])
+        if len(infos) == 1:
+            return self.body_info.print(infos[0])
+        return doc.list_text([self.body_info.print(f) for f in infos])
+
+    def call(self, node: ir.Call) -> str:
+        ctx = self.ctx
+        op = node.op
+        ty_args = [("ty_args", doc.tuple_text([self.body_info.print(i) for i in node.sinfo_args]))] if node.sinfo_args else []
+        if isinstance(op, ir.ExternFunc):
+            args = [doc.string_text(op.global_symbol)] + [self.expr(a) for a in node.args]
+            return doc.call(ctx.relax("call_packed"), args, self._attrs(node) + ty_args)
+        if isinstance(op, ir.Op) and op.name in _DPS_CALLS:
+            return self._dps_call(node)
+        if isinstance(op, ir.Op) and op.name == "relax.print" and node.args:
+            args = [self.expr(a) for a in node.args[1:]]
+            return doc.call(ctx.relax("print"), args, [("format", self.expr(node.args[0]))])
+        if isinstance(op, ir.Op) and op.name == "relax.assert_op" and len(node.args) >= 2:
+            args = [self.expr(node.args[0])] + [self.expr(a) for a in node.args[2:]]
+            return doc.call(ctx.relax("assert_op"), args, [("format", self.expr(node.args[1]))])
+        if isinstance(op, ir.Op) and op.name == "relax.call_pure_packed":
+            args = [self._callee(node.args[0])] + [self.expr(a) for a in node.args[1:]]
+            return doc.call(ctx.relax("call_pure_packed"), args, self._attrs(node) + ty_args)
+        args = [self.expr(a) for a in node.args]
+        if isinstance(op, ir.Op) and op.name in _STRING_TAIL_OPS and node.args and isinstance(node.args[-1], ir.StringImm):
+            args[-1] = doc.string_text(node.args[-1].value)  # an attribute TVM prints as a plain string
+        if isinstance(op, ir.Op):
+            name = op.name[len("relax."):] if op.name.startswith("relax.") else op.name
+            return doc.call(ctx.relax(name), args, self._attrs(node) + ty_args)
+        return doc.call(self.expr(op), args, self._attrs(node) + ty_args)
+
+    def _dps_call(self, node: ir.Call) -> str:
+        name = node.op.name[len("relax."):]
+        callee = self._callee(node.args[0])
+        inputs = node.args[1] if len(node.args) > 1 else ir.Tuple(())
+        inputs_text = doc.tuple_text([self.expr(f) for f in inputs.fields]) if isinstance(inputs, ir.Tuple) else self.expr(inputs)
+        kwargs = [("out_ty", self._sinfo_list(node.sinfo_args))] if node.sinfo_args else []
+        if len(node.args) > 2:
+            kwargs.append(("tir_vars", self.expr(node.args[2])))
+        kwargs += self._attrs(node)
+        return doc.call(self.ctx.relax(name), [callee, inputs_text], kwargs)
+
+    def _attrs(self, node: ir.Call) -> list[tuple[str, str]]:
+        return [(key, self.attr(value)) for key, value in node.attrs.items()]
+
+    def attr(self, value) -> str:
+        if isinstance(value, ir.Expr):
+            return self.expr(value)
+        if isinstance(value, ir.FrozenDict) and set(value) == {"initial_indices", "final_indices"}:
+            return self._index_map(value)
+        if isinstance(value, ir.FrozenDict) and value.get("kind") == "vdevice":
+            args = [self.attr(value.get("target")), self.attr(value.get("vdevice_id", 0)),
+                    self.attr(value.get("memory_scope", "global"))]
+            return doc.call(self.ctx.ir("vdevice"), args)
+        if isinstance(value, ir.FrozenDict):
+            items = sorted(value.items(), key=lambda kv: str(kv[0]))
+            return "{" + ", ".join(f"{self.attr(k)}: {self.attr(v)}" for k, v in items) + "}"
+        if isinstance(value, (tuple, list)):
+            return doc.list_text([self.attr(v) for v in value])
+        return attr_value(self.ctx, self.body_exprs, value)
+
+    def _index_map(self, value) -> str:
+        """`T.index_map(lambda i, j: (j, i))`: the lambda's parameters are its own names."""
+        with self.ctx.scope():
+            params = [self.ctx.define(v, v.name) for v in value["initial_indices"]]
+            results = [self.body_exprs.expr(e) for e in value["final_indices"]]
+        return f"{self.ctx.tir('index_map')}(lambda {', '.join(params)}: {doc.tuple_text(results)})"
+
+
+def _is_void(info) -> bool:
+    return isinstance(info, si.TupleStructInfo) and not info.fields
+
+
+_VOID_OPS = {"relax.print", "relax.assert_op"}
+
+
+def _is_void_binding(var, value) -> bool:
+    if isinstance(value, ir.Call) and isinstance(value.op, ir.Op) and value.op.name in _VOID_OPS:
+        return var.struct_info is None or _is_void(var.struct_info)
+    if isinstance(value, ir.Tuple) and not value.fields:
+        return var.struct_info is None or _is_void(var.struct_info)
+    if not isinstance(value, ir.Call):
+        return False
+    if var.struct_info is None:
+        return len(value.sinfo_args) == 1 and _is_void(value.sinfo_args[0])
+    return _is_void(var.struct_info)
+
+
+def _scalar_text(value) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return doc.bool_text(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return doc.int_text(int(value))
+    return doc.float_text(float(value))
+
+
+def _array_text(data: np.ndarray) -> str:
+    """Nested-list text of an array, built with one join per row (linear time)."""
+    if data.ndim == 0:
+        return _scalar_text(data[()])
+    flat = [_scalar_text(v) for v in data.reshape(-1).tolist()]
+    if data.size == 0:
+        return _empty_nested(data.shape)
+    for extent in reversed(data.shape):
+        flat = ["[" + ", ".join(flat[i:i + extent]) + "]" for i in range(0, len(flat), extent)]
+    return flat[0]
+
+
+def _empty_nested(shape) -> str:
+    if not shape or shape[0] == 0:
+        return "[]"
+    return "[" + ", ".join(_empty_nested(shape[1:]) for _ in range(shape[0])) + "]"

@@ -1,0 +1,414 @@
+"""Printing TIR: PrimFuncs, statements, schedulable blocks (`T.sblock`) and buffers.
+
+Lines are returned without indentation; a nested body is indented by its parent.
+Signature variables that no parameter defines (buffer shapes such as `n`) become
+module-level `TypeVar`s, and compound shape expressions in a signature print as
+strings (`T.Buffer(("n * m",), "float32")`), both as TVM 0.27 prints them.
+"""
+
+from __future__ import annotations
+
+from ..ir import tir
+from . import printer_doc as doc
+from .printer_prim_expr import PrimExprPrinter
+
+INDENT = "    "
+
+_AXIS_KINDS = {"DataPar": ("spatial", "S"), "CommReduce": ("reduce", "R"), "Ordered": ("scan", None), "Opaque": ("opaque", None)}
+_LOOP_KINDS = {"parallel": "parallel", "vectorized": "vectorized", "unrolled": "unroll", "serial": "serial"}
+_SCOPED_ALLOC = {"local": "alloc_local", "shared": "alloc_shared"}
+
+
+def indent(lines: list[str]) -> list[str]:
+    return [INDENT + line if line else line for line in lines]
+
+
+def same_expr(a, b) -> bool:
+    """Structural equality of two PrimExprs with variables compared by identity."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (tir.IntImm, tir.FloatImm)):
+        return a.dtype == b.dtype and a.value == b.value
+    if isinstance(a, tir.BinaryOp):
+        return same_expr(a.a, b.a) and same_expr(a.b, b.b)
+    return False
+
+
+def contains_block(stmt) -> bool:
+    if isinstance(stmt, (tir.Block, tir.BlockRealize)):
+        return True
+    for value in vars(stmt).values():
+        if isinstance(value, tir.Stmt) and contains_block(value):
+            return True
+        if isinstance(value, tuple) and any(isinstance(v, tir.Stmt) and contains_block(v) for v in value):
+            return True
+    return False
+
+
+def _is_true(expr) -> bool:
+    return expr is None or (isinstance(expr, tir.IntImm) and expr.value == 1)
+
+
+class TirPrinter:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.exprs = PrimExprPrinter(ctx, "int32", on_free_var=self._free_var)
+        self.signature = PrimExprPrinter(ctx, "int32", on_free_var=self._free_var)
+        self.loops: dict[object, tir.For] = {}
+
+    def _free_var(self, var: tir.Var) -> str:
+        return self.ctx.add_type_var(var, var.name)
+
+    def expr(self, node) -> str:
+        return self.exprs.expr(node)
+
+    # -- the function ---------------------------------------------------------------
+    def prim_func(self, func: tir.PrimFunc, name: str) -> list[str]:
+        ctx = self.ctx
+        with ctx.signature_vars(), ctx.scope():
+            params = [self._param(func, param) for param in func.params]
+            body: list[str] = []
+            attrs = {k: v for k, v in func.attrs.items() if not (k == "global_symbol" and v == name)}
+            if attrs:
+                body.append(f"{ctx.tir('func_attr')}({attr_text(ctx, self.exprs, attrs)})")
+            body.extend(self._function_body(func.body))
+            ret = f" -> {ctx.tir(func.ret_type)}" if func.ret_type not in (None, "void") else ""
+            decorator = self._decorator(func)
+            header = f"def {name}({', '.join(params)}){ret}:"
+        return [decorator, header] + indent(body or ["pass"])
+
+    def _decorator(self, func: tir.PrimFunc) -> str:
+        options = []
+        if "global_symbol" not in func.attrs:
+            options.append("private=True")
+        if contains_block(func.body):
+            options.append("s_tir=True")
+        text = "@" + self.ctx.tir("prim_func")
+        return f"{text}({', '.join(options)})" if options else text
+
+    def _param(self, func: tir.PrimFunc, param: tir.Var) -> str:
+        buffer = func.buffer_of(param)
+        if buffer is None:
+            name = self.ctx.define(param, param.name)
+            return f"{name}: {self.ctx.tir(param.dtype)}"
+        name = self.ctx.define(buffer, buffer.name)
+        self.ctx.define_alias(param, name)
+        if buffer.data is not None:
+            self.ctx.define_alias(buffer.data, f"{name}.data")
+        return f"{name}: {self.buffer_call('Buffer', buffer, signature=True, dtype_always=True)}"
+
+    def _function_body(self, body) -> list[str]:
+        root = body.block if isinstance(body, tir.BlockRealize) else None
+        if root is not None and self._is_implicit_root(body):
+            lines = ['# with T.sblock("root"):']
+            lines.extend(self._alloc_buffers(root.alloc_buffers))
+            return lines + self.stmt(root.body)
+        return self.stmt(body)
+
+    @staticmethod
+    def _is_implicit_root(realize: tir.BlockRealize) -> bool:
+        block = realize.block
+        if realize.iter_values or not _is_true(realize.predicate):
+            return False
+        if block.annotations or block.match_buffers or block.reads or block.writes or block.init is not None:
+            return False
+        inner = block.body
+        if block.alloc_buffers:
+            return True
+        if isinstance(inner, tir.BlockRealize):
+            return bool(inner.block.iter_vars)
+        return contains_block(inner)
+
+    # -- buffers ----------------------------------------------------------------------
+    def buffer_call(self, method: str, buffer: tir.Buffer, signature=False, dtype_always=False, args=()) -> str:
+        printer = self.signature if signature else self.exprs
+        shape = [self._shape_dim(dim, printer, signature) for dim in buffer.shape]
+        positional = list(args) + [doc.tuple_text(shape)]
+        if dtype_always or buffer.dtype != "float32":
+            positional.append(doc.string_text(buffer.dtype))
+        kwargs = []
+        if buffer.strides:
+            kwargs.append(("strides", doc.tuple_text([printer.expr(s) for s in buffer.strides])))
+        offset = buffer.elem_offset
+        if offset is not None and not (isinstance(offset, tir.IntImm) and offset.value == 0):
+            kwargs.append(("elem_offset", printer.expr(offset)))
+        if buffer.scope != "global" and method not in _SCOPED_ALLOC.values():
+            kwargs.append(("scope", doc.string_text(buffer.scope)))
+        if buffer.align not in (0, 64):
+            kwargs.append(("align", doc.int_text(buffer.align)))
+        if buffer.offset_factor not in (0,):
+            kwargs.append(("offset_factor", doc.int_text(buffer.offset_factor)))
+        if buffer.axis_separators:
+            kwargs.append(("axis_separators", doc.list_text([str(a) for a in buffer.axis_separators])))
+        return doc.call(self.ctx.tir(method), positional, kwargs)
+
+    def _shape_dim(self, dim, printer, signature: bool) -> str:
+        if signature and not isinstance(dim, (tir.Var, tir.IntImm)):
+            return doc.string_text(printer.expr(dim))
+        return printer.expr(dim)
+
+    def _alloc_buffers(self, buffers) -> list[str]:
+        lines = []
+        for buffer in buffers:
+            method = _SCOPED_ALLOC.get(buffer.scope, "alloc_buffer")
+            text = self.buffer_call(method, buffer)
+            name = self.ctx.define(buffer, buffer.name)
+            if buffer.data is not None:
+                self.ctx.define_alias(buffer.data, f"{name}.data")
+            lines.append(f"{name} = {text}")
+        return lines
+
+    def region(self, region: tir.BufferRegion) -> str:
+        parts = []
+        for rng in region.region:
+            start = self.expr(rng.min)
+            if isinstance(rng.extent, tir.IntImm) and rng.extent.value == 1:
+                parts.append(start)
+            else:
+                parts.append(f"{start}:{self.expr(_add(rng.min, rng.extent))}")
+        return f"{self.exprs.buffer_name(region.buffer)}[{', '.join(parts)}]"
+
+    # -- statements -------------------------------------------------------------------
+    def stmt(self, node) -> list[str]:
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise TypeError(f"cannot print TIR statement {type(node).__name__}")
+        return method(node)
+
+    def _SeqStmt(self, node: tir.SeqStmt) -> list[str]:
+        lines = []
+        for item in node.seq:
+            lines.extend(self.stmt(item))
+        return lines
+
+    def _BufferStore(self, node: tir.BufferStore) -> list[str]:
+        target = f"{self.exprs.buffer_name(node.buffer)}[{', '.join(self.exprs.indices(node.indices))}]"
+        return [f"{target} = {self.expr(node.value)}"]
+
+    def _Evaluate(self, node: tir.Evaluate) -> list[str]:
+        if isinstance(node.value, (tir.IntImm, tir.FloatImm)):
+            return [f"{self.ctx.tir('evaluate')}({self.expr(node.value)})"]
+        return [self.expr(node.value)]
+
+    def _IfThenElse(self, node: tir.IfThenElse) -> list[str]:
+        lines = [f"if {self.expr(node.condition)}:"]
+        with self.ctx.scope():
+            lines += indent(self.stmt(node.then_case) or ["pass"])
+        if node.else_case is not None:
+            lines.append("else:")
+            with self.ctx.scope():
+                lines += indent(self.stmt(node.else_case) or ["pass"])
+        return lines
+
+    def _LetStmt(self, node: tir.LetStmt) -> list[str]:
+        value = self.expr(node.value)
+        name = self.ctx.define(node.var, node.var.name)
+        return [f"{name}: {self.ctx.tir(node.var.dtype)} = {value}"] + self.stmt(node.body)
+
+    def _While(self, node: tir.While) -> list[str]:
+        with self.ctx.scope():
+            body = self.stmt(node.body)
+        return [f"while {self.expr(node.condition)}:"] + indent(body or ["pass"])
+
+    def _AssertStmt(self, node: tir.AssertStmt) -> list[str]:
+        message = node.message.value if isinstance(node.message, tir.StringImm) else None
+        if message is None:
+            text = self.expr(node.message)
+        else:
+            text = f'("RuntimeError", [{doc.string_text(message)}])'
+        return [f"assert {self.expr(node.condition)}, {text}"] + self.stmt(node.body)
+
+    def _AttrStmt(self, node: tir.AttrStmt) -> list[str]:
+        value = self.expr(node.value) if isinstance(node.value, tir.PrimExpr) else attr_value(self.ctx, self.exprs, node.value)
+        if node.node is None:
+            head = f"{self.ctx.tir('attr')}({{{doc.string_text(node.attr_key)}: {value}}})"
+        else:
+            target = self.expr(node.node) if isinstance(node.node, tir.PrimExpr) else attr_value(self.ctx, self.exprs, node.node)
+            head = f"{self.ctx.tir('attr')}({target}, {doc.string_text(node.attr_key)}, {value})"
+        with self.ctx.scope():
+            body = self.stmt(node.body)
+        return [f"with {head}:"] + indent(body or ["pass"])
+
+    def _Allocate(self, node: tir.Allocate) -> list[str]:
+        extents = doc.list_text([self.expr(e) for e in node.extents])
+        args = [extents, doc.string_text(node.dtype), doc.string_text(node.scope)]
+        kwargs = [] if _is_true(node.condition) else [("condition", self.expr(node.condition))]
+        text = doc.call(self.ctx.tir("allocate"), args, kwargs)
+        name = self.ctx.define(node.buffer_var, node.buffer_var.name)
+        return [f"{name} = {text}"] + self.stmt(node.body)
+
+    def _DeclBuffer(self, node: tir.DeclBuffer) -> list[str]:
+        buffer = node.buffer
+        extra = []
+        if buffer.data is not None and self.ctx.is_defined(buffer.data):
+            extra = [("data", self.ctx.name_of(buffer.data))]
+        text = self.buffer_call("decl_buffer", buffer)
+        if extra:
+            text = text[:-1] + (", " if not text.endswith("(") else "") + f"data={extra[0][1]})"
+        name = self.ctx.define(buffer, buffer.name)
+        if buffer.data is not None and not self.ctx.is_defined(buffer.data):
+            self.ctx.define_alias(buffer.data, f"{name}.data")
+        return [f"{name} = {text}"] + self.stmt(node.body)
+
+    def _For(self, node: tir.For) -> list[str]:
+        loops = [node]
+        while self._grid_continues(loops[-1]):
+            loops.append(loops[-1].body)
+        with self.ctx.scope():
+            names = [self.ctx.define(loop.loop_var, loop.loop_var.name) for loop in loops]
+            for loop in loops:
+                self.loops[loop.loop_var] = loop
+            if len(loops) > 1:
+                head = doc.call(self.ctx.tir("grid"), [self.expr(loop.extent) for loop in loops])
+            else:
+                head = self._loop_head(node)
+            body = self.stmt(loops[-1].body)
+            for loop in loops:
+                self.loops.pop(loop.loop_var, None)
+        return [f"for {', '.join(names)} in {head}:"] + indent(body or ["pass"])
+
+    @staticmethod
+    def _plain_serial(loop) -> bool:
+        return (
+            isinstance(loop, tir.For) and loop.kind == "serial" and not loop.annotations
+            and isinstance(loop.min, tir.IntImm) and loop.min.value == 0
+        )
+
+    def _grid_continues(self, loop: tir.For) -> bool:
+        inner = loop.body
+        if not (self._plain_serial(loop) and self._plain_serial(inner)):
+            return False
+        return not _uses_var(inner.extent, loop.loop_var)
+
+    def _loop_head(self, loop: tir.For) -> str:
+        zero_min = isinstance(loop.min, tir.IntImm) and loop.min.value == 0
+        bounds = [self.expr(loop.extent)] if zero_min else [self.expr(loop.min), self.expr(_add(loop.min, loop.extent))]
+        kwargs = []
+        if loop.kind == "thread_binding":
+            kwargs.append(("thread", doc.string_text(loop.thread_tag)))
+            method = "thread_binding"
+        elif loop.kind == "serial" and not loop.annotations:
+            return doc.call("range", bounds)
+        else:
+            method = _LOOP_KINDS[loop.kind]
+        if loop.annotations:
+            kwargs.append(("annotations", attr_value(self.ctx, self.exprs, loop.annotations)))
+        return doc.call(self.ctx.tir(method), bounds, kwargs)
+
+    def _BlockRealize(self, node: tir.BlockRealize) -> list[str]:
+        block = node.block
+        with self.ctx.scope():
+            lines = self._iter_vars(block.iter_vars, node.iter_values)
+            if not _is_true(node.predicate):
+                lines.append(f"{self.ctx.tir('where')}({self.expr(node.predicate)})")
+            lines.append(doc.call(self.ctx.tir("reads"), [self.region(r) for r in block.reads]))
+            lines.append(doc.call(self.ctx.tir("writes"), [self.region(r) for r in block.writes]))
+            if block.annotations:
+                lines.append(f"{self.ctx.tir('sblock_attr')}({attr_value(self.ctx, self.exprs, block.annotations)})")
+            lines.extend(self._alloc_buffers(block.alloc_buffers))
+            for match in block.match_buffers:
+                source = self.region(match.source)
+                text = self.buffer_call("match_buffer", match.buffer, args=[source])
+                lines.append(f"{self.ctx.define(match.buffer, match.buffer.name)} = {text}")
+            if block.init is not None:
+                with self.ctx.scope():
+                    init = self.stmt(block.init)
+                lines.append(f"with {self.ctx.tir('init')}():")
+                lines.extend(indent(init or ["pass"]))
+            lines.extend(self.stmt(block.body))
+        return [f"with {self.ctx.tir('sblock')}({doc.string_text(block.name_hint)}):"] + indent(lines)
+
+    def _Block(self, node: tir.Block) -> list[str]:
+        return self._BlockRealize(tir.BlockRealize((), tir.IntImm("bool", 1), node))
+
+    def _iter_vars(self, iter_vars, values) -> list[str]:
+        lines: list[str] = []
+        group: list[int] = []
+
+        def flush():
+            if len(group) == 1:
+                lines.append(single(group[0]))
+            elif group:
+                names = [self.ctx.define(iter_vars[i].var, iter_vars[i].var.name) for i in group]
+                kinds = "".join(_AXIS_KINDS[iter_vars[i].iter_type][1] for i in group)
+                loop_vars = doc.list_text([self.expr(values[i]) for i in group])
+                lines.append(f"{', '.join(names)} = {self.ctx.tir('axis.remap')}({doc.string_text(kinds)}, {loop_vars})")
+            group.clear()
+
+        def single(i: int) -> str:
+            iter_var = iter_vars[i]
+            dom = iter_var.dom
+            if isinstance(dom.min, tir.IntImm) and dom.min.value == 0:
+                dom_text = self.expr(dom.extent)
+            else:
+                dom_text = doc.tuple_text([self.expr(dom.min), self.expr(_add(dom.min, dom.extent))])
+            value = self.expr(values[i]) if i < len(values) else None
+            kind = _AXIS_KINDS.get(iter_var.iter_type, ("opaque", None))[0]
+            name = self.ctx.define(iter_var.var, iter_var.var.name)
+            args = [dom_text] + ([value] if value is not None else [])
+            return f"{name} = {doc.call(self.ctx.tir('axis.' + kind), args)}"
+
+        for i, iter_var in enumerate(iter_vars):
+            if self._remappable(iter_var, values[i] if i < len(values) else None):
+                group.append(i)
+            else:
+                flush()
+                lines.append(single(i))
+        flush()
+        return lines
+
+    def _remappable(self, iter_var: tir.IterVar, value) -> bool:
+        if iter_var.iter_type not in ("DataPar", "CommReduce") or not isinstance(value, tir.Var):
+            return False
+        loop = self.loops.get(value)
+        if loop is None or iter_var.dom is None:
+            return False
+        return same_expr(loop.min, iter_var.dom.min) and same_expr(loop.extent, iter_var.dom.extent)
+
+
+def _add(a, b):
+    if isinstance(a, tir.IntImm) and isinstance(b, tir.IntImm):
+        return tir.IntImm(a.dtype, a.value + b.value)
+    if isinstance(a, tir.IntImm) and a.value == 0:
+        return b
+    return tir.Add(a, b)
+
+
+def _uses_var(expr, var) -> bool:
+    if expr is var:
+        return True
+    if isinstance(expr, tir.PrimExpr):
+        return any(_uses_var(v, var) for v in vars(expr).values() if isinstance(v, (tir.PrimExpr, tuple)))
+    if isinstance(expr, tuple):
+        return any(_uses_var(v, var) for v in expr)
+    return False
+
+
+def attr_text(ctx, exprs, attrs) -> str:
+    return attr_value(ctx, exprs, attrs)
+
+
+def attr_value(ctx, exprs, value) -> str:
+    """An attribute value as TVM prints it: dicts with sorted keys, sequences as lists."""
+    from collections.abc import Mapping
+
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return doc.bool_text(value)
+    if isinstance(value, int):
+        return doc.int_text(value)
+    if isinstance(value, float):
+        return doc.float_text(value)
+    if isinstance(value, str):
+        return doc.string_text(value)
+    if isinstance(value, Mapping):
+        items = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return "{" + ", ".join(f"{attr_value(ctx, exprs, k)}: {attr_value(ctx, exprs, v)}" for k, v in items) + "}"
+    if isinstance(value, (tuple, list)):
+        return doc.list_text([attr_value(ctx, exprs, v) for v in value])
+    if isinstance(value, tir.PrimExpr):
+        return exprs.expr(value)
+    raise TypeError(f"cannot print attribute value {value!r}")
