@@ -100,6 +100,7 @@ def every_node_module() -> ir.IRModule:
     x = ir.Var("x", tensor((n, 4)), span=span)
     shape_var = ir.Var("shp", ir.ShapeStructInfo(ndim=2))
     flag = ir.Var("flag", ir.PrimStructInfo("bool"))
+    size = ir.Var("size", ir.PrimStructInfo("int64", s))
     closure = ir.Var("fn", ir.FuncStructInfo((ir.ObjectStructInfo(),), ir.ObjectStructInfo(), purity=False))
     lv = ir.DataflowVar("lv", tensor((n, 4)))
     gv = ir.Var("gv", ir.TupleStructInfo((tensor((n, 4)), ir.PrimStructInfo("int64", s))))
@@ -121,7 +122,7 @@ def every_node_module() -> ir.IRModule:
         ir.VarBinding(ir.Var("r", ir.ObjectStructInfo()), ir.If(flag, ir.SeqExpr((), first), ir.SeqExpr((), branch))),
         ir.VarBinding(ir.Var("k"), ir.Call(ir.GlobalVar("kernel"), (ir.ShapeExpr((n, i64(4))),))),
     ))
-    main = ir.Function((x, shape_var, flag), ir.SeqExpr((bindings, others), branch), None,
+    main = ir.Function((x, shape_var, flag, size), ir.SeqExpr((bindings, others), branch), None,
                        attrs=ir.FrozenDict(global_symbol="main", num_input=1), span=span)
     return ir.IRModule.from_functions({"main": main, "kernel": every_tir_node_func(), "simple": prim_func()},
                                       attrs=ir.FrozenDict(name="every"))
@@ -149,10 +150,10 @@ def every_tir_node_func() -> tir.PrimFunc:
         cond = tir.And(cond, cls(arith, one))
     vector = tir.BufferLoad(A, (tir.Ramp(zero, one, 4),))
     value = tir.Select(cond, tir.Cast("float32", arith), tir.Call("float32", "tir.exp", (f,)))
-    store = tir.BufferStore(A, tir.Add(value, tir.BufferLoad(scratch, (zero,))), (i,))
+    store = tir.BufferStore(A, tir.Add(value, tir.BufferLoad(A, (zero,))), (i,))
     sub = tir.Buffer("sub", (tir.IntImm("int32", 1),), "float32", tir.Var("sub_data", "handle"))
-    block = tir.Block("blk", (), (), (tir.BufferRegion(A, (tir.Range(i, one),)),), tir.Evaluate(zero),
-                      init=tir.Evaluate(one), match_buffers=(tir.MatchBufferRegion(sub, tir.BufferRegion(A, (tir.Range(i, one),))),),
+    block = tir.Block("blk", (), (), (tir.BufferRegion(A, (tir.Range(zero, one),)),), tir.Evaluate(zero),
+                      init=tir.Evaluate(one), match_buffers=(tir.MatchBufferRegion(sub, tir.BufferRegion(A, (tir.Range(zero, one),))),),
                       annotations=ir.FrozenDict(note="x"))
     body = tir.SeqStmt((
         tir.For(i, zero, n, "parallel", tir.LetStmt(j, tir.Mul(i, tir.IntImm("int32", 2)), tir.IfThenElse(cond, store, tir.Evaluate(vector)))),

@@ -46,21 +46,32 @@ class _Tokens:
         self.defining_symbols = False
         self.marks: list[tuple[int, tuple[str, ...], Any]] | None = [] if keep_marks else None
         self.path: list[str] = []
+        self.owners: list[Node] = []
 
     # -- bookkeeping for assert_structural_equal's report -----------------------------
 
-    def _mark(self, owner: Any) -> None:
-        if self.marks is not None:
-            self.marks.append((len(self.tokens), tuple(self.path), owner))
+    def _mark(self) -> None:
+        self.marks.append((len(self.tokens), tuple(self.path), self.owners[-1] if self.owners else None))
 
     def _push(self, segment: str) -> None:
         if self.marks is not None:
             self.path.append(segment)
+            self._mark()
 
-    def _pop(self, owner: Any) -> None:
+    def _pop(self) -> None:
         if self.marks is not None:
             self.path.pop()
-            self._mark(owner)
+            self._mark()
+
+    def _enter(self, node: Node) -> None:
+        if self.marks is not None:
+            self.owners.append(node)
+            self._mark()
+
+    def _leave(self) -> None:
+        if self.marks is not None:
+            self.owners.pop()
+            self._mark()
 
     # -- values ---------------------------------------------------------------------
 
@@ -82,7 +93,7 @@ class _Tokens:
                 self.definitions(item)
             else:
                 self.value(item)
-            self._pop(items)
+            self._pop()
 
     def mapping(self, tag: str, items) -> None:
         # Keys are sorted so that insertion order does not matter, as with dicts.
@@ -92,7 +103,7 @@ class _Tokens:
             self.leaf(key)
             self._push(f"[{key!r}]")
             self.value(items[key])
-            self._pop(items)
+            self._pop()
 
     def leaf(self, value: Any) -> None:
         if value is None or isinstance(value, (bool, str)):
@@ -115,7 +126,7 @@ class _Tokens:
     # -- nodes ----------------------------------------------------------------------
 
     def node(self, node: Node) -> None:
-        self._mark(node)
+        self._enter(node)
         if isinstance(node, _VARIABLE_TYPES):
             self.variable_use(node)
         elif isinstance(node, tir.Buffer):
@@ -124,6 +135,7 @@ class _Tokens:
             self.match_cast(node)
         else:
             self.fields(node)
+        self._leave()
 
     def fields(self, node: Node, skip: tuple[str, ...] = ()) -> None:
         cls = type(node)
@@ -137,19 +149,19 @@ class _Tokens:
                 self.definitions(getattr(node, name))
             else:
                 self.value(getattr(node, name))
-            self._pop(node)
+            self._pop()
 
     def match_cast(self, node: rx.MatchCast) -> None:
         self.tokens.append(key_of(type(node)))
         self._push(".var")
         self.definitions(node.var)
-        self._pop(node)
+        self._pop()
         self._push(".value")
         self.value(node.value)
-        self._pop(node)
+        self._pop()
         self._push(".struct_info")
         self.symbol_definitions(node.struct_info)
-        self._pop(node)
+        self._pop()
 
     def symbol_definitions(self, value: Any) -> None:
         """Walks `value` defining the symbolic variables that first appear in it."""
@@ -159,11 +171,13 @@ class _Tokens:
 
     def definitions(self, value: Any) -> None:
         if isinstance(value, _VARIABLE_TYPES):
-            self._mark(value)
+            self._enter(value)
             self.define_variable(value)
+            self._leave()
         elif isinstance(value, tir.Buffer):
-            self._mark(value)
+            self._enter(value)
             self.define_buffer(value)
+            self._leave()
         elif isinstance(value, tuple):
             self.sequence("tuple", value, define=True)
         else:
@@ -190,7 +204,7 @@ class _Tokens:
         if isinstance(var, rx.Var):
             self._push(".struct_info")
             self.symbol_definitions(var.struct_info)
-            self._pop(var)
+            self._pop()
 
     def variable_use(self, var: Node) -> None:
         number = self.numbers.get(id(var))

@@ -1,0 +1,159 @@
+"""Well-formedness of TIR PrimFuncs: scoping of variables and buffers.
+
+- every variable is used inside the scope that defines it: a parameter, a loop,
+  a let, a block iterator, an allocate, a thread binding, or (at its first
+  occurrence) a buffer_map or match_buffer shape;
+- a variable is defined once in a function (SSA); a loop variable defined again
+  is reported as such;
+- every buffer that is loaded, stored or named in a region is declared: by the
+  buffer_map, a block's alloc_buffers or match_buffers, a DeclBuffer, or (the
+  legacy T.allocate style) backed by the handle of an enclosing Allocate.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from ..diagnostics import Diagnostic
+from . import tir_expr as tir
+from . import tir_stmt as stmt
+from .reporting_visitor import ReportingVisitor
+
+
+class _PrimFuncChecker(ReportingVisitor):
+    def __init__(self, diagnostics: list[Diagnostic], name: str) -> None:
+        super().__init__(diagnostics)
+        self.name = name
+        self.visible: list[set[int]] = [set()]
+        self.buffers: list[set[int]] = [set()]
+        self.defined: set[int] = set()
+
+    @contextmanager
+    def _scope(self):
+        self.visible.append(set())
+        self.buffers.append(set())
+        try:
+            yield
+        finally:
+            self.visible.pop()
+            self.buffers.pop()
+
+    def _is_visible(self, var: tir.Var) -> bool:
+        return any(id(var) in scope for scope in self.visible)
+
+    def define(self, var: tir.Var, what: str = "variable") -> None:
+        if id(var) in self.defined:
+            if what == "loop variable":
+                self.error(f"loop variable '{var.name}' is already defined")
+            else:
+                self.error(f"{what} '{var.name}' is defined twice")
+        self.defined.add(id(var))
+        self.visible[-1].add(id(var))
+
+    def _define_if_new(self, value) -> None:
+        if isinstance(value, tir.Var) and not self._is_visible(value):
+            self.defined.add(id(value))
+            self.visible[-1].add(id(value))
+
+    def declare(self, buffer: tir.Buffer, shape_defines: bool) -> None:
+        """Declares `buffer`; with `shape_defines`, bare variables in its shape are defined."""
+        self._define_if_new(buffer.data)
+        if shape_defines:
+            for value in buffer.shape + buffer.strides + (buffer.elem_offset,):
+                self._define_if_new(value)
+        for value in buffer.shape + buffer.strides:
+            self.visit(value)
+        if buffer.elem_offset is not None:
+            self.visit(buffer.elem_offset)
+        self.buffers[-1].add(id(buffer))
+
+    def check(self, func: stmt.PrimFunc) -> None:
+        for param in func.params:
+            self.define(param, "parameter")
+        for _, buffer in func.buffer_map:
+            self.declare(buffer, shape_defines=True)
+        self.visit(func.body)
+
+    # -- scopes ---------------------------------------------------------------------
+
+    def visit_For(self, loop: stmt.For) -> None:
+        self.visit(loop.min)
+        self.visit(loop.extent)
+        with self._scope():
+            self.define(loop.loop_var, "loop variable")
+            self.visit(loop.body)
+            self.visit_value(loop.annotations)
+
+    def _let(self, node) -> None:
+        self.visit(node.value)
+        with self._scope():
+            self.define(node.var)
+            self.visit(node.body)
+
+    def visit_tir_Let(self, node: tir.Let) -> None:
+        self._let(node)
+
+    def visit_LetStmt(self, node: stmt.LetStmt) -> None:
+        self._let(node)
+
+    def visit_Allocate(self, node: stmt.Allocate) -> None:
+        self.visit_value(node.extents)
+        self.visit(node.condition)
+        with self._scope():
+            self.define(node.buffer_var)
+            self.visit(node.body)
+            self.visit_value(node.annotations)
+
+    def visit_DeclBuffer(self, node: stmt.DeclBuffer) -> None:
+        with self._scope():
+            self.declare(node.buffer, shape_defines=False)
+            self.visit(node.body)
+
+    def visit_Block(self, block: stmt.Block) -> None:
+        with self._scope():
+            for iter_var in block.iter_vars:
+                if iter_var.dom is not None:
+                    self.visit(iter_var.dom)
+                self.define(iter_var.var, "block iterator")
+            for buffer in block.alloc_buffers:
+                self.declare(buffer, shape_defines=False)
+            for match in block.match_buffers:
+                self.visit(match.source)
+                self.declare(match.buffer, shape_defines=True)
+            self.visit_value(block.reads)
+            self.visit_value(block.writes)
+            if block.init is not None:
+                self.visit(block.init)
+            self.visit(block.body)
+            self.visit_value(block.annotations)
+
+    def visit_AttrStmt(self, node: stmt.AttrStmt) -> None:
+        self.visit(node.value)
+        with self._scope():
+            if isinstance(node.node, tir.IterVar):
+                # A thread axis may be launched by several AttrStmts: not a redefinition.
+                if node.node.dom is not None:
+                    self.visit(node.node.dom)
+                self._define_if_new(node.node.var)
+            elif isinstance(node.node, (tir.Var, tir.Buffer)):
+                self.visit(node.node)
+            self.visit(node.body)
+
+    # -- uses -----------------------------------------------------------------------
+
+    def visit_tir_Var(self, var: tir.Var) -> None:
+        if not self._is_visible(var):
+            self.error(f"variable '{var.name}' is used but not defined in '{self.name}'", once=id(var))
+
+    def visit_Buffer(self, buffer: tir.Buffer) -> None:
+        if any(id(buffer) in scope for scope in self.buffers):
+            return
+        if buffer.data is not None and self._is_visible(buffer.data):
+            return  # backed by an enclosing Allocate's handle
+        self.error(f"buffer '{buffer.name}' is used but not declared in '{self.name}'", once=id(buffer))
+
+
+def check_prim_func(func: stmt.PrimFunc, name: str) -> list[Diagnostic]:
+    diagnostics: list[Diagnostic] = []
+    _PrimFuncChecker(diagnostics, name).check(func)
+    return diagnostics
