@@ -32,6 +32,8 @@ def parse_module(text: str, source_name: str = "<string>") -> ir.IRModule:
     except SyntaxError as error:
         raise DiagnosticError([_syntax_error(error, source_name)]) from None
     module = ModuleParser(ctx).parse(tree)
+    # Functions are read in two passes; report in source order, as a reader expects.
+    ctx.diagnostics.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
     ctx.raise_if_errors()
     return module
 

@@ -96,6 +96,8 @@ class ExprParser(StructInfoParser):
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
             return None
         module = self.scope.lookup(node.value.id)
+        if module is None and self.ctx.dialect_of(node) is None:
+            raise self.ctx.fail(f"undefined variable '{node.value.id}'", node.value)
         if not isinstance(module, ModuleRef):
             return None
         found = module.global_vars.get(node.attr)

@@ -30,6 +30,7 @@ from .context import ParseContext, Scope
 from .prim_expr import is_known_dtype, parse_prim_expr
 
 STRUCT_INFO_NAMES = ("Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable")
+_KINDS = "R.Tensor, R.Shape, R.Tuple, R.Prim, R.Callable or R.Any"
 # TVM 0.27 annotates string values with the IR type `I.StringType()`; Relax knows
 # them as objects.
 _IR_STRUCT_INFO_NAMES = ("StringType",)
@@ -61,11 +62,11 @@ class StructInfoParser:
     def struct_info(self, node: ast.expr) -> StructInfo:
         call = node if isinstance(node, ast.Call) else None
         target = node.func if call is not None else node
-        if not self.is_struct_info(node):
-            raise self.ctx.fail(
-                f"expected struct info such as R.Tensor, R.Tuple or R.Any, got '{_describe(node)}'", node
-            )
         dialect = self.ctx.dialect_of(target)
+        if not self.is_struct_info(node):
+            if dialect is not None and dialect[0] == "relax":
+                raise self.ctx.fail(f"unknown struct info 'R.{dialect[1]}'; expected {_KINDS}", target)
+            raise self.ctx.fail(f"expected struct info such as {_KINDS}, got '{_describe(node)}'", node)
         if dialect[0] == "tir":
             return PrimStructInfo(dialect[1], span=self.ctx.span(node))
         if dialect[0] == "ir":
