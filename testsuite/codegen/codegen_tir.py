@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from relax.ir import tir
+from relax.ir import FrozenDict, tir
 
 
 def i64(value: int) -> tir.IntImm:
@@ -22,8 +22,8 @@ def flat(buffer: tir.Buffer, extent) -> tir.Buffer:
                       buffer.dtype, data=buffer.data)
 
 
-def kernel(params, body: tir.Stmt, scalars=()) -> tir.PrimFunc:
-    """A PrimFunc from [(handle, buffer) | scalar Var] in parameter order."""
+def kernel(params, body: tir.Stmt, noalias: bool = True) -> tir.PrimFunc:
+    """A PrimFunc from [(handle, buffer) | scalar Var] in parameter order (tir.noalias as legalized ops have)."""
     param_vars, buffer_map = [], []
     for item in params:
         if isinstance(item, tuple):
@@ -31,7 +31,8 @@ def kernel(params, body: tir.Stmt, scalars=()) -> tir.PrimFunc:
             buffer_map.append(item)
         else:
             param_vars.append(item)
-    return tir.PrimFunc(tuple(param_vars), body, buffer_map=tuple(buffer_map))
+    attrs = FrozenDict({"tir.noalias": True}) if noalias else FrozenDict()
+    return tir.PrimFunc(tuple(param_vars), body, buffer_map=tuple(buffer_map), attrs=attrs)
 
 
 def loop(var: tir.Var, extent, body: tir.Stmt, kind: str = "serial", start=0) -> tir.For:
@@ -48,10 +49,10 @@ def store(buffer: tir.Buffer, index, value) -> tir.BufferStore:
     return tir.BufferStore(buffer, value, (index,))
 
 
-def elementwise(n: int, dtypes, result_dtype, compute, kind: str = "serial") -> tir.PrimFunc:
+def elementwise(n: int, dtypes, result_dtype, compute, kind: str = "serial", noalias: bool = True) -> tir.PrimFunc:
     """C[i] = compute(A0[i], A1[i], ...) over n elements; the last dtype's buffer is the output."""
     params = [param(f"A{k}", dtype, (n,)) for k, dtype in enumerate(dtypes)]
     out = param("C", result_dtype, (n,))
     i = tir.Var("i", "int64")
     value = compute(*[load(buffer, i) for _, buffer in params])
-    return kernel(params + [out], loop(i, i64(n), store(out[1], i, value), kind))
+    return kernel(params + [out], loop(i, i64(n), store(out[1], i, value), kind), noalias)

@@ -46,12 +46,14 @@ class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodege
         self.context_type = CONTEXT_TYPE
         self.float_flags = tuple(float_flags)
         self.in_parallel = in_parallel
+        self.noalias = False
         self.vars: dict = {}
         self.workspace_offsets: dict = {}
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
 
     def child(self, function: ir.Function, context: ir.Value) -> "FunctionCodegen":
         child = FunctionCodegen(self.module, self.kernel_name, function, context, self.float_flags, in_parallel=True)
+        child.noalias = self.noalias
         return child
 
     def buffer_pointer(self, buffer: tir.Buffer) -> ir.Value:
@@ -73,6 +75,24 @@ def _symbolic_vars(func: tir.PrimFunc) -> list[tir.Var]:
     return list(found.values())
 
 
+def has_noalias(func: tir.PrimFunc) -> bool:
+    """TVM's `tir.noalias` function attribute (spelled `tirx.noalias` by newer printers)."""
+    attrs = func.attrs or {}
+    return bool(attrs.get("tir.noalias", attrs.get("tirx.noalias", False)))
+
+
+def written_buffers(func: tir.PrimFunc) -> tuple[str, ...]:
+    """Names of the buffer parameters some BufferStore writes to."""
+    stored = set()
+    for key in referenced_keys(func.body, {}, stores_only=True):
+        stored.add(key)
+    names = []
+    for param, buffer in func.buffer_map:
+        if buffer.data in stored or ("buffer", buffer.name) in stored or param in stored:
+            names.append(param.name)
+    return tuple(names)
+
+
 def kernel_info(name: str, func: tir.PrimFunc, symbolic: list[tir.Var], workspace, parallel: bool) -> KernelInfo:
     params = []
     for param in func.params:
@@ -83,7 +103,8 @@ def kernel_info(name: str, func: tir.PrimFunc, symbolic: list[tir.Var], workspac
             params.append(ParamInfo(param.name, "scalar", param.dtype))
     return KernelInfo(name=name, symbol=abi.kernel_symbol(name), abi_version=abi.KERNEL_ABI_VERSION,
                       params=tuple(params), symbolic_vars=tuple(v.name for v in symbolic),
-                      workspace_bytes=shape_to_json(workspace), parallel=parallel)
+                      workspace_bytes=shape_to_json(workspace), parallel=parallel,
+                      noalias=has_noalias(func), writes=written_buffers(func))
 
 
 def generate_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
@@ -99,10 +120,13 @@ def generate_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
                  + [scalar_type(v.dtype) for v in symbolic] + [POINTER])
     impl = ir.Function(module, ir.FunctionType(I32, arg_types), f"{name}.impl")
     impl.linkage = "internal"
+    noalias = has_noalias(func)
     for argument, (_, buffer) in zip(impl.args, buffers):
-        argument.add_attribute("noalias")
+        if noalias:
+            argument.add_attribute("noalias")
         argument.attributes.align = alignment(buffer.dtype)
     codegen = FunctionCodegen(module, name, impl, impl.args[-1], float_flags)
+    codegen.noalias = noalias
     arguments = iter(impl.args)
     for param, buffer in buffers:
         pointer = next(arguments)

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from ..diagnostics import UserError
-from ..runtime.kernels.host import host, initialize_llvm, triple_os
+from ..runtime.kernels.host import host, initialize_llvm, triple_arch, triple_os
+
+
+# What an operating system's ABI implies when a target names no features: Linux on
+# RISC-V is RV64GC with hard-float doubles (lp64d), as distributions build it.
+DEFAULT_FEATURES = {"riscv64": "+m,+a,+f,+d,+c", "riscv32": "+m,+a,+f,+d,+c"}
+DEFAULT_ABI = {"riscv64": "lp64d", "riscv32": "ilp32d"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,8 @@ def target_spec(target) -> TargetSpec:
         triple = info.triple
         if not cpu:
             cpu, features = info.cpu, ",".join(filter(None, [info.features, features]))
+    if not features:
+        features = DEFAULT_FEATURES.get(triple_arch(triple), "")
     return TargetSpec(triple, cpu or "generic", features, opt_level if opt_level is not None else 3, fast_math)
 
 
@@ -69,4 +77,5 @@ def target_machine(spec: TargetSpec, opt: int | None = None) -> "llvm.TargetMach
         raise UserError(f"codegen: LLVM cannot generate code for '{spec.triple}': {exc}") from None
     level = spec.opt_level if opt is None else opt
     return llvm_target.create_target_machine(cpu=spec.cpu, features=spec.features, opt=min(max(level, 0), 3),
-                                             reloc="pic", codemodel="default")
+                                             reloc="pic", codemodel="default",
+                                             abiname=DEFAULT_ABI.get(triple_arch(spec.triple), ""))

@@ -2,7 +2,8 @@
 
 For `for i in T.parallel(begin, end)` the kernel gets
 
-    worker(begin, end, ctx, captured...)   the loop body over one chunk, pointers noalias
+    worker(begin, end, ctx, captured...)   the loop body over one chunk (pointers noalias
+                                           when the kernel is)
     trampoline(closure)                    a pthread start routine unpacking a closure
     __relax_parallel_launch(...)           spawns count-1 threads, runs chunk 0 itself,
                                            joins them and returns the first non-zero status
@@ -106,8 +107,11 @@ def link_launcher(module: "llvm.ModuleRef") -> None:
         module.link_in(helper)
 
 
-def referenced_keys(node, found: dict) -> dict:
-    """Every Var and buffer-pointer key a statement refers to, in first-use order."""
+def referenced_keys(node, found: dict, stores_only: bool = False) -> dict:
+    """Every Var and buffer-pointer key a statement refers to, in first-use order.
+
+    With `stores_only`, only the pointer keys of buffers that BufferStores write.
+    """
     seen: set[int] = set()
 
     def walk(value):
@@ -118,9 +122,13 @@ def referenced_keys(node, found: dict) -> dict:
         if not isinstance(value, Node) or id(value) in seen:
             return
         seen.add(id(value))
-        if isinstance(value, tir.Var):
+        if stores_only:
+            if isinstance(value, tir.BufferStore):
+                buffer = value.buffer
+                found.setdefault(buffer.data if buffer.data is not None else ("buffer", buffer.name), None)
+        elif isinstance(value, tir.Var):
             found.setdefault(value, None)
-        if isinstance(value, tir.Buffer) and value.data is None:
+        if not stores_only and isinstance(value, tir.Buffer) and value.data is None:
             found.setdefault(("buffer", value.name), None)
         for field in dataclasses.fields(value):
             if field.name != "span":
@@ -193,7 +201,7 @@ class ParallelCodegen:
         function = ir.Function(self.module, ir.FunctionType(I32, arg_types), name)
         function.linkage = "internal"
         for argument, value in zip(function.args[3:], captured):
-            if isinstance(value.type, ir.PointerType):
+            if self.noalias and isinstance(value.type, ir.PointerType):
                 argument.add_attribute("noalias")
         child = self.child(function, function.args[2])
         child.vars.update(zip(keys, function.args[3:]))

@@ -121,6 +121,8 @@ class KernelInfo:
     symbolic_vars: tuple[str, ...] = ()  # passed after the scalar parameters, in this order
     workspace_bytes: object = 0  # a shape expression
     parallel: bool = False  # whether the kernel has a parallel loop
+    noalias: bool = False  # whether buffers are assumed not to overlap (TVM's tir.noalias)
+    writes: tuple[str, ...] = ()  # the buffer parameters the kernel stores to
     attrs: dict = field(default_factory=dict)
 
     @property
@@ -140,6 +142,8 @@ class KernelInfo:
             "symbolic_vars": list(self.symbolic_vars),
             "workspace_bytes": self.workspace_bytes,
             "parallel": self.parallel,
+            "noalias": self.noalias,
+            "writes": list(self.writes),
             "attrs": dict(sorted(self.attrs.items())),
         }
 
@@ -158,6 +162,8 @@ class KernelInfo:
                 symbolic_vars=tuple(str(v) for v in data.get("symbolic_vars", ())),
                 workspace_bytes=workspace,
                 parallel=bool(data.get("parallel", False)),
+                noalias=bool(data.get("noalias", False)),
+                writes=tuple(str(name) for name in data.get("writes", ())),
                 attrs=dict(data.get("attrs", {})),
             )
         except (KeyError, TypeError, ValueError) as exc:

@@ -1,0 +1,86 @@
+"""Parallel loops: outlined, run on native threads, and equal to the serial result."""
+
+import numpy as np
+import pytest
+from codegen_tir import flat, i64, kernel, load, loop, param, store
+
+from relax.codegen import build_host_library, emit_llvm_ir
+from relax.ir import tir
+from relax.runtime.kernels import KernelCallError
+
+
+def row_sums(kind, inner_kind="serial"):
+    """B[i] = offset + sum_j A[i, j] * scale, rows in a `kind` loop; n and scale are runtime values."""
+    m, n = tir.Var("m", "int64"), tir.Var("n", "int64")
+    a, b = param("A", "float32", (m, n)), param("B", "float32", (m,))
+    fa = flat(a[1], tir.Mul(m, n))
+    scale, offset = tir.Var("scale", "float32"), tir.Var("offset", "float32")
+    i, j, base = tir.Var("i", "int64"), tir.Var("j", "int64"), tir.Var("base", "int64")
+    acc_var = tir.Var("acc", "handle")
+    acc = tir.Buffer("acc", (i64(1),), "float32", data=acc_var)
+    body = tir.LetStmt(base, tir.Mul(i, n), tir.SeqStmt((
+        store(acc, i64(0), offset),
+        loop(j, n, store(acc, i64(0), tir.Add(load(acc, i64(0)), tir.Mul(load(fa, tir.Add(base, j)), scale))),
+             inner_kind),
+        store(b[1], i, load(acc, i64(0))),
+    )))
+    alloc = tir.Allocate(acc_var, "float32", (i64(1),), tir.const(True), tir.DeclBuffer(acc, body),
+                         annotations=tir.FrozenDict(storage="stack"))
+    return kernel([a, scale, offset, b], loop(i, m, alloc, kind))
+
+
+@pytest.fixture(scope="module")
+def library():
+    lib = build_host_library({"serial": row_sums("serial"), "parallel": row_sums("parallel"),
+                              "nested": row_sums("parallel", "parallel")})
+    lib.parallel_threshold_bytes = 0  # use threads even for the small test inputs
+    return lib
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 7, 64])
+@pytest.mark.parametrize("rows", [0, 1, 5, 64, 257])
+def test_parallel_equals_serial(library, threads, rows):
+    x = np.random.default_rng(rows).standard_normal((rows, 33)).astype(np.float32)
+    expected = np.zeros(rows, np.float32)
+    library.get_function("serial")(x, 0.5, 1.0, expected)
+    library.num_threads = threads
+    for name in ("parallel", "nested"):
+        out = np.full(rows, np.nan, np.float32)
+        library.get_function(name)(x, 0.5, 1.0, out)
+        np.testing.assert_array_equal(out, expected)
+    np.testing.assert_allclose(expected, x.sum(axis=1) * 0.5 + 1.0, rtol=1e-5, atol=1e-5)
+
+
+def test_parallel_loop_is_outlined_onto_pthreads():
+    text = emit_llvm_ir({"parallel": row_sums("parallel")})
+    assert "@pthread_create" in text and "@pthread_join" in text
+    assert "@parallel.impl.parallel1.thread(" in text  # the outlined worker's thread entry
+    assert "pthread_create" not in emit_llvm_ir({"serial": row_sums("serial")})
+
+
+def test_assert_inside_a_parallel_loop_fails_the_call():
+    a = param("A", "int32", (100,))
+    i = tir.Var("i", "int64")
+    check = tir.AssertStmt(tir.NE(load(a[1], i), tir.IntImm("int32", 13)), tir.StringImm("no thirteen"),
+                           tir.Evaluate(tir.IntImm("int32", 0)))
+    lib = build_host_library({"check": kernel([a], loop(i, i64(100), check, "parallel"))})
+    lib.parallel_threshold_bytes = 0
+    lib.num_threads = 4
+    data = np.arange(100, dtype=np.int32) + 20
+    lib.get_function("check")(data)
+    data[77] = 13
+    with pytest.raises(KernelCallError, match="no thirteen"):
+        lib.get_function("check")(data)
+
+
+def test_parallel_elementwise_int32_loop_variable():
+    a, b = param("A", "float64", (1000,)), param("B", "float64", (1000,))
+    i = tir.Var("i", "int32")
+    body = store(b[1], i, tir.Call("float64", "tir.sqrt", (load(a[1], i),)))
+    lib = build_host_library({"k": kernel([a, b], loop(i, 1000, body, "parallel"))})
+    lib.parallel_threshold_bytes = 0
+    lib.num_threads = 3
+    x = np.arange(1000, dtype=np.float64)
+    out = np.zeros(1000)
+    lib.get_function("k")(x, out)
+    np.testing.assert_allclose(out, np.sqrt(x), rtol=1e-15)
