@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from dataclasses import dataclass
 from typing import Callable
 
 from ..ir import dtype as dt
@@ -63,7 +64,29 @@ _BINARY_CALLS: dict[str, type] = {
     "FloorMod": tir.FloorMod,
     "Div": tir.Div,
     "Mod": tir.Mod,
+    "Add": tir.Add,
+    "Sub": tir.Sub,
+    "Mul": tir.Mul,
+    "And": tir.And,
+    "Or": tir.Or,
+    "EQ": tir.EQ,
+    "NE": tir.NE,
+    "LT": tir.LT,
+    "LE": tir.LE,
+    "GT": tir.GT,
+    "GE": tir.GE,
 }
+@dataclass(frozen=True)
+class LocalScalar:
+    """What a scope holds for `x: T.int32 = v`: a one-element local buffer that reads
+    as `x` (a load of x[0]) and is assigned with `x = ...` (a store to x[0])."""
+
+    buffer: tir.Buffer
+
+    def load(self, span=None) -> tir.BufferLoad:
+        return tir.BufferLoad(self.buffer, (tir.IntImm("int32", 0),), span=span)
+
+
 # Type names that are not values: `T.handle` and `T.void` only annotate.
 _NOT_VALUE_TYPES = ("handle", "void")
 
@@ -84,6 +107,25 @@ _KNOWN_BITS = {
     "e4m3_float": (8,),
     "e5m2_float": (8,),
 }
+
+
+def embedded_expression(node: ast.Constant, ctx: ParseContext) -> ast.expr:
+    """The expression inside a string, as TVM prints symbolic dims: `("n * T.int64(8)",)`.
+
+    Locations are moved onto the string in the source, so errors point into it.
+    """
+    try:
+        parsed = ast.parse(node.value.strip(), mode="eval").body
+    except SyntaxError:
+        raise ctx.fail(f"'{node.value}' is not an expression", node) from None
+    indent = len(node.value) - len(node.value.lstrip())
+    for child in ast.walk(parsed):
+        if hasattr(child, "lineno"):
+            # Only single-line strings occur in shapes; columns shift past the quote.
+            child.lineno = child.end_lineno = node.lineno
+            child.col_offset += node.col_offset + 1 + indent
+            child.end_col_offset += node.col_offset + 1 + indent
+    return parsed
 
 
 def is_known_dtype(name: str) -> bool:
@@ -109,7 +151,7 @@ class PrimExprParser:
 
     SPECIAL_CALLS = (
         "Cast", "Select", "Ramp", "Broadcast", "Let", "abs", "min_value", "max_value",
-        "tvm_struct_get", "StringImm",
+        "tvm_struct_get", "StringImm", "Not",
     )
 
     def __init__(self, ctx: ParseContext, scope: Scope, default_int_dtype: str = "int32"):
@@ -172,6 +214,8 @@ class PrimExprParser:
             return tir.Var(node.id, self.default_int_dtype)
         if isinstance(found, tir.PrimExpr) or isinstance(found, (bool, int, float)):
             return found
+        if isinstance(found, LocalScalar):
+            return found.load(self.ctx.span(node))
         if isinstance(found, tir.Buffer):
             raise self.ctx.fail(f"buffer '{node.id}' is not a value; index it as {node.id}[...]", node)
         raise self.ctx.fail(f"'{node.id}' is not a TIR expression", node)
@@ -276,11 +320,10 @@ class PrimExprParser:
         if node.lower is None or node.upper is None:
             raise self.ctx.fail("a vector index needs both bounds: A[start:stop]", node)
         start = self.parse(node.lower)
-        stop = self.value(node.upper)
-        stride = self.parse(node.step) if node.step is not None else tir_ops.make_const(1, start.dtype)
-        lanes = tir_ops.binary(tir.Sub, stop, start)
-        lanes = lanes.value if isinstance(lanes, tir.IntImm) else lanes
-        if not isinstance(lanes, int) or not isinstance(stride, tir.IntImm) or stride.value <= 0:
+        stop = tir_ops.cast(start.dtype, self.value(node.upper))
+        stride = tir_ops.cast(start.dtype, self.value(node.step)) if node.step is not None else tir_ops.make_const(1, start.dtype)
+        lanes = tir_ops.constant_difference(stop, start)
+        if lanes is None or not isinstance(stride, tir.IntImm) or stride.value <= 0:
             raise self.ctx.fail("a vector index needs a constant length and step", node)
         count = -(-lanes // stride.value)
         return start if count == 1 else tir.Ramp(start, stride, count)
@@ -394,6 +437,10 @@ class PrimExprParser:
             return tir.Select(tir_ops.binary(tir.GE, value, 0), value, tir_ops.negate(value))
         return value
 
+    def _not(self, node: ast.Call) -> Operand:
+        self.check_arity(node, "Not", 1, 1)
+        return tir_ops.logical_not(self.value(node.args[0]))
+
     def _limit(self, node: ast.Call) -> tir.PrimExpr:
         name = node.func.attr
         self.check_arity(node, name, 1, 1)
@@ -433,6 +480,7 @@ _SPECIAL_HANDLERS: dict[str, Callable[[PrimExprParser, ast.Call], Operand]] = {
     "max_value": PrimExprParser._limit,
     "tvm_struct_get": PrimExprParser._struct_get,
     "StringImm": PrimExprParser._string,
+    "Not": PrimExprParser._not,
 }
 
 _PYTHON_BITWISE: dict[str, Callable] = {

@@ -204,3 +204,54 @@ def negate(value: Operand) -> tir.PrimExpr | Number:
     if constant is not None:
         return make_const(-constant, value.dtype)
     return tir.Mul(value, make_const(-1, value.dtype))
+
+
+def structural_key(value) -> object:
+    """A hashable key equal for structurally equal expressions (variables and
+    buffers by identity), for the few comparisons the parser itself needs."""
+    if isinstance(value, (tir.Var, tir.Buffer)):
+        return (type(value).__name__, id(value))
+    if isinstance(value, tir.PrimExpr) or isinstance(value, tir.Range):
+        from ..ir.node import field_values
+
+        return (type(value).__name__,) + tuple(structural_key(v) for _, v in field_values(value))
+    if isinstance(value, (tuple, list)):
+        return tuple(structural_key(v) for v in value)
+    return value
+
+
+def _linear(expr: tir.PrimExpr, scale: int, terms: dict, constant: list) -> None:
+    """Adds scale * expr to a sum of (atom -> coefficient) terms and a constant."""
+    if isinstance(expr, tir.IntImm):
+        constant[0] += scale * expr.value
+    elif isinstance(expr, tir.Add):
+        _linear(expr.a, scale, terms, constant)
+        _linear(expr.b, scale, terms, constant)
+    elif isinstance(expr, tir.Sub):
+        _linear(expr.a, scale, terms, constant)
+        _linear(expr.b, -scale, terms, constant)
+    elif isinstance(expr, tir.Mul) and isinstance(expr.b, tir.IntImm):
+        _linear(expr.a, scale * expr.b.value, terms, constant)
+    elif isinstance(expr, tir.Mul) and isinstance(expr.a, tir.IntImm):
+        _linear(expr.b, scale * expr.a.value, terms, constant)
+    else:
+        key = structural_key(expr)
+        terms[key] = terms.get(key, 0) + scale
+
+
+def constant_difference(a: tir.PrimExpr, b: tir.PrimExpr) -> int | None:
+    """a - b when it is a constant (`i * 4 + 4` minus `i * 4` is 4), else None."""
+    terms: dict = {}
+    constant = [0]
+    _linear(a, 1, terms, constant)
+    _linear(b, -1, terms, constant)
+    return constant[0] if all(c == 0 for c in terms.values()) else None
+
+
+def extent_between(start: tir.PrimExpr, stop: tir.PrimExpr) -> tir.PrimExpr:
+    """stop - start, simplified to a constant when the difference is one (as TVM's
+    analyzer does for `A[i:i + 4]` and `range(j, j + 2)`)."""
+    difference = constant_difference(stop, start)
+    if difference is not None:
+        return make_const(difference, start.dtype)
+    return as_expr(binary(tir.Sub, stop, start))
