@@ -1,5 +1,7 @@
 """Listings: as_text in TVM's layout, stats, as_python, and assembling a listing back."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -30,6 +32,17 @@ def test_as_text_layout_is_tvms():
         "@test.vm.add packed_func;\n"
         "\n"
     )
+
+
+INPUTS = pathlib.Path(__file__).parent / "Inputs"
+
+
+def test_listing_and_stats_match_tvm_0_27_output():
+    """Inputs/tvm_add_multiply.* are what TVM 0.27 printed for the same bytecode."""
+    exe = PROGRAMS["tvm_add_multiply"]()
+    tvm_text = (INPUTS / "tvm_add_multiply.as_text").read_text()[:-1]  # print() added a newline
+    assert exe.as_text().split(".functions\n")[0] == tvm_text
+    assert exe.stats() == (INPUTS / "tvm_add_multiply.stats").read_text()
 
 
 def test_as_text_special_registers_function_args_and_sections():

@@ -51,6 +51,17 @@ def test_closure_with_bound_argument():
     assert vm.invoke_closure(bound, 1) == 11
 
 
+@pytest.mark.parametrize("n", [1, 5])
+def test_tvm_generated_bytecode_runs(n):
+    x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+    y = np.arange(4, dtype=np.float32)
+    w, shape = _vm("tvm_add_multiply")["main"](x, y)
+    np.testing.assert_allclose(w, (x + y) * (x + y), rtol=1e-6, atol=0)  # float32, same operation order
+    assert shape == ShapeTuple([n, 4])
+    with pytest.raises(VMError, match=r"param=y.*expected Tensor with ndim 1 but got 2"):
+        _vm("tvm_add_multiply")["main"](x, x)
+
+
 def test_tuples_stay_tuples_and_shapes_stay_shapes():
     vm = _vm("tuples")
     x = np.zeros(2)

@@ -39,6 +39,10 @@ def register_callbacks() -> None:
         "test.vm.noop": lambda *args: None,
         # Destination-passing kernel: out = a + b, written in place.
         "test.vm.add_dps": lambda a, b, out: np.add(a, b, out=out),
+        # The kernels of tvm_add_multiply, destination-passing.
+        "shape_func": _shape_func,
+        "add": lambda a, b, out: np.add(a, b, out=out),
+        "multiply": lambda a, b, out: np.multiply(a, b, out=out),
     }
     for name, func in callbacks.items():
         register_func(name, func, override=True)
@@ -199,6 +203,53 @@ def noop_loop(iterations: int = 1000):
     return ib.get()
 
 
+def tvm_add_multiply():
+    """The bytecode TVM 0.27 generates for main(x: (n, 4), y: (4,)) -> ((x + y) * (x + y), shape).
+
+    Written from TVM's own listing (Inputs/tvm_add_multiply.as_text) with the kernels
+    `shape_func`, `add` and `multiply` registered by register_callbacks.
+    """
+    ctx_x = 'ErrorContext(fn=main, loc=param[0], param=x, annotation=R.Tensor((n, 4), dtype="float32")) '
+    ctx_y = 'ErrorContext(fn=main, loc=param[1], param=y, annotation=R.Tensor((4,), dtype="float32")) '
+    ctx_ret = ('ErrorContext(fn=main, loc=return, annotation=T.Tuple(R.Tensor((n, T.int64(4)), dtype="float32"), '
+               'R.Shape([n, T.int64(4)]))) ')
+    ib = ExecBuilder()
+    f32, u8 = DataType.parse("float32"), DataType.parse("uint8")
+    with ib.function("main", num_inputs=2, param_names=["x", "y"]):
+        ib.emit_call("vm.builtin.alloc_shape_heap", args=[ib.r("vm"), ib.imm(3)], dst=ib.r(2))
+        ib.emit_call("vm.builtin.check_tensor_info", args=[ib.r(0), ib.imm(2), f32, ctx_x])
+        ib.emit_call("vm.builtin.check_tensor_info", args=[ib.r(1), ib.imm(1), f32, ctx_y])
+        ib.emit_call("vm.builtin.match_shape", args=[ib.r(0), ib.r(2), ib.imm(2), ib.imm(1), ib.imm(0), ib.imm(0),
+                                                     ib.imm(4), ctx_x])
+        ib.emit_call("vm.builtin.match_shape", args=[ib.r(1), ib.r(2), ib.imm(1), ib.imm(0), ib.imm(4), ctx_y])
+        ib.emit_call("shape_func", args=[ib.r(2)])
+        for storage, shape, tensor, heap_slot, kernel, inputs in (
+                (4, 5, 6, 1, "add", [ib.r(0), ib.r(1)]), (8, 9, 10, 2, "multiply", [ib.r(6), ib.r(6)])):
+            ib.emit_call("vm.builtin.make_shape", args=[ib.r(2), ib.imm(1), ib.imm(1), ib.imm(heap_slot)],
+                         dst=ib.r(storage - 1))
+            ib.emit_call("vm.builtin.alloc_storage", args=[ib.r("vm"), ib.r(storage - 1), ib.imm(0), u8, "global"],
+                         dst=ib.r(storage))
+            ib.emit_call("vm.builtin.make_shape", args=[ib.r(2), ib.imm(2), ib.imm(1), ib.imm(0), ib.imm(0),
+                                                        ib.imm(4)], dst=ib.r(shape))
+            ib.emit_call("vm.builtin.alloc_tensor", args=[ib.r(storage), ib.imm(0), ib.r(shape), f32],
+                         dst=ib.r(tensor))
+            ib.emit_call("vm.builtin.null_value", args=[], dst=ib.r(storage))
+            ib.emit_call(kernel, args=inputs + [ib.r(tensor)])
+        ib.emit_call("vm.builtin.null_value", args=[], dst=ib.r(6))
+        ib.emit_call("vm.builtin.shape_of", args=[ib.r(10)], dst=ib.r(11))
+        ib.emit_call("vm.builtin.match_shape", args=[ib.r(10), ib.r(2), ib.imm(2), ib.imm(3), ib.imm(0), ib.imm(0),
+                                                     ib.imm(4), ctx_ret])
+        ib.emit_call("vm.builtin.make_tuple", args=[ib.r(10), ib.r(11)], dst=ib.r(12))
+        ib.emit_ret(ib.r(12))
+    return ib.get()
+
+
+def _shape_func(heap):
+    # heap[0] = n; the two storages hold n * 4 float32 values each.
+    heap[1] = heap[0] * 16
+    heap[2] = heap[0] * 16
+
+
 PROGRAMS = {
     "add_two": add_two,
     "while_sum": while_sum,
@@ -208,4 +259,5 @@ PROGRAMS = {
     "shape_heap": shape_heap,
     "constants": constants,
     "noop_loop": noop_loop,
+    "tvm_add_multiply": tvm_add_multiply,
 }
