@@ -58,6 +58,7 @@ class PrimExprPrinter:
         self.ctx = ctx
         self.bare_int = bare_int
         self.on_free_var = on_free_var  # called with an undefined Var, returns its name
+        self.scalars: set = set()  # local scalar buffers, which read as their bare name
 
     # -- leaves ------------------------------------------------------------------
     def var(self, var: tir.Var) -> Expr:
@@ -142,6 +143,8 @@ class PrimExprPrinter:
 
     def buffer_load(self, node: tir.BufferLoad) -> Expr:
         buffer = self.buffer_name(node.buffer)
+        if node.buffer in self.scalars:
+            return Expr(buffer)
         return Expr(f"{buffer}[{', '.join(self.indices(node.indices))}]")
 
     def buffer_name(self, buffer: tir.Buffer) -> str:

@@ -25,6 +25,7 @@ from .printer_tir import attr_value, indent
 EMPTY_COMMENT = "\x00"  # a `#`-less empty comment line: indentation only, as TVM prints it
 
 _DPS_CALLS = {"relax.call_tir", "relax.call_tir_with_grad", "relax.call_dps_packed", "relax.call_tir_inplace"}
+_PACKED_CALLEE_OPS = {"relax.call_pure_packed", "relax.call_builtin_with_ctx"}  # callee prints as a string
 _STRING_TAIL_OPS = {"relax.hint_on_device"}
 _HIDES_ANNOTATION = {"relax.call_tir", "relax.call_dps_packed"}
 
@@ -235,9 +236,9 @@ class RelaxPrinter:
         if isinstance(op, ir.Op) and op.name == "relax.assert_op" and len(node.args) >= 2:
             args = [self.expr(node.args[0])] + [self.expr(a) for a in node.args[2:]]
             return doc.call(ctx.relax("assert_op"), args, [("format", self.expr(node.args[1]))])
-        if isinstance(op, ir.Op) and op.name == "relax.call_pure_packed":
+        if isinstance(op, ir.Op) and op.name in _PACKED_CALLEE_OPS and node.args:
             args = [self._callee(node.args[0])] + [self.expr(a) for a in node.args[1:]]
-            return doc.call(ctx.relax("call_pure_packed"), args, self._attrs(node) + ty_args)
+            return doc.call(ctx.relax(op.name[len("relax."):]), args, self._attrs(node) + ty_args)
         args = [self.expr(a) for a in node.args]
         if isinstance(op, ir.Op) and op.name in _STRING_TAIL_OPS and node.args and isinstance(node.args[-1], ir.StringImm):
             args[-1] = doc.string_text(node.args[-1].value)  # an attribute TVM prints as a plain string
@@ -299,7 +300,8 @@ def _is_void_binding(var, value) -> bool:
     if not isinstance(value, ir.Call):
         return False
     if var.struct_info is None:
-        return len(value.sinfo_args) == 1 and _is_void(value.sinfo_args[0])
+        # The parser binds an expression statement to a variable `_` of unknown struct info.
+        return var.name_hint == "_" or (len(value.sinfo_args) == 1 and _is_void(value.sinfo_args[0]))
     return _is_void(var.struct_info)
 
 

@@ -70,7 +70,8 @@ class TirPrinter:
         with ctx.signature_vars(), ctx.scope():
             params = [self._param(func, param) for param in func.params]
             body: list[str] = []
-            attrs = {k: v for k, v in func.attrs.items() if not (k == "global_symbol" and v == name)}
+            attrs = {k: v for k, v in func.attrs.items()
+                     if not (k == "global_symbol" and v == name) and k != "s_tir"}
             if attrs:
                 body.append(f"{ctx.tir('func_attr')}({attr_text(ctx, self.exprs, attrs)})")
             body.extend(self._function_body(func.body))
@@ -83,7 +84,7 @@ class TirPrinter:
         options = []
         if "global_symbol" not in func.attrs:
             options.append("private=True")
-        if contains_block(func.body):
+        if func.attrs.get("s_tir") or contains_block(func.body):
             options.append("s_tir=True")
         text = "@" + self.ctx.tir("prim_func")
         return f"{text}({', '.join(options)})" if options else text
@@ -103,7 +104,7 @@ class TirPrinter:
         root = body.block if isinstance(body, tir.BlockRealize) else None
         if root is not None and self._is_implicit_root(body):
             lines = ['# with T.sblock("root"):']
-            lines.extend(self._alloc_buffers(root.alloc_buffers))
+            lines.extend(self._alloc_buffers(root.alloc_buffers, "sblock_alloc_buffer"))
             return lines + self.stmt(root.body)
         return self.stmt(body)
 
@@ -149,10 +150,11 @@ class TirPrinter:
             return doc.string_text(printer.expr(dim))
         return printer.expr(dim)
 
-    def _alloc_buffers(self, buffers) -> list[str]:
+    def _alloc_buffers(self, buffers, method_for_block: str | None = None) -> list[str]:
+        """Allocations: a block's own (`T.sblock_alloc_buffer`) or statement-level ones."""
         lines = []
         for buffer in buffers:
-            method = _SCOPED_ALLOC.get(buffer.scope, "alloc_buffer")
+            method = method_for_block or _SCOPED_ALLOC.get(buffer.scope, "alloc_buffer")
             text = self.buffer_call(method, buffer)
             name = self.ctx.define(buffer, buffer.name)
             if buffer.data is not None:
@@ -167,7 +169,7 @@ class TirPrinter:
             if isinstance(rng.extent, tir.IntImm) and rng.extent.value == 1:
                 parts.append(start)
             else:
-                parts.append(f"{start}:{self.expr(_add(rng.min, rng.extent))}")
+                parts.append(f"{start}:{self.expr(_region_stop(rng.min, rng.extent))}")
         return f"{self.exprs.buffer_name(region.buffer)}[{', '.join(parts)}]"
 
     # -- statements -------------------------------------------------------------------
@@ -184,10 +186,14 @@ class TirPrinter:
         return lines
 
     def _BufferStore(self, node: tir.BufferStore) -> list[str]:
+        if node.buffer in self.exprs.scalars:
+            return [f"{self.exprs.buffer_name(node.buffer)} = {self.expr(node.value)}"]
         target = f"{self.exprs.buffer_name(node.buffer)}[{', '.join(self.exprs.indices(node.indices))}]"
         return [f"{target} = {self.expr(node.value)}"]
 
     def _Evaluate(self, node: tir.Evaluate) -> list[str]:
+        if isinstance(node.value, tir.Call) and node.value.op == "tir.ret" and len(node.value.args) == 1:
+            return [f"return {self.expr(node.value.args[0])}"]
         if isinstance(node.value, (tir.IntImm, tir.FloatImm)):
             return [f"{self.ctx.tir('evaluate')}({self.expr(node.value)})"]
         return [self.expr(node.value)]
@@ -205,7 +211,7 @@ class TirPrinter:
     def _LetStmt(self, node: tir.LetStmt) -> list[str]:
         value = self.expr(node.value)
         name = self.ctx.define(node.var, node.var.name)
-        return [f"{name}: {self.ctx.tir(node.var.dtype)} = {value}"] + self.stmt(node.body)
+        return [f"{name}: {self.ctx.tir('let')}[{self.ctx.tir(node.var.dtype)}] = {value}"] + self.stmt(node.body)
 
     def _While(self, node: tir.While) -> list[str]:
         with self.ctx.scope():
@@ -221,6 +227,18 @@ class TirPrinter:
         return [f"assert {self.expr(node.condition)}, {text}"] + self.stmt(node.body)
 
     def _AttrStmt(self, node: tir.AttrStmt) -> list[str]:
+        if node.attr_key == "thread_extent" and isinstance(node.node, tir.IterVar):
+            name = self.ctx.define(node.node.var, node.node.var.name)
+            head = doc.call(self.ctx.tir("launch_thread"), [doc.string_text(node.node.thread_tag), self.expr(node.value)])
+            return [f"{name} = {head}"] + self.stmt(node.body)
+        if isinstance(node.node, tir.IntImm) and node.node.value == 0:
+            items, body = [], node
+            while isinstance(body, tir.AttrStmt) and isinstance(body.node, tir.IntImm) and body.node.value == 0:
+                items.append(f"{doc.string_text(body.attr_key)}: {self._attr_stmt_value(body.value)}")
+                body = body.body
+            with self.ctx.scope():
+                lines = self.stmt(body)
+            return [f"with {self.ctx.tir('attr')}({{{', '.join(items)}}}):"] + indent(lines or ["pass"])
         value = self.expr(node.value) if isinstance(node.value, tir.PrimExpr) else attr_value(self.ctx, self.exprs, node.value)
         if node.node is None:
             head = f"{self.ctx.tir('attr')}({{{doc.string_text(node.attr_key)}: {value}}})"
@@ -231,13 +249,34 @@ class TirPrinter:
             body = self.stmt(node.body)
         return [f"with {head}:"] + indent(body or ["pass"])
 
+    def _attr_stmt_value(self, value) -> str:
+        if isinstance(value, tir.PrimExpr):
+            return self.expr(value)
+        return attr_value(self.ctx, self.exprs, value)
+
     def _Allocate(self, node: tir.Allocate) -> list[str]:
+        declared = node.body
+        if isinstance(declared, tir.DeclBuffer) and declared.buffer.data is node.buffer_var:
+            buffer = declared.buffer
+            if node.annotations.get(LOCAL_SCALAR) and _starts_with_store(declared.body, buffer):
+                return self._local_scalar(buffer, declared.body)
+            lines = self._alloc_buffers([buffer])
+            return lines + self.stmt(declared.body)
         extents = doc.list_text([self.expr(e) for e in node.extents])
         args = [extents, doc.string_text(node.dtype), doc.string_text(node.scope)]
         kwargs = [] if _is_true(node.condition) else [("condition", self.expr(node.condition))]
         text = doc.call(self.ctx.tir("allocate"), args, kwargs)
         name = self.ctx.define(node.buffer_var, node.buffer_var.name)
         return [f"{name} = {text}"] + self.stmt(node.body)
+
+    def _local_scalar(self, buffer: tir.Buffer, body) -> list[str]:
+        """`x: T.int32 = v`: a one-element local buffer that reads and writes as a name."""
+        first, rest = _split_first(body)
+        value = self.expr(first.value)
+        name = self.ctx.define(buffer, buffer.name)
+        self.exprs.scalars.add(buffer)
+        lines = [f"{name}: {self.ctx.tir(buffer.dtype)} = {value}"]
+        return lines + (self.stmt(rest) if rest is not None else [])
 
     def _DeclBuffer(self, node: tir.DeclBuffer) -> list[str]:
         buffer = node.buffer
@@ -307,7 +346,7 @@ class TirPrinter:
             lines.append(doc.call(self.ctx.tir("writes"), [self.region(r) for r in block.writes]))
             if block.annotations:
                 lines.append(f"{self.ctx.tir('sblock_attr')}({attr_value(self.ctx, self.exprs, block.annotations)})")
-            lines.extend(self._alloc_buffers(block.alloc_buffers))
+            lines.extend(self._alloc_buffers(block.alloc_buffers, "sblock_alloc_buffer"))
             for match in block.match_buffers:
                 source = self.region(match.source)
                 text = self.buffer_call("match_buffer", match.buffer, args=[source])
@@ -368,6 +407,28 @@ class TirPrinter:
         return same_expr(loop.min, iter_var.dom.min) and same_expr(loop.extent, iter_var.dom.extent)
 
 
+LOCAL_SCALAR = "tir.local_scalar"  # the parser's mark of `x: T.int32 = v` locals
+
+
+def _split_first(body):
+    if isinstance(body, tir.SeqStmt):
+        rest = body.seq[1:]
+        return body.seq[0], (None if not rest else rest[0] if len(rest) == 1 else tir.SeqStmt(rest))
+    return body, None
+
+
+def _starts_with_store(body, buffer) -> bool:
+    first, _ = _split_first(body)
+    return isinstance(first, tir.BufferStore) and first.buffer is buffer
+
+
+def _region_stop(start, extent):
+    """start + extent, seeing through an extent written as `stop - start`."""
+    if isinstance(extent, tir.Sub) and same_expr(extent.b, start):
+        return extent.a
+    return _add(start, extent)
+
+
 def _add(a, b):
     if isinstance(a, tir.IntImm) and isinstance(b, tir.IntImm):
         return tir.IntImm(a.dtype, a.value + b.value)
@@ -411,4 +472,6 @@ def attr_value(ctx, exprs, value) -> str:
         return doc.list_text([attr_value(ctx, exprs, v) for v in value])
     if isinstance(value, tir.PrimExpr):
         return exprs.expr(value)
+    if type(value).__name__ == "TargetAttr":
+        return f"{ctx.tir('target')}({attr_value(ctx, exprs, value.config)})"
     raise TypeError(f"cannot print attribute value {value!r}")
