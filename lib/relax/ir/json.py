@@ -14,7 +14,7 @@ is a one-key object: {"ref": i} a node, {"tuple": [...]}, {"frozendict": [[k, v]
 {"dict": [[k, v], ...]}, {"float": "nan" | "inf" | "-inf"} (finite floats are plain
 numbers), {"ndarray": {"dtype", "shape", "data"}} with the bytes little-endian in
 base64, and {"scalar": ...} the same for a numpy scalar. Node classes are looked up
-in registry.NODE_CLASSES only.
+with registry.class_of only: the IR's classes, or a project node class already loaded.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 from ..diagnostics import Span, UserError
 from . import dtype as dt
 from .node import FrozenDict, Node, field_names
-from .registry import NODE_CLASSES, key_of
+from .registry import class_of, key_of
 
 FORMAT = "relax-ir"
 VERSION = 1
@@ -176,7 +176,7 @@ class _Reader:
         self.where = f"node {number}"
         if not isinstance(entry, dict) or not {"type", "fields"} <= set(entry) <= {"type", "fields", "span"}:
             raise self.fail("a node must be an object with 'type', 'fields' and optionally 'span'")
-        cls = NODE_CLASSES.get(entry["type"]) if isinstance(entry["type"], str) else None
+        cls = class_of(entry["type"]) if isinstance(entry["type"], str) else None
         if cls is None:
             raise self.fail(f"unknown node type {_short(entry['type'])}")
         self.where = f"node {number} ({entry['type']})"

@@ -54,8 +54,32 @@ def is_tir_class(cls: type) -> bool:
 
 
 def key_of(cls: type) -> str:
-    """The serialization key of a node class ("Var", "tir.Var"); KeyError if foreign."""
-    return _KEY_OF[cls]
+    """The serialization key of a node class: "Var", "tir.Var", and for a node class
+    defined elsewhere in the project (a parser's attribute value) its dotted path."""
+    key = _KEY_OF.get(cls)
+    if key is None:
+        if not (issubclass(cls, Node) and cls.__module__.startswith("relax.")):
+            raise KeyError(f"{cls.__name__} is not an IR node class of the project")
+        key = _KEY_OF[cls] = f"{cls.__module__}.{cls.__qualname__}"
+    return key
+
+
+def class_of(key: str) -> type | None:
+    """The node class of a serialization key, or None.
+
+    Besides the IR's own classes, a project node class that is already loaded is
+    found by its dotted path among the subclasses of Node; nothing is imported.
+    """
+    cls = NODE_CLASSES.get(key)
+    if cls is not None or not key.startswith("relax."):
+        return cls
+    pending = [Node]
+    while pending:
+        candidate = pending.pop()
+        if f"{candidate.__module__}.{candidate.__qualname__}" == key:
+            return candidate
+        pending.extend(candidate.__subclasses__())
+    return None
 
 
 @lru_cache(maxsize=None)

@@ -13,7 +13,8 @@ declaration is declared where it first appears). A symbolic variable (a TIR Var
 in struct info or in a declared buffer's shape) is defined at its first occurrence
 in a definition's struct info: a parameter, a binding's variable, a match_cast.
 
-Names of variables and buffers are ignored; GlobalVars and Ops compare by name;
+A TIR variable first seen in an attribute dict (T.index_map's lambda parameters)
+is defined there. Names of variables and buffers are ignored; GlobalVars and Ops compare by name;
 Constants by dtype, shape and bytes (NaN equals NaN); floats exactly (0.0 is not
 -0.0); FrozenDicts by keys and values, in any order; spans never. A variable used
 but not defined is compared by identity, or, with `map_free_vars=True`, mapped to
@@ -81,7 +82,11 @@ class _Tokens:
         elif isinstance(value, tuple):
             self.sequence("tuple", value)
         elif isinstance(value, FrozenDict):
+            # An attribute may bind TIR variables of its own (T.index_map's lambda
+            # parameters), so one first seen there is defined there.
+            saved, self.defining_symbols = self.defining_symbols, True
             self.mapping("dict", value)
+            self.defining_symbols = saved
         else:
             self.leaf(value)
 

@@ -64,6 +64,7 @@ class _RelaxChecker(ReportingVisitor):
         self.expired_dataflow: set[int] = set()
         self.dataflow: set[int] | None = None  # DataflowVars of the block being checked
         self.depth = 0
+        self.in_attrs = False
 
     @contextmanager
     def _scope(self, symbols: bool = False):
@@ -181,7 +182,19 @@ class _RelaxChecker(ReportingVisitor):
             self.error(f"function '{self.name}' refers to unknown function '{gvar.name_hint}'",
                        once=("global", gvar.name_hint))
 
+    def visit_Call(self, call: rx.Call) -> None:
+        self.visit(call.op)
+        self.visit_value(call.args)
+        self.visit_value(call.sinfo_args)
+        # Attributes may bind TIR variables of their own (T.index_map's lambda
+        # parameters): those are not symbolic variables of the function.
+        saved, self.in_attrs = self.in_attrs, True
+        self.visit_value(call.attrs)
+        self.in_attrs = saved
+
     def visit_tir_Var(self, var: tir.Var) -> None:
+        if self.in_attrs:
+            return
         if not self._is_symbol(var):
             self.error(f"symbolic variable '{var.name}' is not defined by the signature of "
                        f"'{self.name}' or a match_cast", once=id(var))
