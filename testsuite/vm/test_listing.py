@@ -109,7 +109,8 @@ def _listing_error(text):
 
 
 def test_assembler_errors_point_at_line_and_column():
-    assert _listing_error("@main:\n  jump  3\n") == (2, 3, "unknown instruction 'jump' (expected call, ret, goto or If)")
+    assert _listing_error("@main:\n  jump  3\n") == (
+        2, 3, "unknown instruction 'jump' (expected call, ret, goto or If)")
     assert _listing_error("@main:\n  call  nowhere in: %0 dst: %1\n")[2] == (
         "call to 'nowhere', which is not a function of this listing")
     line, column, message = _listing_error("@f packed_func;\n\n@main:\n  call  f in: %0, x7 dst: %1\n")

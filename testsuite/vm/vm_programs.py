@@ -48,7 +48,7 @@ def register_callbacks() -> None:
         register_func(name, func, override=True)
 
 
-def add_two() -> "Executable":
+def add_two():
     ib = ExecBuilder()
     with ib.function("main", num_inputs=2, param_names=["x", "y"]):
         ib.emit_call("test.vm.add", args=[ib.r(0), ib.r(1)], dst=ib.r(2))

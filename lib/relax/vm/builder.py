@@ -28,7 +28,7 @@ from .constant_pool import canonical_constant, constant_key
 from .executable import Executable, FuncInfo
 from .isa import (
     VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Instruction, Opcode, call, decode_arg, encode_arg, goto,
-    if_, ret,
+    if_, register_name, ret,
 )
 from .verifier import VerificationError, valid_function_name, verify
 
@@ -258,7 +258,7 @@ class ExecBuilder:
         if kind != ArgKind.REGISTER or value < 0:
             raise VerificationError(f"{what} takes a register (ib.r(i)), not the word {word:#x}")
         if value == VM_REGISTER or (value == VOID_REGISTER and what != "dst"):
-            raise VerificationError(f"{what} cannot use the special register %{'vm' if value == VM_REGISTER else 'void'}")
+            raise VerificationError(f"{what} cannot use the special register {register_name(value)}")
         return value
 
     @staticmethod

@@ -22,7 +22,7 @@ from ..runtime.errors import VMError
 from ..runtime.objects import Closure, ShapeTuple
 from ..runtime.registry import get_global_func
 from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
-from .decoder import CALL, CALL0, CALL1, CALL_HOOKED, CALL_VM, GOTO, IF, RET, decode_function, empty_function
+from .decoder import CALL, CALL0, CALL1, CALL_VM, GOTO, IF, RET, decode_function, empty_function
 from .executable import Executable
 from .isa import FuncKind
 
@@ -176,7 +176,7 @@ class VirtualMachine:
                     new_regs = callee.template.copy()
                     new_regs[:callee.num_args] = instr[2](regs)
                     regs, code, pc, function = new_regs, callee.code, 0, callee
-                else:
+                else:  # CALL_HOOKED, only while an instrument is set
                     regs[instr[3]] = self._hooked_call(instr, regs)
                     pc += 1
         except Exception as error:  # noqa: BLE001 - every failure gets the VM backtrace
