@@ -17,7 +17,9 @@ from tir_builders import buffer, f32, i32, loops, prim_func
 from tir_text import text
 
 I, J, K, N = tir.Var("i", "int64"), tir.Var("j", "int64"), tir.Var("k", "int64"), tir.Var("n", "int64")
-ENV = {I: Interval(0, 15), J: Interval(0, 127), K: Interval(-50, 50), N: Interval(0, None)}
+P = tir.Var("p", "int64")  # 0 <= p < n, as a loop variable of `for p in range(n)`
+ENV = {I: Interval(0, 15), J: Interval(0, 127), K: Interval(-50, 50), N: Interval(0, None), P: Interval(0, None)}
+RANGES = {P: (tir.IntImm("int64", 0), tir.Sub(N, tir.IntImm("int64", 1)))}
 
 
 def c64(value):
@@ -99,7 +101,7 @@ def test_truncating_division_of_a_possibly_negative_value_is_kept():
 
 
 # -- random expressions ---------------------------------------------------------------------
-_LEAVES = st.one_of(st.sampled_from([I, J, K, N]), st.integers(-64, 64).map(c64))
+_LEAVES = st.one_of(st.sampled_from([I, J, K, N, P]), st.integers(-64, 64).map(c64))
 _ARITH = [tir.Add, tir.Sub, tir.Mul, tir.Min, tir.Max, tir.FloorDiv, tir.FloorMod, tir.Div, tir.Mod]
 _COMPARE = [tir.LT, tir.LE, tir.GT, tir.GE, tir.EQ, tir.NE]
 
@@ -128,10 +130,11 @@ def _evaluate(expr, values):
 @given(expr=EXPRESSIONS, data=st.data())
 @settings(max_examples=400, deadline=None)
 def test_random_integer_expressions_keep_their_value(expr, data):
-    simplified = simplify_expr(expr, ENV)
+    simplified = simplify_expr(expr, ENV, RANGES)
     for _ in range(5):
         values = {I: data.draw(st.integers(0, 15)), J: data.draw(st.integers(0, 127)),
-                  K: data.draw(st.integers(-50, 50)), N: data.draw(st.integers(0, 200))}
+                  K: data.draw(st.integers(-50, 50)), N: data.draw(st.integers(1, 200))}
+        values[P] = data.draw(st.integers(0, values[N] - 1))
         expected = _evaluate(expr, values)
         if expected == "division by zero":
             continue
@@ -141,8 +144,8 @@ def test_random_integer_expressions_keep_their_value(expr, data):
 @given(expr=EXPRESSIONS)
 @settings(max_examples=200, deadline=None)
 def test_simplification_is_idempotent(expr):
-    once = simplify_expr(expr, ENV)
-    assert structural_equal(simplify_expr(once, ENV), once), f"{text(once)}"
+    once = simplify_expr(expr, ENV, RANGES)
+    assert structural_equal(simplify_expr(once, ENV, RANGES), once), f"{text(once)}"
 
 
 _RING_LEAVES = st.one_of(st.sampled_from([i, j, n]), st.integers(-2**31, 2**31 - 1).map(c32))
@@ -185,3 +188,14 @@ def test_loop_ranges_feed_index_simplification():
     after = Simplify().run(FlattenBuffers().run(prim_func([A, B], body)))
     load = collect(after.body, tir.BufferLoad)[0]
     assert isinstance(load.indices[0], tir.Var), text(load.indices[0])
+
+
+def test_symbolic_loop_ranges_decide_comparisons():
+    n = tir.Var("n")
+    A = buffer("A", (n,))
+    body = loops([("p", n)], lambda p: tir.IfThenElse(tir.LT(p, n), tir.BufferStore(
+        A, f32(1.0), (tir.Min(p, tir.Sub(n, c32(1))),))))
+    after = Simplify().run(prim_func([A], body))
+    assert not collect(after.body, tir.IfThenElse)
+    store = collect(after.body, tir.BufferStore)[0]
+    assert store.indices[0] is after.body.loop_var

@@ -68,10 +68,11 @@ def _refine(env: dict, condition) -> dict:
 class _Simplifier(Rewriter):
     def __init__(self, env: dict):
         self.env = env
+        self.ranges: dict = {}
         self._buffers: dict[int, tir.Buffer] = {}
 
     def expr(self, expr):
-        return ExprSimplifier(self.env).visit(expr)
+        return ExprSimplifier(self.env, self.ranges).visit(expr)
 
     def visit_Buffer(self, buffer):
         if id(buffer) not in self._buffers:
@@ -85,12 +86,14 @@ class _Simplifier(Rewriter):
             return self.expr(_with_buffers(self, node))
         return super().generic_visit(node)
 
-    def _scoped(self, env, node):
-        saved, self.env = self.env, env
+    def _scoped(self, env, node, ranges=None):
+        saved = self.env, self.ranges
+        self.env = env
+        self.ranges = ranges if ranges is not None else self.ranges
         try:
             return self.visit(node)
         finally:
-            self.env = saved
+            self.env, self.ranges = saved
 
     def visit_For(self, loop):
         start, extent = self.expr(loop.min), self.expr(loop.extent)
@@ -103,7 +106,10 @@ class _Simplifier(Rewriter):
         start_hi, extent_hi = bound(start, self.env).hi, bound(extent, self.env).hi
         if start_hi is not None and extent_hi is not None:
             high = start_hi + extent_hi - 1
-        body = self._scoped({**self.env, loop.loop_var: Interval(low, high)}, loop.body)
+        last = self.expr(tir.Sub(tir.Add(start, extent), tir.IntImm(extent.dtype, 1))) \
+            if start.dtype == extent.dtype else None
+        ranges = {**self.ranges, loop.loop_var: (start, last)}
+        body = self._scoped({**self.env, loop.loop_var: Interval(low, high)}, loop.body, ranges)
         if _is_no_op(body):
             return _no_op()
         return loop.with_fields(min=start, extent=extent, body=body)

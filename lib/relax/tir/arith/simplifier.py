@@ -7,8 +7,10 @@
     min(i, 200)                  ->  i            (when i < 200)
     select(1 < 2, a, b)          ->  a
 
-`ExprSimplifier(env)` knows the intervals of variables in `env` (Var -> Interval),
-which the statement-level pass fills from loop extents. See arith/__init__.py for
+`ExprSimplifier(env, ranges)` knows the intervals of variables in `env` (Var ->
+Interval) and their symbolic ranges in `ranges` (Var -> (min, max) expressions, so
+`i < n` is true inside `for i in range(n)`); the statement-level pass fills both
+from loop extents. See arith/__init__.py for
 what is assumed about overflow and what is done to floats (almost nothing).
 """
 
@@ -21,7 +23,7 @@ from ...ir import dtype as dt
 from ...ir import tir
 from .. import semantics
 from ..rewrite import Rewriter
-from .bounds import bound
+from .bounds import Interval, bound
 from .linear import Linear, expr_key, from_expr, to_expr
 
 
@@ -73,8 +75,32 @@ def _is_float_const(expr, value: float, sign: int | None = None) -> bool:
 class ExprSimplifier(Rewriter):
     """Simplifies expressions; `env` maps variables to their Interval."""
 
-    def __init__(self, env: dict | None = None):
+    def __init__(self, env: dict | None = None, ranges: dict | None = None):
         self.env = env if env is not None else {}
+        self.ranges = ranges if ranges is not None else {}
+
+    def difference_bound(self, a, b) -> Interval:
+        """An interval of `a - b`, using symbolic loop ranges (`i <= n - 1`) too."""
+        diff = from_expr(a).plus(from_expr(b), -1)
+        lo, hi = bound(to_expr(diff), self.env)
+        if self.ranges:
+            upper, lower = self._extreme(diff, upper=True), self._extreme(diff, upper=False)
+            hi = upper if hi is None else (hi if upper is None else min(hi, upper))
+            lo = lower if lo is None else (lo if lower is None else max(lo, lower))
+        return Interval(lo, hi)
+
+    def _extreme(self, diff: Linear, upper: bool):
+        """Bound of `diff` after putting each ranged variable at its worst end."""
+        result = Linear(diff.dtype, const=diff.const)
+        for atom, coeff in diff.nonzero():
+            ends = self.ranges.get(atom) if isinstance(atom, tir.Var) else None
+            end = None if ends is None else ends[1] if (coeff > 0) == upper else ends[0]
+            if end is None:
+                result.add_term(atom, coeff)
+            else:
+                result = result.plus(from_expr(end), coeff)
+        interval = bound(to_expr(result), self.env)
+        return interval.hi if upper else interval.lo
 
     def __call__(self, expr):
         return self.visit(expr)
@@ -172,7 +198,7 @@ class ExprSimplifier(Rewriter):
             return node
         if expr_key(node.a) == expr_key(node.b):
             return node.a
-        interval = bound(to_expr(from_expr(node.a).plus(from_expr(node.b), -1)), self.env)
+        interval = self.difference_bound(node.a, node.b)
         a_smaller = interval.hi is not None and interval.hi <= 0
         b_smaller = interval.lo is not None and interval.lo >= 0
         if isinstance(node, tir.Min):
@@ -189,8 +215,7 @@ class ExprSimplifier(Rewriter):
             return folded
         if not _is_scalar_int(node.a) or node.a.dtype != node.b.dtype:
             return node
-        diff = from_expr(node.a).plus(from_expr(node.b), -1)
-        interval = bound(to_expr(diff), self.env)
+        interval = self.difference_bound(node.a, node.b)
         decided = _decide(type(node).__name__, interval.lo, interval.hi)
         return node if decided is None else _bool(decided)
 
@@ -300,6 +325,7 @@ def _make_floormod(x, d: int):
     return tir.FloorMod(x, tir.IntImm(x.dtype, d))
 
 
-def simplify_expr(expr, env: dict | None = None):
-    """`expr` simplified, knowing the variable intervals in `env`."""
-    return ExprSimplifier(env).visit(expr)
+def simplify_expr(expr, env: dict | None = None, ranges: dict | None = None):
+    """`expr` simplified, knowing variable intervals (`env`: Var -> Interval) and
+    symbolic ranges (`ranges`: Var -> (min expr or None, max expr or None))."""
+    return ExprSimplifier(env, ranges).visit(expr)
