@@ -13,6 +13,12 @@ _PATTERN = re.compile(r"^(bool|handle|void|int|uint|float|bfloat|e4m3_float|e5m2
 # Element kinds whose bit width is implied when the string has none.
 _DEFAULT_BITS = {"bool": 1, "handle": 64, "void": 0}
 
+# The bit widths each kind comes in.
+_VALID_BITS = {
+    "int": (1, 4, 8, 16, 32, 64), "uint": (1, 4, 8, 16, 32, 64), "float": (8, 16, 32, 64),
+    "bfloat": (16,), "e4m3_float": (8,), "e5m2_float": (8,),
+}
+
 SUPPORTED_NUMPY = {
     "bool": "bool",
     "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
@@ -32,7 +38,7 @@ def parse(dtype: str) -> tuple[str, int, int]:
         if bits:
             raise ValueError(f"unknown data type '{dtype}'")
         return kind, _DEFAULT_BITS[kind], int(lanes or 1)
-    if not bits:
+    if not bits or int(bits) not in _VALID_BITS[kind]:
         raise ValueError(f"unknown data type '{dtype}'")
     return kind, int(bits), int(lanes or 1)
 
