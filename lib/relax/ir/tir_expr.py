@@ -214,6 +214,18 @@ class Broadcast(PrimExpr):
 
 
 @node
+class Shuffle(PrimExpr):
+    """Lanes picked from concatenated vectors (T.Shuffle): lane k is element indices[k]."""
+
+    vectors: tuple[PrimExpr, ...]
+    indices: tuple[PrimExpr, ...]
+
+    @property
+    def dtype(self) -> str:
+        return dt.with_lanes(dt.element(self.vectors[0].dtype), len(self.indices))
+
+
+@node
 class Let(PrimExpr):
     var: Var
     value: PrimExpr
