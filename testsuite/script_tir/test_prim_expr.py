@@ -176,3 +176,14 @@ def test_independent_undefined_names_are_all_reported(scope):
     result, errors = expr("a + b", scope)
     assert errors == [("1:1", "undefined variable 'a'"), ("1:5", "undefined variable 'b'")]
     assert isinstance(result, tir.Add)
+
+
+def test_shuffle(scope):
+    result, errors = expr("T.Shuffle([A[i, 0:4]], [3, 2, 1, 0])", scope)
+    assert errors == [] and isinstance(result, tir.Shuffle)
+    assert result.dtype == "float32x4"
+    assert dump(result.indices) == (I32(3), I32(2), I32(1), I32(0))
+
+
+def test_ldexp_keeps_an_integer_exponent(scope):
+    assert ok("T.ldexp(x, 2)", scope) == ("Call", "float32", "tir.ldexp", ("x:float32", I32(2)))

@@ -41,7 +41,7 @@ def expr(text: str, scope: Scope | None = None, default_int_dtype: str = "int32"
     return result, [(f"{d.span.line}:{d.span.column}", d.message) for d in ctx.diagnostics]
 
 
-def prim_func(text: str, module_functions=frozenset()):
+def prim_func(text: str, scope: Scope | None = None):
     """(PrimFunc or None, [(line:col, message)]) for the first function of `text`."""
     from relax.script.tir_parser import parse_prim_func
 
@@ -49,13 +49,13 @@ def prim_func(text: str, module_functions=frozenset()):
     tree = ast.parse(text)
     func_def = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     try:
-        result = parse_prim_func(func_def, ctx, Scope(), module_functions)
+        result = parse_prim_func(func_def, ctx, scope or Scope())
     except ParseAbort:
         result = None
     return result, [(f"{d.span.line}:{d.span.column}", d.message) for d in ctx.diagnostics]
 
 
-def only_ok(text: str, module_functions=frozenset()):
-    func, errors = prim_func(text, module_functions)
+def only_ok(text: str, scope: Scope | None = None):
+    func, errors = prim_func(text, scope)
     assert errors == []
     return func

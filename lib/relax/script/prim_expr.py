@@ -151,7 +151,7 @@ class PrimExprParser:
 
     SPECIAL_CALLS = (
         "Cast", "Select", "Ramp", "Broadcast", "Let", "abs", "min_value", "max_value",
-        "tvm_struct_get", "StringImm", "Not",
+        "tvm_struct_get", "StringImm", "Not", "Shuffle",
     )
 
     def __init__(self, ctx: ParseContext, scope: Scope, default_int_dtype: str = "int32"):
@@ -437,6 +437,18 @@ class PrimExprParser:
             return tir.Select(tir_ops.binary(tir.GE, value, 0), value, tir_ops.negate(value))
         return value
 
+    def _shuffle(self, node: ast.Call) -> tir.PrimExpr:
+        """`T.Shuffle([vectors], [lane indices])`."""
+        self.check_arity(node, "Shuffle", 2, 2)
+        vectors_node, indices_node = node.args
+        if not isinstance(vectors_node, (ast.List, ast.Tuple)) or not isinstance(indices_node, (ast.List, ast.Tuple)):
+            raise self.ctx.fail("T.Shuffle takes a list of vectors and a list of lane indices", node)
+        if not vectors_node.elts or not indices_node.elts:
+            raise self.ctx.fail("T.Shuffle needs at least one vector and one index", node)
+        vectors = tuple(self.parse(v) for v in vectors_node.elts)
+        indices = tuple(self.parse(i) for i in indices_node.elts)
+        return tir.Shuffle(vectors, indices)
+
     def _not(self, node: ast.Call) -> Operand:
         self.check_arity(node, "Not", 1, 1)
         return tir_ops.logical_not(self.value(node.args[0]))
@@ -481,6 +493,7 @@ _SPECIAL_HANDLERS: dict[str, Callable[[PrimExprParser, ast.Call], Operand]] = {
     "tvm_struct_get": PrimExprParser._struct_get,
     "StringImm": PrimExprParser._string,
     "Not": PrimExprParser._not,
+    "Shuffle": PrimExprParser._shuffle,
 }
 
 _PYTHON_BITWISE: dict[str, Callable] = {

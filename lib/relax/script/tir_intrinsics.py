@@ -88,8 +88,9 @@ INTRINSICS: dict[str, Intrinsic] = _build()
 BY_OP: dict[str, Intrinsic] = {entry.op: entry for entry in INTRINSICS.values()}
 """A tir.Call op name -> its entry (for the printer and codegen)."""
 
-# Math intrinsics whose two arguments are matched to one type before the call.
-BINARY_MATH = frozenset(_BINARY_MATH)
+# Math intrinsics whose two arguments are matched to one type before the call
+# (ldexp's exponent keeps its integer type).
+BINARY_MATH = frozenset(_BINARY_MATH) - {"ldexp"}
 
 
 def describe_arity(entry: Intrinsic) -> str:

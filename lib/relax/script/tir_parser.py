@@ -30,11 +30,10 @@ def parse_prim_func(
     func_def: ast.FunctionDef,
     ctx: ParseContext,
     module_scope: Scope,
-    module_functions: frozenset[str] | set[str] = frozenset(),
 ) -> tir.PrimFunc:
     """The PrimFunc a `@T.prim_func` definition spells. Errors go to ctx; a function
     whose signature cannot be read raises ParseAbort."""
-    return _FunctionParser(ctx, module_scope, frozenset(module_functions)).parse(func_def)
+    return _FunctionParser(ctx, module_scope).parse(func_def)
 
 
 def is_prim_func(func_def: ast.FunctionDef, ctx: ParseContext) -> bool:
@@ -49,15 +48,14 @@ def _decorator_name(decorator: ast.expr, ctx: ParseContext) -> str | None:
 
 
 class _FunctionParser:
-    def __init__(self, ctx: ParseContext, module_scope: Scope, module_functions: frozenset[str]):
+    def __init__(self, ctx: ParseContext, module_scope: Scope):
         self.ctx = ctx
         self.scope = module_scope.child()
-        self.module_functions = module_functions
 
     def parse(self, func_def: ast.FunctionDef) -> tir.PrimFunc:
         options = self.decorator_options(func_def)
         stmts = StmtParser(self.ctx, BlockFrame("root", legacy=_uses_legacy_blocks(func_def)),
-                           self.module_functions, self.return_type(func_def))
+                           self.return_type(func_def))
         self.declare_header_vars(func_def, stmts)
         self.declare_signature_vars(func_def)
         params, buffer_map = self.parameters(func_def)

@@ -17,10 +17,10 @@ import ast
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ir import EMPTY, FrozenDict, GlobalVar, tir
+from ..ir import EMPTY, FrozenDict, tir
 from ..ir import dtype as dt
 from . import tir_ops
-from .context import ParseAbort, ParseContext, Scope
+from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .prim_expr import LocalScalar, PrimExprParser, is_dtype_name, unknown_name_message
 from .tir_block_parser import ALLOC_NAMES, ATTR_NAMES, AXIS_KINDS, BLOCK_NAMES, BlockFrame, BlockHeaderParser, block_name
 from .tir_buffer import BufferParser
@@ -55,8 +55,7 @@ def make_seq(stmts: list[tir.Stmt]) -> tir.Stmt:
 
 
 class StmtParser:
-    def __init__(self, ctx: ParseContext, root: BlockFrame, module_functions: frozenset[str] = frozenset(),
-                 ret_type: str | None = None):
+    def __init__(self, ctx: ParseContext, root: BlockFrame, ret_type: str | None = None):
         self.ctx = ctx
         self.frames: list[BlockFrame] = [root]
         self.loop_ranges: dict[tir.Var, tir.Range] = {}
@@ -64,7 +63,6 @@ class StmtParser:
         self.has_blocks = False
         self.legacy_root = root.legacy
         self.ret_type = ret_type
-        self.module_functions = module_functions
         self.func_attrs: dict = {}
         self.match_buffers: list[tuple[ast.expr, tir.Buffer]] = []  # function-level T.match_buffer
         self.skip: set[int] = set()  # ids of statements already handled (declarations read ahead)
@@ -503,20 +501,25 @@ class StmtParser:
         handler = self._CALL_STATEMENTS.get(name)
         if handler is not None:
             return handler(self, value, scope)
-        if isinstance(value, ast.Call) and self.is_function_call(value.func):
-            return tir.Evaluate(self.function_call(value, scope), span=self.ctx.span(stmt))
+        global_var = self.module_function(value.func, scope) if isinstance(value, ast.Call) else None
+        if global_var is not None:
+            return tir.Evaluate(self.function_call(value, global_var, scope), span=self.ctx.span(stmt))
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return None  # a docstring
         return tir.Evaluate(self.exprs(scope).parse(value), span=self.ctx.span(stmt))
 
-    def is_function_call(self, func: ast.expr) -> bool:
-        """`Module.add(...)` / `cls.add(...)`: a call of another function of the module."""
-        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-            func.value.id not in self.ctx.aliases and func.attr in self.module_functions
+    def module_function(self, func: ast.expr, scope: Scope):
+        """The GlobalVar of `Module.add` / `cls.add`: a call of another function of the module."""
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+            return None
+        module = scope.lookup(func.value.id)
+        if isinstance(module, ModuleRef):
+            return module.global_vars.get(func.attr)
+        return None
 
-    def function_call(self, call: ast.Call, scope: Scope) -> tir.Call:
+    def function_call(self, call: ast.Call, global_var, scope: Scope) -> tir.Call:
         args = tuple(self.exprs(scope).parse(a) for a in call.args)
-        return tir.Call("int32", GlobalVar(call.func.attr, span=self.ctx.span(call.func)), args, span=self.ctx.span(call))
+        return tir.Call("int32", global_var, args, span=self.ctx.span(call))
 
     def evaluate(self, call: ast.Call, scope: Scope) -> tir.Stmt:
         if len(call.args) != 1 or call.keywords:
