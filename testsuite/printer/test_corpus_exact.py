@@ -22,10 +22,8 @@ KNOWN_DIFFERENCES = {
         "TVM 0.27 types R.str values as I.StringType(); our IR has no string struct info",
     "corpus/tir_after_flatten_buffer.tvmscript":
         "the IR has no buffer views (`a.view(...)`) nor allocation annotations; printed as T.decl_buffer",
-    "corpus/tir_math_intrinsics.tvmscript": "the parser turns T.ldexp's int exponent into a float",
     "corpus/tir_after_default_tir_pipeline.tvmscript": PARSER_GAP + " (T.handle_add_byte_offset, assert forms)",
     "corpus/tir_casts_and_dtypes.tvmscript": PARSER_GAP + " (float8_e4m3fn)",
-    "corpus/tir_module_multiple_funcs.tvmscript": PARSER_GAP + " (calls between PrimFuncs: Module.add)",
     "corpus/tir_ramp_broadcast_vectors.tvmscript": PARSER_GAP + " (T.Shuffle)",
 }
 

@@ -168,6 +168,9 @@ class PrimExprPrinter:
 
     def call(self, node: tir.Call) -> Expr:
         args = [self.expr(arg) for arg in node.args]
+        if not isinstance(node.op, str):  # a call to another function of the module
+            callee = node.op.name_hint
+            return doc.call(f"{self.ctx.module_name}.{callee}" if self.ctx.module_name else callee, args)
         operator = _OPERATOR_CALLS.get(node.op)
         if operator is not None and len(args) == 2:
             return doc.binary(args[0], operator[0], args[1], operator[1])
