@@ -9,25 +9,51 @@ from relax.driver.runner import run_command
 
 EPILOG = """\b
 Examples:
-  relaxc --emit ir model.relax            print the parsed module
-  relaxc --emit json model.relax -o m.json
+  relaxc --emit ir model.relax                      print the parsed module
+  relaxc --emit json model.relax -o model.json      the IR as JSON
+  relaxc --emit kernels --target llvm model.relax -o model.ko
+  relaxc --emit asm --target "llvm -mtriple=aarch64-linux-gnu" model.relax
   cat model.relax | relaxc --emit ir -
+  relaxc --list-targets | relaxc --list-ops
 """
+
+EMIT_KINDS = ["ir", "json", "kernels", "llvm", "asm"]
+
+
+def _list_callback(kind: str):
+    def callback(ctx: click.Context, _param, value):
+        if not value or ctx.resilient_parsing:
+            return
+        from relax.driver.compile import listing_text
+
+        click.echo(listing_text(kind), nl=False)
+        ctx.exit(0)
+
+    return callback
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.argument("source", metavar="FILE")
 @click.option(
-    "--emit", type=click.Choice(["ir", "json"]), default="ir", show_default=True,
-    help="What to produce: ir (TVMScript text), json (the IR as JSON).",
+    "--emit", type=click.Choice(EMIT_KINDS), default="ir", show_default=True,
+    help="ir: TVMScript text; json: the IR as JSON; kernels: a .ko kernel object; "
+         "llvm: LLVM IR of the kernels; asm: their assembly.",
 )
+@click.option("--target", "targets", metavar="TARGET", multiple=True,
+              help='Target ("llvm -mcpu=native", a JSON dictionary or a tag); repeat for a fat kernel object.')
+@click.option("--list-targets", is_flag=True, expose_value=False, is_eager=True,
+              callback=_list_callback("targets"), help="List target kinds, tags and LLVM targets, then exit.")
+@click.option("--list-ops", is_flag=True, expose_value=False, is_eager=True,
+              callback=_list_callback("ops"), help="List every operator with its signature, then exit.")
 @options.output_file_option
 @options.common_options("relaxc")
-def command(source, emit, output, traceback, error_limit, color, verbose):
+def command(source, emit, targets, output, traceback, error_limit, color, verbose):
     """Compile TVMScript (Relax functions and TIR PrimFuncs)."""
     from relax.driver.compile import CompileOptions, compile_main
 
-    return compile_main(CompileOptions(source=source, emit=emit, output=output, verbose=verbose))
+    return compile_main(
+        CompileOptions(source=source, emit=emit, output=output, verbose=verbose, targets=tuple(targets))
+    )
 
 
 def main(argv=None) -> int:

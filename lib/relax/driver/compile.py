@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from ..diagnostics import SOURCES, DiagnosticError
-from .io import read_text, write_text
+from ..diagnostics import SOURCES, DiagnosticError, UserError
+from .io import read_text, write_bytes, write_text
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class CompileOptions:
     output: str | None = None
     verbose: int = 0
     check: bool = True
+    targets: tuple[str, ...] = ()
 
 
 def parse_source(path: str):
@@ -44,18 +45,72 @@ def check_module(mod) -> None:
         sys.stderr.write(render(warning, "relaxc"))
 
 
+def listing_text(kind: str) -> str:
+    """What `relaxc --list-targets` and `relaxc --list-ops` print."""
+    if kind == "targets":
+        from ..target import list_targets_text
+
+        return list_targets_text()
+    from ..op.registry import list_ops_text
+
+    return list_ops_text()
+
+
+def resolve_targets(specs: tuple[str, ...], verbose: int = 0) -> list:
+    """Targets from --target options (the host when none is given)."""
+    from ..target import host_target, parse_target
+
+    targets = [parse_target(spec) for spec in specs] or [host_target()]
+    if verbose:
+        for target in targets:
+            sys.stderr.write(f"relaxc: target: {target}\n")
+    return targets
+
+
+def _emit_ir(mod, options: CompileOptions) -> None:
+    from ..script import script
+
+    write_text(options.output, script(mod))
+
+
+def _emit_json(mod, options: CompileOptions) -> None:
+    from ..ir.json import to_json
+
+    write_text(options.output, to_json(mod) + "\n")
+
+
+def _emit_kernels(mod, options: CompileOptions) -> None:
+    from ..codegen.build_kernels import build_kernel_object
+
+    targets = resolve_targets(options.targets, options.verbose)
+    write_bytes(options.output, build_kernel_object(mod, targets), "a kernel object")
+
+
+def _single_target(options: CompileOptions):
+    targets = resolve_targets(options.targets, options.verbose)
+    if len(targets) > 1:
+        raise UserError(f"--emit {options.emit} takes one --target, got {len(targets)}")
+    return targets[0]
+
+
+def _emit_llvm(mod, options: CompileOptions) -> None:
+    from ..codegen.build_kernels import emit_llvm_ir
+
+    write_text(options.output, emit_llvm_ir(mod, _single_target(options)))
+
+
+def _emit_asm(mod, options: CompileOptions) -> None:
+    from ..codegen.build_kernels import emit_assembly
+
+    write_text(options.output, emit_assembly(mod, _single_target(options)))
+
+
+EMITTERS = {"ir": _emit_ir, "json": _emit_json, "kernels": _emit_kernels, "llvm": _emit_llvm, "asm": _emit_asm}
+
+
 def compile_main(options: CompileOptions) -> int:
     mod = parse_source(options.source)
     if options.check:
         check_module(mod)
-    if options.emit == "ir":
-        from ..script import script
-
-        write_text(options.output, script(mod))
-    elif options.emit == "json":
-        from ..ir.json import to_json
-
-        write_text(options.output, to_json(mod) + "\n")
-    else:  # click restricts the choices; reaching here is a bug
-        raise AssertionError(f"unknown emit kind {options.emit!r}")
+    EMITTERS[options.emit](mod, options)
     return 0
