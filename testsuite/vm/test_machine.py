@@ -51,6 +51,13 @@ def test_closure_with_bound_argument():
     assert vm.invoke_closure(bound, 1) == 11
 
 
+def test_recursion_through_closures_stays_in_the_loop():
+    vm = _vm("closure_recursion")
+    assert vm["main"](sys.getrecursionlimit() * 3) == 0
+    with pytest.raises(VMError, match="closure of 'down' called with 1 arguments, it takes 2"):
+        vm["bad_arity"]()
+
+
 @pytest.mark.parametrize("n", [1, 5])
 def test_tvm_generated_bytecode_runs(n):
     x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)

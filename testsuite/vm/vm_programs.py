@@ -113,6 +113,27 @@ def closures():
     return ib.get()
 
 
+def closure_recursion():
+    """down(n, k) = 0 if n <= 0 else k(n - 1, k), where k is down's own closure."""
+    ib = ExecBuilder()
+    ib.declare_function("down", kind="vm_func")
+    with ib.function("main", num_inputs=1, param_names=["n"]):
+        ib.emit_call("vm.builtin.copy", args=[ib.f("down")], dst=ib.r(1))
+        ib.emit_call("vm.builtin.invoke_closure", args=[ib.r("vm"), ib.r(1), ib.r(0), ib.r(1)], dst=ib.r(2))
+        ib.emit_ret(ib.r(2))
+    with ib.function("down", num_inputs=2, param_names=["n", "k"]):
+        ib.emit_call("test.vm.le", args=[ib.r(0), ib.imm(0)], dst=ib.r(2))
+        ib.emit_if(ib.r(2), 2)
+        ib.emit_ret(ib.r(0))
+        ib.emit_call("test.vm.sub", args=[ib.r(0), ib.imm(1)], dst=ib.r(3))
+        ib.emit_call("vm.builtin.invoke_closure", args=[ib.r("vm"), ib.r(1), ib.r(3), ib.r(1)], dst=ib.r(4))
+        ib.emit_ret(ib.r(4))
+    with ib.function("bad_arity", num_inputs=0):
+        ib.emit_call("vm.builtin.invoke_closure", args=[ib.r("vm"), ib.f("down"), ib.imm(1)], dst=ib.r(0))
+        ib.emit_ret(ib.r(0))
+    return ib.get()
+
+
 def tuples():
     """swap(x, y) -> (y, x); first(t) -> t[0]; nested() -> a constant nested tuple."""
     ib = ExecBuilder()
@@ -255,6 +276,7 @@ PROGRAMS = {
     "while_sum": while_sum,
     "recursion": recursion,
     "closures": closures,
+    "closure_recursion": closure_recursion,
     "tuples": tuples,
     "shape_heap": shape_heap,
     "constants": constants,

@@ -12,6 +12,8 @@ Decoded instructions (first element is the operation):
     (CALL1, callable, slot, dst)      dst = callable(regs[slot])
     (CALL0, callable, None, dst)      dst = callable()
     (CALL_VM, callee, gather, dst)    push a frame for bytecode function `callee`
+    (CALL_CLOSURE, None, gather, dst) vm.builtin.invoke_closure: a bytecode closure gets a
+                                      frame in the loop, anything else is called
     (CALL_HOOKED, callable, gather, dst, name, callee)   a call seen by the instrument
     (RET, slot)
     (GOTO, target)
@@ -25,10 +27,11 @@ from operator import itemgetter
 from typing import Any, Callable
 
 from ..runtime.objects import Closure
+from .builtins import invoke_closure
 from .executable import Executable, FuncInfo
 from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
 
-CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_HOOKED = range(8)
+CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_CLOSURE, CALL_HOOKED = range(9)
 
 
 @dataclass
@@ -117,6 +120,8 @@ def _decode_call(exe, instr, arg_slots, slots, func_pool, bytecode, hooked) -> t
         return (CALL_HOOKED, target, _gather(arg_slots), dst, exe.func_table[func_index].name, callee)
     if callee is not None:
         return (CALL_VM, callee, _gather(arg_slots), dst)
+    if target is invoke_closure and len(arg_slots) >= 2:
+        return (CALL_CLOSURE, None, _gather(arg_slots), dst)
     if len(arg_slots) == 0:
         return (CALL0, target, None, dst)
     if len(arg_slots) == 1:

@@ -22,7 +22,7 @@ from ..runtime.errors import VMError
 from ..runtime.objects import Closure, ShapeTuple
 from ..runtime.registry import get_global_func
 from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
-from .decoder import CALL, CALL0, CALL1, CALL_VM, GOTO, IF, RET, decode_function, empty_function
+from .decoder import CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, GOTO, IF, RET, decode_function, empty_function
 from .executable import Executable
 from .isa import FuncKind
 
@@ -176,6 +176,26 @@ class VirtualMachine:
                     new_regs = callee.template.copy()
                     new_regs[:callee.num_args] = instr[2](regs)
                     regs, code, pc, function = new_regs, callee.code, 0, callee
+                elif op == CALL_CLOSURE:
+                    # invoke_closure(vm, closure, *args): a bytecode closure runs in this loop, so
+                    # recursion through closures does not recurse in Python either.
+                    args = instr[2](regs)
+                    closure = args[1]
+                    if type(closure) is Closure and closure.func_index is not None:
+                        callee = self._bytecode[closure.func_index]
+                        args = args[2:] + closure.bound_args
+                        if len(args) != callee.num_args:
+                            raise VMError(f"closure of '{callee.name}' called with {len(args)} arguments, "
+                                          f"it takes {callee.num_args}")
+                        if len(stack) >= MAX_FRAMES:
+                            raise VMError(f"call stack overflow: more than {MAX_FRAMES} nested calls")
+                        stack.append((code, pc, regs, instr[3], function))
+                        new_regs = callee.template.copy()
+                        new_regs[:callee.num_args] = args
+                        regs, code, pc, function = new_regs, callee.code, 0, callee
+                    else:
+                        regs[instr[3]] = self.invoke_closure(*args[1:])
+                        pc += 1
                 else:  # CALL_HOOKED, only while an instrument is set
                     regs[instr[3]] = self._hooked_call(instr, regs)
                     pc += 1
