@@ -182,3 +182,18 @@ def test_a_ret_to_a_stray_register_cannot_load():
     exe.instr_data = goto(1).words() + ret(1).words()
     with pytest.raises(FormatError, match="register %1 is outside"):
         Executable.load_from_bytes(_bad(exe))
+
+
+def test_export_dispatches_on_suffix(tmp_path):
+    from relax.diagnostics import UserError
+    from relax.vm.executable import EXPORTERS
+    exe = PROGRAMS["add_two"]()
+    with pytest.raises(UserError, match="writing a linked .vmx needs the linker"):
+        exe.export(str(tmp_path / "a.vmx"))
+    written = []
+    EXPORTERS[".vmx"] = lambda executable, path: written.append((executable, path))
+    try:
+        exe.export(str(tmp_path / "a.vmx"))
+    finally:
+        del EXPORTERS[".vmx"]
+    assert written == [(exe, str(tmp_path / "a.vmx"))]

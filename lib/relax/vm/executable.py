@@ -8,10 +8,17 @@ the few questions asked of it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+from ..diagnostics import UserError
 
 from .isa import FuncKind, Instruction, decode_instruction
+
+
+# Writers of other containers, by file suffix: the linker registers ".vmx" here.
+EXPORTERS: dict[str, Callable[["Executable", str], None]] = {}
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,13 @@ class Executable:
         return load_executable(data, source)
 
     def export(self, path: str) -> None:
-        """Writes the .vmo bytes to `path` (a linked .vmx is the linker's business)."""
+        """Writes the executable to `path`: .vmo bytes, or what the exporter of its suffix writes."""
+        suffix = os.path.splitext(path)[1]
+        if suffix in EXPORTERS:
+            EXPORTERS[suffix](self, path)
+            return
+        if suffix == ".vmx":
+            raise UserError(f"'{path}': writing a linked .vmx needs the linker, which is not available")
         with open(path, "wb") as handle:
             handle.write(self.save_to_bytes())
 
