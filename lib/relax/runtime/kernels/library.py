@@ -131,7 +131,7 @@ class KernelFunction:
             else:
                 word = self._scalar_word(param, value)
                 scalars.append(word)
-                if param.name in info.symbolic_vars or any(param.name == d for p in info.buffers for d in p.shape):
+                if not param.dtype.startswith("float"):  # an integer parameter may size a buffer
                     values.setdefault(param.name, word)
         self._check_shapes(buffers, values)
         if info.noalias:
