@@ -203,3 +203,13 @@ def test_shape_and_prim_value_builtins_through_bytecode():
         vm["main"](ShapeTuple([5, 9]), "3", identity)
     with pytest.raises(VMError, match="param f expected a Function but got Int"):
         vm["main"](ShapeTuple([5, 9]), 3, 4)
+
+
+def test_string_offset_and_tuple_reset_builtins():
+    get_global_func("vm.builtin.check_string_info")("ok", "c")
+    with pytest.raises(VMError, match="c expected a String but got Int"):
+        _run("vm.builtin.check_string_info", [reg(0), "c"], [3])
+    strided = np.arange(12.0).reshape(3, 4)[:, 1]
+    compact = _run("vm.builtin.ensure_zero_offset", [reg(0)], [strided])
+    assert compact.flags.c_contiguous and np.array_equal(compact, [1.0, 5.0, 9.0])
+    assert _run("vm.builtin.tuple_reset_item", [reg(0), imm(1)], [(1, 2)]) is None

@@ -153,6 +153,11 @@ def check_tuple_info(arg, size: int, err_ctx=None) -> None:
                       f"with {len(arg)} elements")
 
 
+def check_string_info(arg, err_ctx=None) -> None:
+    if not isinstance(arg, str):
+        raise VMError(f"TypeError: {_context(err_ctx)}expected a String but got {type_key(arg)}")
+
+
 def check_func_info(arg, err_ctx=None) -> None:
     if not (isinstance(arg, Closure) or callable(arg)) or isinstance(arg, (np.ndarray, type)):
         raise VMError(f"TypeError: {_context(err_ctx)}expected a Function but got {type_key(arg)}")
@@ -174,6 +179,11 @@ def alloc_tensor(storage: Storage, offset: int, shape, dtype, mem_scope=None) ->
         raise VMError(f"alloc_tensor: {nbytes} bytes at offset {offset} do not fit in a storage of "
                       f"{storage.nbytes} bytes")
     return storage.buffer[offset:offset + nbytes].view(element).reshape(shape)
+
+
+def ensure_zero_offset(tensor: np.ndarray) -> np.ndarray:
+    """A tensor whose data starts at its own buffer: kernels get compact arrays."""
+    return tensor if tensor.flags.c_contiguous else np.ascontiguousarray(tensor)
 
 
 def to_device(data: np.ndarray, device_type: int, device_id: int) -> np.ndarray:
@@ -202,6 +212,12 @@ def tuple_getitem(value, index: int):
     if not -len(value) <= index < len(value):
         raise VMError(f"tuple_getitem: index {index} is out of range for a Tuple of {len(value)} elements")
     return value[index]
+
+
+def tuple_reset_item(value, index: int) -> None:
+    """Drops a tuple's reference to an item early. Tuples are immutable here, and the item
+    is released when the tuple's register is overwritten, so there is nothing to do."""
+    tuple_getitem(value, index)
 
 
 def shape_of(tensor) -> ShapeTuple:
@@ -255,8 +271,9 @@ BUILTINS = {
     f"vm.builtin.{func.__name__}": func
     for func in (
         alloc_shape_heap, match_shape, make_shape, match_prim_value, make_prim_value, check_tensor_info,
-        check_shape_info, check_prim_value_info, check_tuple_info, check_func_info, alloc_storage, alloc_tensor,
-        to_device, null_value, copy, make_tuple, tuple_getitem, shape_of, reshape, tensor_to_shape, read_if_cond,
+        check_shape_info, check_prim_value_info, check_string_info, check_tuple_info, check_func_info,
+        alloc_storage, alloc_tensor, ensure_zero_offset, to_device, null_value, copy, make_tuple, tuple_getitem,
+        tuple_reset_item, shape_of, reshape, tensor_to_shape, read_if_cond,
         make_closure, invoke_closure, call_tir_dyn,
     )
 }
