@@ -58,6 +58,8 @@ class ParseContext:
     def __init__(self, source_name: str, text: str):
         self.source_name = source_name
         self.lines = text.splitlines()
+        self.ascii = text.isascii()
+        self._dialect_cache: dict[int, tuple[ast.expr, tuple[str, str] | None]] = {}
         self.diagnostics: list[Diagnostic] = []
         self.aliases: dict[str, str] = dict(DEFAULT_ALIASES)
 
@@ -65,6 +67,11 @@ class ParseContext:
     def span(self, node: ast.AST | None) -> Span | None:
         if node is None or not hasattr(node, "lineno"):
             return None
+        if self.ascii:  # byte offsets are character offsets: the common, fast case
+            end_line = getattr(node, "end_lineno", None) or node.lineno
+            end_offset = getattr(node, "end_col_offset", None)
+            end_column = node.col_offset + 2 if end_offset is None else end_offset + 1
+            return Span(self.source_name, node.lineno, node.col_offset + 1, end_line, end_column)
         # ast columns are 0-based UTF-8 byte offsets; diagnostics want 1-based characters.
         line_text = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else ""
         column = len(line_text.encode("utf-8")[: node.col_offset].decode("utf-8", "replace")) + 1
@@ -98,6 +105,18 @@ class ParseContext:
     # -- dialect names -----------------------------------------------------------
     def dialect_of(self, node: ast.expr) -> tuple[str, str] | None:
         """For `R.nn.conv2d` returns ("relax", "nn.conv2d"); None if not a dialect name."""
+        if not isinstance(node, ast.Attribute):
+            return None
+        # Readers ask about the same callee several times; the tree outlives the cache.
+        # Each entry keeps its node alive, so that no other node can reuse its id.
+        cached = self._dialect_cache.get(id(node))
+        if cached is not None:
+            return cached[1]
+        result = self._dialect_of(node)
+        self._dialect_cache[id(node)] = (node, result)
+        return result
+
+    def _dialect_of(self, node: ast.expr) -> tuple[str, str] | None:
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)

@@ -14,6 +14,7 @@ and raised together as one DiagnosticError.
 from __future__ import annotations
 
 import ast
+import gc
 
 from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError, Span
@@ -26,6 +27,18 @@ _DIALECT_MODULES = {"ir": "ir", "relax": "relax", "tir": "tir", "tirx": "tir"}
 
 
 def parse_module(text: str, source_name: str = "<string>") -> ir.IRModule:
+    # The syntax tree of a large file holds millions of objects and parsing creates
+    # no garbage cycles: the cyclic collector would only traverse them again and again.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_module(text, source_name)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse_module(text: str, source_name: str) -> ir.IRModule:
     ctx = ParseContext(source_name, text)
     try:
         tree = ast.parse(text, filename=source_name)

@@ -67,17 +67,17 @@ class StructInfoParser:
             if dialect is not None and dialect[0] == "relax":
                 raise self.ctx.fail(f"unknown struct info 'R.{dialect[1]}'; expected {_KINDS}", target)
             raise self.ctx.fail(f"expected struct info such as {_KINDS}, got '{_describe(node)}'", node)
+        span = self.ctx.span(node)
         if dialect[0] == "tir":
-            return PrimStructInfo(dialect[1], span=self.ctx.span(node))
+            return PrimStructInfo(dialect[1], span=span)
         if dialect[0] == "ir":
-            return ObjectStructInfo(span=self.ctx.span(node))
-        reader = getattr(self, f"_sinfo_{dialect[1].lower()}")
+            return ObjectStructInfo(span=span)
+        reader = _READERS[dialect[1]]
         args = list(call.args) if call is not None else []
         kwargs = {keyword.arg: keyword.value for keyword in call.keywords} if call is not None else {}
         if None in kwargs:
             raise self.ctx.fail("'**' arguments are not allowed in struct info", node)
-        info = reader(node, args, kwargs)
-        return info.with_fields(span=self.ctx.span(node))
+        return reader(self, node, args, kwargs, span)
 
     def struct_info_list(self, node: ast.expr) -> StructInfo:
         """`out_sinfo=` values: one struct info, or a list of them (a tuple's fields)."""
@@ -86,15 +86,15 @@ class StructInfoParser:
         return self.struct_info(node)
 
     # -- one reader per kind ---------------------------------------------------------
-    def _sinfo_object(self, node, args, kwargs) -> StructInfo:
+    def _sinfo_object(self, node, args, kwargs, span) -> StructInfo:
         self._check_arguments(node, "R.Object", args, kwargs, 0, ())
-        return ObjectStructInfo()
+        return ObjectStructInfo(span=span)
 
-    def _sinfo_any(self, node, args, kwargs) -> StructInfo:
+    def _sinfo_any(self, node, args, kwargs, span) -> StructInfo:
         self._check_arguments(node, "R.Any", args, kwargs, 0, ())
-        return ObjectStructInfo()
+        return ObjectStructInfo(span=span)
 
-    def _sinfo_tensor(self, node, args, kwargs) -> StructInfo:
+    def _sinfo_tensor(self, node, args, kwargs, span) -> StructInfo:
         self._check_arguments(node, "R.Tensor", args, kwargs, 2, ("shape", "dtype", "ndim", "vdevice"))
         shape_node = _take(args, 0, kwargs, "shape")
         dtype_node = _take(args, 1, kwargs, "dtype")
@@ -109,7 +109,7 @@ class StructInfoParser:
         vdevice = None
         if "vdevice" in kwargs:
             vdevice = self._string(kwargs["vdevice"], "a virtual device such as \"llvm:0\"")
-        return TensorStructInfo(shape, dtype, ndim, vdevice)
+        return TensorStructInfo(shape, dtype, ndim, vdevice, span=span)
 
     def _tensor_shape(self, node: ast.expr):
         if isinstance(node, ast.Constant) and node.value is None:
@@ -129,7 +129,7 @@ class StructInfoParser:
                 raise self.ctx.fail(f"undefined variable '{node.id}'", node)
         raise self.ctx.fail("the shape of R.Tensor must be a tuple of dimensions such as (n, 4)", node)
 
-    def _sinfo_shape(self, node, args, kwargs) -> StructInfo:
+    def _sinfo_shape(self, node, args, kwargs, span) -> StructInfo:
         self._check_arguments(node, "R.Shape", args, kwargs, 1, ("values", "ndim"))
         values_node = _take(args, 0, kwargs, "values")
         if values_node is not None and not (isinstance(values_node, ast.Constant) and values_node.value is None):
@@ -138,31 +138,31 @@ class StructInfoParser:
             values = tuple(self.shape_dim(d) for d in values_node.elts)
             if "ndim" in kwargs and self._ndim(kwargs["ndim"]) not in (-1, len(values)):
                 raise self.ctx.fail(f"ndim does not match the {len(values)} values of the shape", kwargs["ndim"])
-            return ShapeStructInfo(values)
+            return ShapeStructInfo(values, span=span)
         ndim = self._ndim(kwargs["ndim"]) if "ndim" in kwargs else -1
-        return ShapeStructInfo(None, ndim)
+        return ShapeStructInfo(None, ndim, span=span)
 
-    def _sinfo_tuple(self, node, args, kwargs) -> StructInfo:
+    def _sinfo_tuple(self, node, args, kwargs, span) -> StructInfo:
         self._check_arguments(node, "R.Tuple", args, kwargs, None, ())
         if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
             args = list(args[0].elts)
-        return TupleStructInfo(tuple(self.struct_info(field) for field in args))
+        return TupleStructInfo(tuple(self.struct_info(field) for field in args), span=span)
 
-    def _sinfo_prim(self, node, args, kwargs) -> StructInfo:
+    def _sinfo_prim(self, node, args, kwargs, span) -> StructInfo:
         self._check_arguments(node, "R.Prim", args, kwargs, 1, ("dtype", "value"))
         dtype_node = _take(args, 0, kwargs, "dtype")
         value_node = kwargs.get("value")
         if value_node is None:
             if dtype_node is None:
                 raise self.ctx.fail("R.Prim needs a data type or a value: R.Prim(\"int64\") or R.Prim(value=n)", node)
-            return PrimStructInfo(self.dtype_string(dtype_node))
+            return PrimStructInfo(self.dtype_string(dtype_node), span=span)
         value = self.shape_dim(value_node)
         dtype = value.dtype if dtype_node is None else self.dtype_string(dtype_node)
         if dtype != value.dtype:
             raise self.ctx.fail(f"the value of R.Prim has type {value.dtype}, not {dtype}", value_node)
-        return PrimStructInfo(dtype, value)
+        return PrimStructInfo(dtype, value, span=span)
 
-    def _sinfo_callable(self, node, args, kwargs) -> StructInfo:
+    def _sinfo_callable(self, node, args, kwargs, span) -> StructInfo:
         self._check_arguments(node, "R.Callable", args, kwargs, 3, ("params", "ret", "purity"))
         params_node = _take(args, 0, kwargs, "params")
         ret_node = _take(args, 1, kwargs, "ret")
@@ -178,7 +178,7 @@ class StructInfoParser:
             if not (isinstance(purity_node, ast.Constant) and isinstance(purity_node.value, bool)):
                 raise self.ctx.fail("purity must be True or False", purity_node)
             purity = purity_node.value
-        return FuncStructInfo(params, ret, purity)
+        return FuncStructInfo(params, ret, purity, span=span)
 
     # -- pieces ----------------------------------------------------------------------
     def shape_dim(self, node: ast.expr) -> tir.PrimExpr:
@@ -258,6 +258,17 @@ class StructInfoParser:
         for key, value in kwargs.items():
             if key not in keywords:
                 raise self.ctx.fail(f"{name} has no argument '{key}'", value)
+
+
+_READERS = {
+    "Object": StructInfoParser._sinfo_object,
+    "Any": StructInfoParser._sinfo_any,
+    "Tensor": StructInfoParser._sinfo_tensor,
+    "Shape": StructInfoParser._sinfo_shape,
+    "Tuple": StructInfoParser._sinfo_tuple,
+    "Prim": StructInfoParser._sinfo_prim,
+    "Callable": StructInfoParser._sinfo_callable,
+}
 
 
 def _take(args: list, index: int, kwargs: dict, key: str):
