@@ -83,7 +83,7 @@ def register(op: OpDef) -> OpDef:
 
 
 # The modules that register operators, one per family; importing one registers it.
-FAMILY_MODULES = ("binary", "unary", "activation", "reduction", "normalization", "linear_algebra", "manipulation", "creation")
+FAMILY_MODULES = ("binary", "unary", "activation", "reduction", "normalization", "linear_algebra", "manipulation", "creation", "call")
 
 
 def _load_families() -> None:
