@@ -148,7 +148,7 @@ def every_tir_node_func() -> tir.PrimFunc:
     cond = tir.And(tir.Or(tir.Not(tir.EQ(i, zero)), tir.LT(i, n)), tir.GE(j, zero))
     for cls in cmps:
         cond = tir.And(cond, cls(arith, one))
-    vector = tir.BufferLoad(A, (tir.Ramp(zero, one, 4),))
+    vector = tir.Shuffle((tir.BufferLoad(A, (tir.Ramp(zero, one, 4),)),), (tir.IntImm("int32", 3), one))
     value = tir.Select(cond, tir.Cast("float32", arith), tir.Call("float32", "tir.exp", (f,)))
     store = tir.BufferStore(A, tir.Add(value, tir.BufferLoad(A, (zero,))), (i,))
     sub = tir.Buffer("sub", (tir.IntImm("int32", 1),), "float32", tir.Var("sub_data", "handle"))

@@ -5,9 +5,11 @@ to nodes by their index in the table, so a node used in many places (a variable
 and all its uses, a buffer and its loads) is written once and loads back as one
 object. The output is deterministic: the same IR gives the same bytes.
 
-    {"format": "relax-ir", "version": 1, "root": {"ref": 3}, "nodes": [
-    {"type": "tir.Var", "fields": {"name": "n", "dtype": "int64"}, "span": ["m.relax", 3, 9, 3, 10]},
+    {"format": "relax-ir", "version": 1, "sources": ["m.relax"], "root": {"ref": 3}, "nodes": [
+    {"type": "tir.Var", "fields": {"name": "n", "dtype": "int64"}, "span": [0, 3, 9, 3, 10]},
     ...]}
+
+A span names its source file by index into "sources", where each file is written once.
 
 Values: null, booleans, integers, strings and lists are themselves; everything else
 is a one-key object: {"ref": i} a node, {"tuple": [...]}, {"frozendict": [[k, v], ...]},
@@ -40,6 +42,7 @@ class _Writer:
         self.entries: list[str] = []
         self.index: dict[int, int] = {}
         self.alive: list[Node] = []  # keeps written nodes alive so their ids stay unique
+        self.sources: dict[str, int] = {}  # source file name -> index in "sources"
 
     def node(self, node: Node) -> dict:
         number = self.index.get(id(node))
@@ -52,7 +55,8 @@ class _Writer:
             entry: dict[str, Any] = {"type": key, "fields": fields}
             if node.span is not None:
                 span = node.span
-                entry["span"] = [span.source, span.line, span.column, span.end_line, span.end_column]
+                source = self.sources.setdefault(span.source, len(self.sources))
+                entry["span"] = [source, span.line, span.column, span.end_line, span.end_column]
             number = len(self.entries)
             self.entries.append(json.dumps(entry, allow_nan=False, ensure_ascii=True, separators=(", ", ": ")))
             self.index[id(node)] = number
@@ -91,13 +95,16 @@ def to_json(node: Any) -> str:
     """The JSON text of `node` (any IR node, or a tuple of them)."""
     writer = _Writer()
     root = writer.value(node)
-    header = f'{{"format": "{FORMAT}", "version": {VERSION}, "root": {json.dumps(root, separators=(", ", ": "))}, "nodes": ['
+    sources = json.dumps(list(writer.sources), ensure_ascii=True)
+    header = (f'{{"format": "{FORMAT}", "version": {VERSION}, "sources": {sources}, '
+              f'"root": {json.dumps(root, separators=(", ", ": "))}, "nodes": [')
     return header + "\n" + ",\n".join(writer.entries) + "\n]}\n"
 
 
 class _Reader:
-    def __init__(self) -> None:
+    def __init__(self, sources: list[str]) -> None:
         self.nodes: list[Node] = []
+        self.sources = sources
         self.where = "document"
 
     def fail(self, message: str) -> UserError:
@@ -195,10 +202,11 @@ class _Reader:
     def span(self, body: Any) -> Span | None:
         if body is None:
             return None
-        if (not isinstance(body, list) or len(body) != 5 or not isinstance(body[0], str)
-                or not all(isinstance(n, int) and not isinstance(n, bool) for n in body[1:])):
-            raise self.fail("a span must be [source, line, column, end_line, end_column]")
-        return Span(*body)
+        if (not isinstance(body, list) or len(body) != 5
+                or not all(isinstance(n, int) and not isinstance(n, bool) for n in body)
+                or not 0 <= body[0] < len(self.sources)):
+            raise self.fail("a span must be [source index, line, column, end_line, end_column]")
+        return Span(self.sources[body[0]], *body[1:])
 
 
 _TAGS = {
@@ -228,9 +236,13 @@ def from_json(text: str | bytes) -> Any:
     version = document.get("version")
     if version != VERSION:
         raise UserError(f"relax IR JSON version {_short(version)} is not supported (this build reads version {VERSION})")
-    if set(document) != {"format", "version", "root", "nodes"}:
-        raise UserError("malformed IR JSON: document: expected exactly 'format', 'version', 'root' and 'nodes'")
-    reader = _Reader()
+    if set(document) != {"format", "version", "sources", "root", "nodes"}:
+        raise UserError("malformed IR JSON: document: expected exactly 'format', 'version', 'sources', "
+                        "'root' and 'nodes'")
+    sources = document["sources"]
+    if not isinstance(sources, list) or not all(isinstance(source, str) for source in sources):
+        raise UserError("malformed IR JSON: document: 'sources' must be a list of file names")
+    reader = _Reader(sources)
     if not isinstance(document["nodes"], list):
         raise reader.fail("'nodes' must be a list")
     for number, entry in enumerate(document["nodes"]):
