@@ -18,6 +18,7 @@ from ..ir import FrozenDict, tir
 from . import tir_ops
 from .context import ParseContext, Scope
 from .prim_expr import PrimExprParser
+from .tir_access_regions import infer_regions
 from .tir_values import parse_attr_dict
 
 # `T.axis.<kind>` -> IterVar iter_type; remap letters use the one-letter names.
@@ -47,11 +48,17 @@ class BlockFrame:
     init: tir.Stmt | None = None
 
     def realize(self, body: tir.Stmt, span=None) -> tir.BlockRealize:
+        reads, writes = self.reads, self.writes
+        if (reads is None or writes is None) and self.name != "root":
+            # TVM completes a block written without T.reads/T.writes; so does this.
+            inferred_reads, inferred_writes = infer_regions(body, self.init, tuple(self.alloc_buffers))
+            reads = inferred_reads if reads is None else reads
+            writes = inferred_writes if writes is None else writes
         block = tir.Block(
             self.name,
             tuple(self.iter_vars),
-            self.reads or (),
-            self.writes or (),
+            reads or (),
+            writes or (),
             body,
             init=self.init,
             alloc_buffers=tuple(self.alloc_buffers),

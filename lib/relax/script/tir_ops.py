@@ -255,3 +255,59 @@ def extent_between(start: tir.PrimExpr, stop: tir.PrimExpr) -> tir.PrimExpr:
     if difference is not None:
         return make_const(difference, start.dtype)
     return as_expr(binary(tir.Sub, stop, start))
+
+
+def substitute(expr: tir.PrimExpr, mapping: dict) -> tir.PrimExpr:
+    """`expr` with variables replaced (by identity), constants re-folded."""
+    if not mapping:
+        return expr
+    if isinstance(expr, tir.Var):
+        return mapping.get(expr, expr)
+    if isinstance(expr, tir.BinaryOp):
+        a, b = substitute(expr.a, mapping), substitute(expr.b, mapping)
+        if a is expr.a and b is expr.b:
+            return expr
+        return as_expr(binary(type(expr), a, b))
+    from ..ir.node import field_values
+
+    changes = {}
+    for name, value in field_values(expr):
+        if isinstance(value, tir.PrimExpr):
+            new = substitute(value, mapping)
+        elif isinstance(value, tuple) and all(isinstance(v, tir.PrimExpr) for v in value):
+            new = tuple(substitute(v, mapping) for v in value)
+        else:
+            continue
+        if new is not value and new != value:
+            changes[name] = new
+    return expr.with_fields(**changes) if changes else expr
+
+
+def uses_var(expr, var: tir.Var) -> bool:
+    if expr is var:
+        return True
+    if isinstance(expr, (tir.Var, tir.Buffer)) or not isinstance(expr, (tir.PrimExpr, tir.Range, tuple)):
+        return False
+    if isinstance(expr, tuple):
+        return any(uses_var(v, var) for v in expr)
+    from ..ir.node import field_values
+
+    return any(uses_var(v, var) for _, v in field_values(expr))
+
+
+def linear_coefficient(expr: tir.PrimExpr, var: tir.Var) -> int | None:
+    """c when `expr` is c * var plus terms without var; None when var occurs otherwise."""
+    terms: dict = {}
+    _linear(expr, 1, terms, [0])
+    key = structural_key(var)
+    coefficient = terms.pop(key, 0)
+    # var must not hide inside another atom (i // 4, A[i], ...).
+    if any(uses_var_key(atom_key, key) for atom_key in terms):
+        return None
+    return coefficient
+
+
+def uses_var_key(key, var_key) -> bool:
+    if key == var_key:
+        return True
+    return isinstance(key, tuple) and any(uses_var_key(k, var_key) for k in key)

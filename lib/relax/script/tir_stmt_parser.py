@@ -469,7 +469,12 @@ class StmtParser:
         exprs = self.exprs(scope)
         buffer = exprs.buffer(target.value)
         indices = exprs.indices(target, buffer)
-        stored = self.stored_value(buffer, exprs.value(value), value, indices)
+        errors_before = len(self.ctx.diagnostics)
+        parsed = exprs.value(value)
+        if len(self.ctx.diagnostics) > errors_before:
+            # The value already has an error (an undefined name): its type means nothing.
+            return tir.BufferStore(buffer, tir_ops.as_expr(parsed), indices, span=self.ctx.span(stmt))
+        stored = self.stored_value(buffer, parsed, value, indices)
         return tir.BufferStore(buffer, stored, indices, span=self.ctx.span(stmt))
 
     def stored_value(self, buffer: tir.Buffer, value, node: ast.expr, indices=()) -> tir.PrimExpr:
