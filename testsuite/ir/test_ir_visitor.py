@@ -203,3 +203,15 @@ def test_substitute_relax_and_tir_vars():
     assert substitute(call, {}) is call
     unrelated = ir.Var("other")
     assert substitute(call, {unrelated: x}) is call
+
+
+def test_deeply_nested_expressions_do_not_hit_the_recursion_limit():
+    from relax.ir import from_json, structural_equal, to_json
+
+    n = tir.Var("n", "int64")
+    expr = n
+    for index in range(3000):
+        expr = tir.Add(expr, i64(index))
+    assert len(pre_order(expr)) == 6001
+    assert Mutator().visit(expr) is expr
+    assert structural_equal(from_json(to_json(expr)), expr, map_free_vars=True)

@@ -18,6 +18,7 @@ Relax and TIR, so `StmtExprVisitor` and `StmtExprMutator` are the same classes.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,6 +26,14 @@ from . import expr as rx
 from . import tir_expr as tir
 from .node import FrozenDict, Node, field_names
 from .registry import definition_fields, scoped_field_order, visitor_method_names
+
+
+# Walks recurse once per level of nesting, and generated TIR nests deeply (a sum of
+# a few thousand terms is a chain of Adds). Python 3.11 keeps Python-to-Python calls
+# off the C stack, so a higher limit is safe; it is raised once, never lowered.
+_RECURSION_LIMIT = 30000
+if sys.getrecursionlimit() < _RECURSION_LIMIT:
+    sys.setrecursionlimit(_RECURSION_LIMIT)
 
 
 def iter_nodes(value: Any) -> Iterator[Node]:
