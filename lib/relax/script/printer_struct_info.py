@@ -90,7 +90,11 @@ class StructInfoPrinter:
             ret = self.print(info.ret)
             purity = doc.bool_text(info.purity)
             if info.params is None:
-                return doc.call(ctx.relax("Callable"), [], [("ret", ret), ("purity", purity)])
+                # An opaque callable: TVM's defaults are "returns anything" and impure.
+                kwargs = [] if isinstance(info.ret, si.ObjectStructInfo) else [("ret", ret)]
+                if info.purity:
+                    kwargs.append(("purity", purity))
+                return doc.call(ctx.relax("Callable"), [], kwargs) if kwargs else ctx.relax("Callable")
             params = doc.tuple_text([self.print(p) for p in info.params])
             return doc.call(ctx.relax("Callable"), [params, ret, purity])
         raise TypeError(f"cannot print struct info {type(info).__name__}")
