@@ -45,15 +45,31 @@ def _list_callback(kind: str):
               callback=_list_callback("targets"), help="List target kinds, tags and LLVM targets, then exit.")
 @click.option("--list-ops", is_flag=True, expose_value=False, is_eager=True,
               callback=_list_callback("ops"), help="List every operator with its signature, then exit.")
+@click.option("--list-passes", is_flag=True, expose_value=False, is_eager=True,
+              callback=_list_callback("passes"), help="List every pass with a line about it, then exit.")
+@click.option("--passes", "passes", metavar="A,B,...", default=None,
+              help="Run exactly these passes, in this order.")
+@click.option("--disable-pass", "disabled", metavar="NAME", multiple=True, help="Skip a pass (repeatable).")
+@click.option("--print-after-all", is_flag=True, help="Print the module after every pass, on stderr.")
+@click.option("--print-before", metavar="NAME", multiple=True, help="Print the module before a pass, on stderr.")
+@click.option("--print-after", metavar="NAME", multiple=True, help="Print the module after a pass, on stderr.")
+@click.option("--verify-each", is_flag=True, help="Check well-formedness after every pass.")
+@click.option("--pass-config", metavar="KEY=VALUE", multiple=True, help="A setting passes read (repeatable).")
+@click.option("--time-passes", is_flag=True, help="Print a table of time per pass, on stderr.")
 @options.output_file_option
 @options.common_options("relaxc")
-def command(source, emit, targets, output, traceback, error_limit, color, verbose):
+def command(source, emit, targets, passes, disabled, print_after_all, print_before, print_after, verify_each,
+            pass_config, time_passes, output, traceback, error_limit, color, verbose):
     """Compile TVMScript (Relax functions and TIR PrimFuncs)."""
     from relax.driver.compile import CompileOptions, compile_main
 
-    return compile_main(
-        CompileOptions(source=source, emit=emit, output=output, verbose=verbose, targets=tuple(targets))
-    )
+    return compile_main(CompileOptions(
+        source=source, emit=emit, output=output, verbose=verbose, targets=tuple(targets),
+        passes=tuple(p for p in passes.split(",") if p) if passes is not None else None,
+        disabled=tuple(disabled), print_after_all=print_after_all, print_before=tuple(print_before),
+        print_after=tuple(print_after), verify_each=verify_each, pass_config=tuple(pass_config),
+        time_passes=time_passes,
+    ))
 
 
 def main(argv=None) -> int:

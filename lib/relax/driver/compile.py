@@ -21,6 +21,14 @@ class CompileOptions:
     verbose: int = 0
     check: bool = True
     targets: tuple[str, ...] = ()
+    passes: tuple[str, ...] | None = None  # None: no passes for --emit ir/json
+    disabled: tuple[str, ...] = ()
+    print_after_all: bool = False
+    print_before: tuple[str, ...] = ()
+    print_after: tuple[str, ...] = ()
+    verify_each: bool = False
+    pass_config: tuple[str, ...] = ()
+    time_passes: bool = False
 
 
 def parse_source(path: str):
@@ -46,7 +54,11 @@ def check_module(mod) -> None:
 
 
 def listing_text(kind: str) -> str:
-    """What `relaxc --list-targets` and `relaxc --list-ops` print."""
+    """What `relaxc --list-targets`, `--list-ops` and `--list-passes` print."""
+    if kind == "passes":
+        from ..transform import list_passes_text
+
+        return list_passes_text()
     if kind == "targets":
         from ..target import list_targets_text
 
@@ -108,9 +120,46 @@ def _emit_asm(mod, options: CompileOptions) -> None:
 EMITTERS = {"ir": _emit_ir, "json": _emit_json, "kernels": _emit_kernels, "llvm": _emit_llvm, "asm": _emit_asm}
 
 
+def _pass_config(items: tuple[str, ...]) -> dict:
+    config = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--pass-config takes KEY=VALUE, got '{item}'")
+        config[key] = value
+    return config
+
+
+def run_pipeline(mod, options: CompileOptions):
+    """Runs the passes the options ask for, with their printing, checking and timing."""
+    from ..transform.pass_infra import (
+        PassContext, PassTimingInstrument, PrintInstrument, VerifyInstrument, get_pass, run_passes,
+    )
+
+    if options.passes is None:
+        return mod
+    passes = [get_pass(name) for name in options.passes]  # unknown names fail before any pass runs
+    instruments = []
+    if options.print_after_all or options.print_before or options.print_after:
+        instruments.append(PrintInstrument(options.print_before, options.print_after, options.print_after_all))
+    if options.verify_each:
+        instruments.append(VerifyInstrument())
+    timing = PassTimingInstrument() if options.time_passes else None
+    if timing is not None:
+        instruments.append(timing)
+    context = PassContext(config=_pass_config(options.pass_config), disabled=set(options.disabled),
+                          instruments=instruments)
+    with context:
+        mod = run_passes(mod, passes, context)
+    if timing is not None:
+        sys.stderr.write(timing.report())
+    return mod
+
+
 def compile_main(options: CompileOptions) -> int:
     mod = parse_source(options.source)
     if options.check:
         check_module(mod)
+    mod = run_pipeline(mod, options)
     EMITTERS[options.emit](mod, options)
     return 0

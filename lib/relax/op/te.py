@@ -280,7 +280,7 @@ def create_prim_func(args: Sequence[Tensor], name: str | None = None,
     root_realize = tir.BlockRealize((), tir.IntImm("bool", 1), root)
     params = tuple(t.buffer.data for t in args) + tuple(tir_var_params)
     buffer_map = tuple((t.buffer.data, t.buffer) for t in args)
-    attrs = {"tir.noalias": True}
+    attrs = {"tirx.noalias": True}
     if name is not None:
         attrs = {"global_symbol": name, **attrs}
     return tir.PrimFunc(params, root_realize, None, buffer_map, FrozenDict(attrs))

@@ -1,0 +1,62 @@
+"""LegalizeOps: every operator call with a legalization becomes a call_tir of a new
+PrimFunc that computes it (built by the operator's legalization in relax/op).
+
+    lv: R.Tensor((4,), dtype="float32") = R.add(x, y)
+becomes
+    lv: R.Tensor((4,), dtype="float32") = R.call_tir(cls.add, (x, y), out_sinfo=R.Tensor((4,), dtype="float32"))
+plus the PrimFunc `add` in the module.
+
+Calls whose operand shapes are not known well enough, and operators without a
+legalization (call_tir itself, packed calls, memory operators), stay as they are.
+Expects normalized input (run after Normalize).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir import expr as rx
+from ..ir.module import IRModule
+from ..ir.visitor import ExprMutator
+from ..op import registry
+from ..op.infer import bind_call
+from ..op.legalize_context import LegalizeContext
+from .pass_infra import Pass, register_pass
+
+
+class _Legalizer(ExprMutator):
+    def __init__(self, mod: IRModule, context: LegalizeContext):
+        super().__init__()
+        self.mod = mod
+        self.context = context
+
+    def visit_VarBinding(self, binding: rx.VarBinding) -> rx.VarBinding:
+        binding = super().visit_VarBinding(binding)
+        value = binding.value
+        if not (isinstance(value, rx.Call) and isinstance(value.op, rx.Op)):
+            return binding
+        op = registry.get(value.op.name)
+        if op is None or op.legalize is None:
+            return binding
+        legalized = op.legalize(bind_call(value, self.mod), self.context)
+        if legalized is None:
+            return binding
+        return dataclasses.replace(binding, value=dataclasses.replace(legalized, span=value.span))
+
+
+@register_pass
+class LegalizeOps(Pass):
+    """Replace operator calls by call_tir of PrimFuncs that compute them."""
+
+    name = "legalize-ops"
+    opt_level = 0
+
+    def run(self, mod: IRModule) -> IRModule:
+        context = LegalizeContext(set(mod.functions))
+        functions = {}
+        for name, func in mod.functions.items():
+            functions[name] = _Legalizer(mod, context).visit(func) if isinstance(func, rx.Function) else func
+        if not context.new_functions:
+            return mod
+        functions.update(context.new_functions)
+        return IRModule.from_functions(functions, attrs=mod.attrs, global_infos=mod.global_infos)

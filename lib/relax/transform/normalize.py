@@ -1,0 +1,132 @@
+"""Normalize: struct info on every binding, and nested calls bound to variables.
+
+    lv = R.add(R.multiply(x, y), z)
+becomes
+    lv1: R.Tensor((4,), dtype="float32") = R.multiply(x, y)
+    lv: R.Tensor((4,), dtype="float32") = R.add(lv1, z)
+
+Every later pass may then assume A-normal form: a call's arguments are leaves
+(variables, constants, shapes, prim values, tuples of leaves), and every bound
+variable carries struct info (inferred through the operator registry when the
+source did not annotate it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir import expr as rx
+from ..ir.module import IRModule
+from ..ir.struct_info import ObjectStructInfo
+from ..op.infer import struct_info_of
+from .pass_infra import FunctionPass, register_pass
+
+LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.DataTypeImm, rx.GlobalVar,
+          rx.ExternFunc, rx.Op)
+
+
+def is_leaf(expr: rx.Expr) -> bool:
+    if isinstance(expr, rx.Tuple):
+        return all(is_leaf(field) for field in expr.fields)
+    return isinstance(expr, LEAVES)
+
+
+class _FunctionNormalizer:
+    def __init__(self, mod: IRModule):
+        self.mod = mod
+        self.renamed: dict[int, rx.Var] = {}
+        self.emitted: list[rx.Binding] | None = None
+        self.in_dataflow = False
+
+    # -- values -----------------------------------------------------------------------
+    def leaf(self, expr: rx.Expr) -> rx.Expr:
+        """The expression normalized and, unless it is a leaf, bound to a new variable."""
+        value = self.value(expr)
+        if is_leaf(value):
+            return value
+        var_class = rx.DataflowVar if self.in_dataflow else rx.Var
+        var = var_class("lv", struct_info_of(value, self.mod), span=expr.span)
+        self.emitted.append(rx.VarBinding(var, value, span=expr.span))
+        return var
+
+    def value(self, expr: rx.Expr) -> rx.Expr:
+        if isinstance(expr, rx.Var):
+            return self.renamed.get(id(expr), expr)
+        if isinstance(expr, rx.Call):
+            op = expr.op if isinstance(expr.op, (rx.Op, rx.GlobalVar, rx.ExternFunc)) else self.leaf(expr.op)
+            args = tuple(self.leaf(arg) for arg in expr.args)
+            if op is expr.op and all(a is b for a, b in zip(args, expr.args)):
+                return expr
+            return dataclasses.replace(expr, op=op, args=args)
+        if isinstance(expr, rx.Tuple):
+            fields = tuple(self.leaf(field) for field in expr.fields)
+            return expr if all(a is b for a, b in zip(fields, expr.fields)) else dataclasses.replace(expr, fields=fields)
+        if isinstance(expr, rx.TupleGetItem):
+            value = self.leaf(expr.tuple_value)
+            return expr if value is expr.tuple_value else dataclasses.replace(expr, tuple_value=value)
+        if isinstance(expr, rx.If):
+            cond = self.leaf(expr.cond)
+            return dataclasses.replace(expr, cond=cond, true_branch=self.seq(expr.true_branch),
+                                       false_branch=self.seq(expr.false_branch))
+        if isinstance(expr, rx.SeqExpr):
+            return self.seq(expr)
+        if isinstance(expr, rx.Function):
+            return self.function(expr)
+        return expr
+
+    # -- blocks -----------------------------------------------------------------------
+    def seq(self, expr: rx.Expr) -> rx.SeqExpr:
+        if not isinstance(expr, rx.SeqExpr):
+            expr = rx.SeqExpr((), expr, span=expr.span)
+        outer_emitted, outer_dataflow = self.emitted, self.in_dataflow
+        blocks = [self.block(block) for block in expr.blocks]
+        self.emitted, self.in_dataflow = [], False
+        body = self.leaf(expr.body)
+        if self.emitted:
+            blocks.append(rx.BindingBlock(tuple(self.emitted)))
+        self.emitted, self.in_dataflow = outer_emitted, outer_dataflow
+        return rx.SeqExpr(tuple(blocks), body, span=expr.span)
+
+    def block(self, block: rx.BindingBlock) -> rx.BindingBlock:
+        self.emitted = []
+        self.in_dataflow = isinstance(block, rx.DataflowBlock)
+        for binding in block.bindings:
+            self.emitted.append(self.binding(binding))
+        return dataclasses.replace(block, bindings=tuple(self.emitted))
+
+    def binding(self, binding: rx.Binding) -> rx.Binding:
+        if isinstance(binding, rx.MatchCast):
+            value = self.leaf(binding.value)
+            var = self.define(binding.var, binding.struct_info)
+            return dataclasses.replace(binding, var=var, value=value)
+        value = self.value(binding.value)
+        if isinstance(value, rx.Function) and binding.var.struct_info is None:
+            var = self.define(binding.var, struct_info_of(value, self.mod))
+        else:
+            var = self.define(binding.var, None if binding.var.struct_info else struct_info_of(value, self.mod))
+        return dataclasses.replace(binding, var=var, value=value)
+
+    def define(self, var: rx.Var, inferred) -> rx.Var:
+        if var.struct_info is not None or inferred is None:
+            return var
+        new = dataclasses.replace(var, struct_info=inferred)
+        self.renamed[id(var)] = new
+        return new
+
+    def function(self, func: rx.Function) -> rx.Function:
+        params = tuple(p if p.struct_info is not None else self.define(p, ObjectStructInfo()) for p in func.params)
+        body = self.seq(func.body)
+        ret = func.ret_struct_info or struct_info_of(body, self.mod)
+        if params == func.params and body is func.body and ret is func.ret_struct_info:
+            return func
+        return dataclasses.replace(func, params=params, body=body, ret_struct_info=ret)
+
+
+@register_pass
+class Normalize(FunctionPass):
+    """Give every binding struct info and bind nested calls to variables (A-normal form)."""
+
+    name = "normalize"
+
+    def transform_function(self, func: rx.Function, mod: IRModule) -> rx.Function:
+        return _FunctionNormalizer(mod).function(func)
