@@ -179,6 +179,12 @@ def test_fragments_print_on_their_own():
     assert script(ir.ShapeStructInfo(ndim=2)).strip() == "R.Shape(ndim=2)"
     assert script(ir.ObjectStructInfo()).strip() == "R.Any"
     assert repr(ir.ShapeExpr((i64(2), i64(3)))) == "ShapeExpr(R.shape([2, 3]))"
+    i = tir.Var("i", "int32")
+    buffer = tir.Buffer("A", (tir.IntImm("int32", 4),), "float32")
+    two = tir.IntImm("int32", 2)
+    assert script(tir.BufferRegion(buffer, (tir.Range(i, two),))).strip() == "A[i:i + 2]"
+    assert script(tir.Range(tir.IntImm("int32", 0), two)).strip() == "I.Range(0, 2)"
+    assert script(tir.BufferLoad(buffer, (tir.Ramp(i, two, 4),))).strip() == "A[i:i + 8:2]"
 
 
 def test_printing_a_megabyte_module_is_fast():

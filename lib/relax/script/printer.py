@@ -95,6 +95,15 @@ def _fragment(ctx: PrintContext, node) -> list[str]:
         return [f"{ctx.define(node, node.name)} = {tir_printer.buffer_call('Buffer', node)}"]
     if isinstance(node, tir.Stmt):
         return tir_printer.stmt(node)
+    if isinstance(node, tir.BufferRegion):
+        return [tir_printer.region(node)]
+    if isinstance(node, tir.Range):
+        stop = tir_printer.expr(tir.Add(node.min, node.extent)) if not _is_zero(node.min) else tir_printer.expr(node.extent)
+        return [f"{ctx.ir('Range')}({tir_printer.expr(node.min)}, {stop})"]
+    if isinstance(node, tir.IterVar):
+        name = tir_printer.expr(node.var)
+        dom = script(node.dom).strip() if node.dom is not None else "None"
+        return [f'{ctx.tir("iter_var")}({name}, {dom}, "{node.iter_type}", "{node.thread_tag}")']
     if isinstance(node, (ir.Binding,)):
         return relax.binding(node)
     if isinstance(node, ir.BindingBlock):
@@ -106,6 +115,10 @@ def _fragment(ctx: PrintContext, node) -> list[str]:
     if isinstance(node, ir.Expr):
         return [relax.expr(node)]
     raise TypeError(f"cannot print {type(node).__name__} as TVMScript")
+
+
+def _is_zero(expr) -> bool:
+    return isinstance(expr, tir.IntImm) and expr.value == 0
 
 
 def _join(lines: list[str]) -> str:
