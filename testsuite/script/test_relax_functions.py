@@ -169,3 +169,15 @@ def test_local_function_is_bound_to_a_var():
     assert isinstance(local.value, ir.Function) and local.var.name_hint == "inner"
     assert "global_symbol" not in local.value.attrs
     assert call.value.op is local.var
+
+
+def test_string_dim_named_like_a_parameter_keeps_the_parameter():
+    func = function('''
+        @R.function
+        def main(n: R.Tensor(("n",), "float32")):
+            m = R.match_cast(n, R.Tensor(("n",), "float32"))
+            return n
+    ''')
+    (cast,) = bindings(func)
+    assert cast.value is func.params[0] and func.body.body is func.params[0]
+    assert cast.struct_info.shape_values[0] is func.params[0].struct_info.shape_values[0]

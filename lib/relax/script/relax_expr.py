@@ -18,7 +18,7 @@ from .. import ir
 from ..ir import tir
 from .context import ModuleRef
 from .relax_literals import attr_value
-from .relax_struct_info import StructInfoParser, _describe
+from .relax_struct_info import METADATA_MESSAGE, StructInfoParser, _describe, _is_metadata
 
 # Python operators on Relax values are the elementwise operators, as TVM's do.
 _BINARY_OPERATORS = {
@@ -70,10 +70,8 @@ class ExprParser(StructInfoParser):
         return ir.Tuple(tuple(self.expr(element) for element in node.elts), span=self.ctx.span(node))
 
     def _subscript(self, node: ast.Subscript) -> ir.Expr:
-        if isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name) and node.value.value.id == "metadata":
-            raise self.ctx.fail(
-                "the data of this constant is in a metadata section that the file does not hold"
-                " (TVM omits it unless printed with show_meta=True)", node)
+        if _is_metadata(node):
+            raise self.ctx.fail(METADATA_MESSAGE, node)
         tuple_value = self.expr(node.value)
         index = node.slice
         if not (isinstance(index, ast.Constant) and isinstance(index.value, int) and not isinstance(index.value, bool)):

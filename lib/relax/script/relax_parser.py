@@ -108,6 +108,7 @@ class RelaxFunctionParser(ExprParser):
         self.ctx = ctx
         self.scope = parent_scope.child()
         self.symbolic_scope = self.scope
+        self.string_symbols = {}
         self.attrs: dict = {}
         # Symbolic names declared at module level get a variable of their own in each function.
         for name, dtype in (module_symbols or {}).items():

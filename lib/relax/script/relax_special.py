@@ -189,7 +189,7 @@ def prim_value(parser, node: ast.Call) -> ir.PrimValue:
         return literal.with_fields(span=span)
     if isinstance(value_node, ast.UnaryOp) and isinstance(value_node.operand, ast.Constant):
         return parser.expr(value_node).with_fields(span=span)
-    return ir.PrimValue(parser.shape_dim(value_node), span=span)
+    return ir.PrimValue(parser.symbolic_value(value_node), span=span)
 
 
 def _string_argument(parser, node: ast.Call, name: str) -> str:

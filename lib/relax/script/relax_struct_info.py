@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..ir import tir
+from ..ir import Var, tir
 from ..ir.struct_info import (
     FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
     TensorStructInfo, TupleStructInfo,
@@ -46,6 +46,8 @@ class StructInfoParser:
     scope: Scope
     # The scope of the enclosing function, where symbolic variables named by strings live.
     symbolic_scope: Scope
+    # The symbolic variables that strings named in this function, by name.
+    string_symbols: dict[str, tir.Var]
 
     # -- entry point -------------------------------------------------------------
     def is_struct_info(self, node: ast.expr) -> bool:
@@ -64,6 +66,8 @@ class StructInfoParser:
         target = node.func if call is not None else node
         dialect = self.ctx.dialect_of(target)
         if not self.is_struct_info(node):
+            if _is_metadata(node):
+                raise self.ctx.fail(METADATA_MESSAGE, node)
             if dialect is not None and dialect[0] == "relax":
                 raise self.ctx.fail(f"unknown struct info 'R.{dialect[1]}'; expected {_KINDS}", target)
             raise self.ctx.fail(f"expected struct info such as {_KINDS}, got '{_describe(node)}'", node)
@@ -119,8 +123,6 @@ class StructInfoParser:
 
             return ShapeExpr(tuple(self.shape_dim(d) for d in node.elts), span=self.ctx.span(node))
         # A variable of shape struct info: `R.Tensor(s, dtype="float32")`.
-        from ..ir import Var
-
         if isinstance(node, ast.Name):
             found = self.scope.lookup(node.id)
             if isinstance(found, Var):
@@ -156,7 +158,7 @@ class StructInfoParser:
             if dtype_node is None:
                 raise self.ctx.fail("R.Prim needs a data type or a value: R.Prim(\"int64\") or R.Prim(value=n)", node)
             return PrimStructInfo(self.dtype_string(dtype_node), span=span)
-        value = self.shape_dim(value_node)
+        value = self.symbolic_value(value_node)
         dtype = value.dtype if dtype_node is None else self.dtype_string(dtype_node)
         if dtype != value.dtype:
             raise self.ctx.fail(f"the value of R.Prim has type {value.dtype}, not {dtype}", value_node)
@@ -182,8 +184,15 @@ class StructInfoParser:
 
     # -- pieces ----------------------------------------------------------------------
     def shape_dim(self, node: ast.expr) -> tir.PrimExpr:
-        """One dimension (or symbolic value): an int, a string naming a symbolic
-        variable, or a PrimExpr over the symbolic variables in scope."""
+        """One dimension: an int, a string naming a symbolic variable, or an integer
+        PrimExpr over the symbolic variables in scope."""
+        value = self.symbolic_value(node)
+        if not value.dtype.startswith(("int", "uint")):
+            raise self.ctx.fail(f"a dimension must be an integer, not {value.dtype}", node)
+        return value
+
+    def symbolic_value(self, node: ast.expr) -> tir.PrimExpr:
+        """A value known at compile time or symbolically (R.Prim(value=...), R.prim_value)."""
         if isinstance(node, ast.Constant):
             if isinstance(node.value, int) and not isinstance(node.value, bool):
                 return tir.IntImm("int64", node.value, span=self.ctx.span(node))
@@ -204,8 +213,13 @@ class StructInfoParser:
             found = self.scope.lookup(text)
             if isinstance(found, tir.Var):
                 return found
-            var = tir.Var(text, "int64", span=self.ctx.span(node))
-            self.symbolic_scope.define(text, var)
+            var = self.string_symbols.get(text)
+            if var is None:
+                var = tir.Var(text, "int64", span=self.ctx.span(node))
+                self.string_symbols[text] = var
+                # A parameter of the same name keeps its name; the string still finds `var`.
+                if not isinstance(self.symbolic_scope.names.get(text), Var):
+                    self.symbolic_scope.define(text, var)
             return var
         try:
             parsed = ast.parse(text, mode="eval").body
@@ -269,6 +283,20 @@ _READERS = {
     "Prim": StructInfoParser._sinfo_prim,
     "Callable": StructInfoParser._sinfo_callable,
 }
+
+
+METADATA_MESSAGE = (
+    "the data of this value is in a metadata section that the file does not hold"
+    " (TVM omits it unless printed with show_meta=True)"
+)
+
+
+def _is_metadata(node: ast.expr) -> bool:
+    """`metadata["kind"][i]`: a reference into TVM's metadata section."""
+    return (
+        isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript)
+        and isinstance(node.value.value, ast.Name) and node.value.value.id == "metadata"
+    )
 
 
 def _take(args: list, index: int, kwargs: dict, key: str):
