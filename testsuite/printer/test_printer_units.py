@@ -185,6 +185,8 @@ def test_fragments_print_on_their_own():
     assert script(tir.BufferRegion(buffer, (tir.Range(i, two),))).strip() == "A[i:i + 2]"
     assert script(tir.Range(tir.IntImm("int32", 0), two)).strip() == "I.Range(0, 2)"
     assert script(tir.BufferLoad(buffer, (tir.Ramp(i, two, 4),))).strip() == "A[i:i + 8:2]"
+    scalar = tir.Buffer("S", (), "float32")
+    assert script(tir.BufferStore(scalar, tir.BufferLoad(scalar, ()), ())).strip() == "S[()] = S[()]"
 
 
 def test_printing_a_megabyte_module_is_fast():

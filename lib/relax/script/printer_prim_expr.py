@@ -145,7 +145,7 @@ class PrimExprPrinter:
         buffer = self.buffer_name(node.buffer)
         if node.buffer in self.scalars:
             return Expr(buffer)
-        return Expr(f"{buffer}[{', '.join(self.indices(node.indices))}]")
+        return Expr(f"{buffer}[{index_text(self.indices(node.indices))}]")
 
     def buffer_name(self, buffer: tir.Buffer) -> str:
         name = self.ctx.name_of(buffer)
@@ -180,6 +180,11 @@ class PrimExprPrinter:
         if node.op in _DTYPE_FIRST:
             args = [doc.string_text(node.dtype)] + args
         return doc.call(self.ctx.tir(name), args)
+
+
+def index_text(indices: list[str]) -> str:
+    """The inside of `A[...]`; a 0-d buffer is indexed with `()`, as TVM prints it."""
+    return ", ".join(indices) if indices else "()"
 
 
 def _plus(base, offset: int):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..ir import tir
 from . import printer_doc as doc
-from .printer_prim_expr import PrimExprPrinter
+from .printer_prim_expr import PrimExprPrinter, index_text
 
 INDENT = "    "
 
@@ -170,7 +170,7 @@ class TirPrinter:
                 parts.append(start)
             else:
                 parts.append(f"{start}:{self.expr(_region_stop(rng.min, rng.extent))}")
-        return f"{self.exprs.buffer_name(region.buffer)}[{', '.join(parts)}]"
+        return f"{self.exprs.buffer_name(region.buffer)}[{index_text(parts)}]"
 
     # -- statements -------------------------------------------------------------------
     def stmt(self, node) -> list[str]:
@@ -188,7 +188,7 @@ class TirPrinter:
     def _BufferStore(self, node: tir.BufferStore) -> list[str]:
         if node.buffer in self.exprs.scalars:
             return [f"{self.exprs.buffer_name(node.buffer)} = {self.expr(node.value)}"]
-        target = f"{self.exprs.buffer_name(node.buffer)}[{', '.join(self.exprs.indices(node.indices))}]"
+        target = f"{self.exprs.buffer_name(node.buffer)}[{index_text(self.exprs.indices(node.indices))}]"
         return [f"{target} = {self.expr(node.value)}"]
 
     def _Evaluate(self, node: tir.Evaluate) -> list[str]:
