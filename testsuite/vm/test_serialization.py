@@ -197,3 +197,16 @@ def test_export_dispatches_on_suffix(tmp_path):
     finally:
         del EXPORTERS[".vmx"]
     assert written == [(exe, str(tmp_path / "a.vmx"))]
+
+
+def test_empty_tensor_with_absurd_extent_is_refused():
+    ib = relax.vm.ExecBuilder()
+    with ib.function("main", num_inputs=0):
+        ib.emit_call("f", args=[np.zeros((0, 3))], dst=ib.r(0))
+        ib.emit_ret(ib.r(0))
+    data = ib.get().save_to_bytes()
+    shape_words = (2).to_bytes(4, "little") + (0).to_bytes(8, "little") + (3).to_bytes(8, "little")
+    patched = data[:-4].replace(shape_words, shape_words[:12] + (1 << 62).to_bytes(8, "little"))
+    assert patched != data[:-4]
+    with pytest.raises(FormatError, match=r"tensor constant of shape \(0, 4611686018427387904\)"):
+        Executable.load_from_bytes(_with_fixed_checksum(patched))

@@ -52,7 +52,13 @@ def canonical_constant(value: Any, depth: int = 0) -> Any:
         return value
     if isinstance(value, np.dtype):
         return DataType.from_numpy(value)
-    if value is None or isinstance(value, str):
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UserError("a string constant must be valid Unicode (it holds a lone surrogate)") from None
+        return value
+    if value is None:
         return value
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
@@ -179,7 +185,10 @@ def _read_tensor(reader: Reader) -> np.ndarray:
         elements *= extent
     if nbytes != elements * dtype.numpy.itemsize:
         raise reader.fail(f"tensor constant of shape {shape} and dtype {dtype} has {nbytes} bytes")
-    array = np.frombuffer(bytes(reader.take(nbytes)), dtype=dtype.numpy).reshape(shape)
+    try:
+        array = np.frombuffer(bytes(reader.take(nbytes)), dtype=dtype.numpy).reshape(shape)
+    except ValueError as error:  # an empty tensor with absurd extents
+        raise reader.fail(f"tensor constant of shape {shape}: {error}") from None
     if dtype.numpy == np.bool_ and array.view(np.uint8).max(initial=0) > 1:
         raise reader.fail("bool tensor constant holds a byte other than 0 or 1")
     return array  # frombuffer on bytes is read-only, as constants are

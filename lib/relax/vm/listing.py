@@ -74,7 +74,7 @@ def function_text(exe: Executable, info: FuncInfo) -> str:
 
 
 def function_metadata(info: FuncInfo) -> str:
-    params = json.dumps(list(info.param_names), ensure_ascii=False)
+    params = json.dumps(list(info.param_names))  # ASCII: a listing line never splits
     return f"  @{info.name} num_inputs={info.num_args} registers={info.register_file_size} params={params}\n"
 
 
@@ -138,7 +138,15 @@ def _py_arg(exe: Executable, word: int) -> str:
         return f"ib.imm({value})"
     if kind == ArgKind.CONST_INDEX:
         return f"ib.c({value})"
-    return f"ib.f({json.dumps(_func_name(exe, value))})"
+    return f"ib.f({_py_str(_func_name(exe, value))})"
+
+
+def _py_str(text: str) -> str:
+    """An exact Python literal, double-quoted like TVM's as_python when that needs no escape."""
+    literal = repr(text)
+    if literal.startswith("'") and '"' not in text:
+        literal = '"' + literal[1:-1] + '"'
+    return literal
 
 
 def _py_float(value: float) -> str:
@@ -156,7 +164,7 @@ def py_constant(value) -> str:
     if isinstance(value, float):
         return _py_float(value)
     if isinstance(value, str):
-        return json.dumps(value)
+        return _py_str(value)
     if isinstance(value, DataType):
         return f"DataType({value.code}, {value.bits}, {value.lanes})"
     if isinstance(value, ShapeTuple):
@@ -177,7 +185,7 @@ def _py_instruction(exe: Executable, instr: Instruction) -> str:
         args = ", ".join(_py_arg(exe, word) for word in instr.args)
         dst = instr.field("dst")
         tail = "" if dst == VOID_REGISTER else f", dst=ib.r({dst})"
-        return f"ib.emit_call({json.dumps(_func_name(exe, instr.field('func_index')))}, args=[{args}]{tail})"
+        return f"ib.emit_call({_py_str(_func_name(exe, instr.field('func_index')))}, args=[{args}]{tail})"
     if instr.opcode == Opcode.RET:
         return f"ib.emit_ret(ib.r({instr.field('result')}))"
     if instr.opcode == Opcode.GOTO:
@@ -200,19 +208,19 @@ def as_python(exe: Executable) -> str:
     ]
     for info in exe.func_table:
         if info.kind == FuncKind.VM_TIR_FUNC:
-            lines.append(f"ib.declare_function({json.dumps(info.name)}, kind=\"vm_tir_func\", "
+            lines.append(f"ib.declare_function({_py_str(info.name)}, kind=\"vm_tir_func\", "
                          f"num_inputs={info.num_args}, param_names={list(info.param_names)!r}, "
                          f"register_file_size={info.register_file_size})")
         else:
-            lines.append(f"ib.declare_function({json.dumps(info.name)}, kind=\"{_KIND_NAMES[info.kind]}\")")
+            lines.append(f"ib.declare_function({_py_str(info.name)}, kind=\"{_KIND_NAMES[info.kind]}\")")
     for value in exe.constants:
         lines.append(f"ib.add_constant({py_constant(value)})")
     for index, scope in sorted(exe.memory_scopes.items()):
-        lines.append(f"ib.set_memory_scope(ib.c({index}), {json.dumps(scope)})")
+        lines.append(f"ib.set_memory_scope(ib.c({index}), {_py_str(scope)})")
     for info in exe.func_table:
         if info.kind != FuncKind.VM_FUNC:
             continue
-        lines.append(f"with ib.function({json.dumps(info.name)}, num_inputs={info.num_args}, "
+        lines.append(f"with ib.function({_py_str(info.name)}, num_inputs={info.num_args}, "
                      f"param_names={list(info.param_names)!r}, register_file_size={info.register_file_size}):")
         lines.extend(f"    {_py_instruction(exe, instr)}" for instr in exe.instructions(info))
     lines.append("exe = ib.get()")

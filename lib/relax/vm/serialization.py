@@ -128,6 +128,8 @@ def load_executable(data: bytes, source: str = "<bytes>") -> Executable:
         verify(exe)
     except FormatError as error:
         raise type(error)(f"'{source}': {error}") from None
+    except (ValueError, OverflowError, MemoryError) as error:  # a safety net: bad data is never a crash
+        raise FormatError(f"'{source}': malformed data: {error}") from None
     return exe
 
 

@@ -20,7 +20,7 @@ from .isa import (
     decode_instruction, register_name,
 )
 
-MAX_REGISTERS = 1 << 24
+MAX_REGISTERS = 1 << 20  # a register file is a Python list made at every call
 # Names appear bare in listings (`call  NAME in: ...`, `f[NAME]`), so they must not
 # hold the characters that delimit them there.
 _NAME = re.compile(r"[^\s,\[\]\";:=()]+")
@@ -31,7 +31,7 @@ class VerificationError(FormatError):
 
 
 def valid_function_name(name: str) -> bool:
-    return bool(_NAME.fullmatch(name))
+    return bool(_NAME.fullmatch(name)) and name.isprintable()
 
 
 def verify(exe: Executable) -> None:
