@@ -194,3 +194,23 @@ def test_loop_kinds():
     assert (v.loop_var.dtype, dump(v.min)) == ("int64", I64(0))
     bx = func.body.seq[1]
     assert (bx.kind, bx.thread_tag, dump(bx.extent)) == ("thread_binding", "blockIdx.x", I32(8))
+
+
+def test_quoted_dimensions_point_into_the_string():
+    func, errors = prim_func(src('''
+        @T.prim_func
+        def f(A: T.Buffer(("n * 2",), "float32"), B: T.Buffer(("m +",), "float32")):
+            T.evaluate(0)
+    '''))
+    n = func.buffer_of(func.params[0]).shape[0].a
+    assert (n.name, n.span.line, n.span.column) == ("n", 2, 21)
+    assert errors == [("2:56", "'m +' is not an expression")]
+
+
+def test_vectors_need_lanes():
+    _, errors = prim_func(src('''
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32")):
+            T.evaluate(T.Broadcast(T.float32(0), 0))
+    '''))
+    assert errors == [("3:42", "a vector has at least one lane")]

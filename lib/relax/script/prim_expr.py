@@ -22,7 +22,7 @@ from typing import Callable
 from ..ir import dtype as dt
 from ..ir import tir
 from . import tir_ops
-from .context import ParseContext, Scope
+from .context import ParseAbort, ParseContext, Scope
 from .tir_intrinsics import BINARY_MATH, INTRINSICS, Intrinsic, describe_arity
 from .tir_ops import Operand
 
@@ -109,7 +109,7 @@ _KNOWN_BITS = {
 }
 
 
-def embedded_expression(node: ast.Constant, ctx: ParseContext) -> ast.expr:
+def embedded_expression(node: ast.Constant, ctx: ParseContext, report: bool = True) -> ast.expr:
     """The expression inside a string, as TVM prints symbolic dims: `("n * T.int64(8)",)`.
 
     Locations are moved onto the string in the source, so errors point into it.
@@ -117,6 +117,8 @@ def embedded_expression(node: ast.Constant, ctx: ParseContext) -> ast.expr:
     try:
         parsed = ast.parse(node.value.strip(), mode="eval").body
     except SyntaxError:
+        if not report:
+            raise ParseAbort(node.value) from None
         raise ctx.fail(f"'{node.value}' is not an expression", node) from None
     indent = len(node.value) - len(node.value.lstrip())
     for child in ast.walk(parsed):
@@ -405,11 +407,11 @@ class PrimExprParser:
     def _ramp(self, node: ast.Call) -> tir.PrimExpr:
         self.check_arity(node, "Ramp", 3, 3)
         base, stride = tir_ops.match_types(self.value(node.args[0]), self.value(node.args[1]))
-        return tir.Ramp(base, stride, self.constant_int(node.args[2]))
+        return tir.Ramp(base, stride, self.lane_count(node.args[2]))
 
     def _broadcast(self, node: ast.Call) -> tir.PrimExpr:
         self.check_arity(node, "Broadcast", 2, 2)
-        return tir.Broadcast(self.parse(node.args[0]), self.constant_int(node.args[1]))
+        return tir.Broadcast(self.parse(node.args[0]), self.lane_count(node.args[1]))
 
     def _let(self, node: ast.Call) -> tir.PrimExpr:
         """`T.Let(body, where={x: value})`: x is bound while reading body."""
@@ -471,6 +473,12 @@ class PrimExprParser:
         if not isinstance(argument, ast.Constant) or not isinstance(argument.value, str):
             raise self.ctx.fail("T.StringImm takes a string", argument)
         return tir.StringImm(argument.value)
+
+    def lane_count(self, node: ast.expr) -> int:
+        lanes = self.constant_int(node)
+        if lanes < 1:
+            raise self.ctx.fail("a vector has at least one lane", node)
+        return lanes
 
     def constant_int(self, node: ast.expr) -> int:
         value = self.value(node)

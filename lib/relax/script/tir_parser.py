@@ -18,7 +18,7 @@ import ast
 
 from ..ir import FrozenDict, tir
 from .context import ParseAbort, ParseContext, Scope
-from .prim_expr import is_dtype_name
+from .prim_expr import embedded_expression, is_dtype_name
 from .tir_block_parser import BlockFrame
 from .tir_buffer import BufferParser
 from .tir_stmt_parser import StmtParser
@@ -195,9 +195,9 @@ def _signature_names(func_def: ast.FunctionDef, ctx: ParseContext) -> list[ast.N
                 found.append(child)
             elif isinstance(child, ast.Constant) and isinstance(child.value, str):
                 try:
-                    inner = ast.parse(child.value.strip(), mode="eval")
-                except SyntaxError:
-                    continue
+                    inner = embedded_expression(child, ctx, report=False)
+                except ParseAbort:
+                    continue  # reported where the shape is read
                 found.extend(n for n in ast.walk(inner) if isinstance(n, ast.Name))
     return found
 
