@@ -145,3 +145,28 @@ def test_spans_point_at_source():
     assert binding.value.span.line == 10 and binding.value.span.column == 13
     assert binding.var.span.column == 9
     assert func.params[0].span.source == "test.relax"
+
+
+def test_python_operators_on_relax_values_are_operator_calls():
+    add, less, negative = _values('''
+        @R.function
+        def main(x: R.Tensor((2,), "float32"), y: R.Tensor((2,), "float32")):
+            a = x + y
+            b = x < y
+            c = -x
+            return c
+    ''')
+    assert add.op.name == "relax.add" and less.op.name == "relax.less" and negative.op.name == "relax.negative"
+
+
+def test_index_map_attribute():
+    (call,) = _values('''
+        @R.function
+        def main(x: R.Tensor((2, 3), "float32")):
+            y = R.layout_transform(x, index_map=T.index_map(lambda a, b: (b, a * 2)), pad_value=None)
+            return y
+    ''')
+    mapping = call.attrs["index_map"]
+    a, b = mapping["initial_indices"]
+    first, second = mapping["final_indices"]
+    assert first is b and isinstance(second, tir.Mul) and second.a is a
