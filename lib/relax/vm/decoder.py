@@ -11,7 +11,8 @@ Decoded instructions (first element is the operation):
     (CALL, callable, gather, dst)     dst = callable(*gather(regs))
     (CALL1, callable, slot, dst)      dst = callable(regs[slot])
     (CALL0, callable, None, dst)      dst = callable()
-    (CALL_VM, callee, gather, dst)    push a frame for bytecode function `callee`
+    (CALL_VM, code, gather, dst, template, num_args)   push a frame for a bytecode function
+    (CALL_VM1, code, slot, dst, template)              the same with one argument
     (CALL_CLOSURE, None, gather, dst) vm.builtin.invoke_closure: a bytecode closure gets a
                                       frame in the loop, anything else is called
     (CALL_HOOKED, callable, gather, dst, name, callee)   a call seen by the instrument
@@ -31,7 +32,7 @@ from .builtins import invoke_closure
 from .executable import Executable, FuncInfo
 from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
 
-CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_CLOSURE, CALL_HOOKED = range(9)
+CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_VM1, CALL_CLOSURE, CALL_HOOKED = range(10)
 
 
 @dataclass
@@ -104,8 +105,9 @@ def decode_function(exe: Executable, function: DecodedFunction, vm: Any, constan
         else:
             code.append(_decode_call(exe, instr, [slot_of(word) for word in instr.args], slots, func_pool,
                                      bytecode, hooked))
-    function.template = slots.template
-    function.code = code
+    # Filled in place: the CALL_VM tuples of callers already hold these two lists.
+    function.template[:] = slots.template
+    function.code[:] = code
 
 
 def _decode_call(exe, instr, arg_slots, slots, func_pool, bytecode, hooked) -> tuple:
@@ -118,8 +120,10 @@ def _decode_call(exe, instr, arg_slots, slots, func_pool, bytecode, hooked) -> t
         target = target.impl  # a compiled-TIR function: call its implementation directly
     if hooked:
         return (CALL_HOOKED, target, _gather(arg_slots), dst, exe.func_table[func_index].name, callee)
+    if callee is not None and len(arg_slots) == 1:
+        return (CALL_VM1, callee.code, arg_slots[0], dst, callee.template)
     if callee is not None:
-        return (CALL_VM, callee, _gather(arg_slots), dst)
+        return (CALL_VM, callee.code, _gather(arg_slots), dst, callee.template, callee.num_args)
     if target is invoke_closure and len(arg_slots) >= 2:
         return (CALL_CLOSURE, None, _gather(arg_slots), dst)
     if len(arg_slots) == 0:

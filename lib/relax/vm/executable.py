@@ -34,7 +34,7 @@ class FuncInfo:
     param_names: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(eq=False)  # identity equality: compare executables by their bytes
 class Executable:
     func_table: list[FuncInfo] = field(default_factory=list)
     constants: list[Any] = field(default_factory=list)

@@ -22,7 +22,9 @@ from ..runtime.errors import VMError
 from ..runtime.objects import Closure, ShapeTuple
 from ..runtime.registry import get_global_func
 from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
-from .decoder import CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, GOTO, IF, RET, decode_function, empty_function
+from .decoder import (
+    CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function, empty_function,
+)
 from .executable import Executable
 from .isa import FuncKind
 
@@ -105,6 +107,7 @@ class VirtualMachine:
         for function in bytecode:
             if function is not None:
                 decode_function(self.exe, function, self, self.constants, self.func_pool, bytecode, hooked)
+        self._function_of_code = {id(function.code): function for function in bytecode if function is not None}
         return bytecode
 
     def allocator(self, device_index: int):
@@ -143,7 +146,8 @@ class VirtualMachine:
         regs[:function.num_args] = args
         code = function.code
         pc = 0
-        stack: list = []
+        stack: list = []  # caller frames: (code, pc, regs, dst)
+        max_frames = MAX_FRAMES
         try:
             while True:
                 instr = code[pc]
@@ -158,24 +162,34 @@ class VirtualMachine:
                     regs[instr[3]] = instr[1]()
                     pc += 1
                 elif op == RET:
-                    value = regs[instr[1]]
                     if not stack:
-                        return value
-                    code, pc, regs, dst, function = stack.pop()
+                        return regs[instr[1]]
+                    value = regs[instr[1]]
+                    code, pc, regs, dst = stack.pop()
                     regs[dst] = value
                     pc += 1
                 elif op == GOTO:
                     pc = instr[1]
                 elif op == IF:
                     pc = pc + 1 if regs[instr[1]] else instr[2]
+                elif op == CALL_VM1:
+                    if len(stack) >= max_frames:
+                        raise VMError(f"call stack overflow: more than {max_frames} nested calls")
+                    stack.append((code, pc, regs, instr[3]))
+                    value = regs[instr[2]]
+                    regs = instr[4].copy()
+                    regs[0] = value
+                    code = instr[1]
+                    pc = 0
                 elif op == CALL_VM:
-                    callee = instr[1]
-                    if len(stack) >= MAX_FRAMES:
-                        raise VMError(f"call stack overflow: more than {MAX_FRAMES} nested calls")
-                    stack.append((code, pc, regs, instr[3], function))
-                    new_regs = callee.template.copy()
-                    new_regs[:callee.num_args] = instr[2](regs)
-                    regs, code, pc, function = new_regs, callee.code, 0, callee
+                    if len(stack) >= max_frames:
+                        raise VMError(f"call stack overflow: more than {max_frames} nested calls")
+                    stack.append((code, pc, regs, instr[3]))
+                    values = instr[2](regs)
+                    regs = instr[4].copy()
+                    regs[:instr[5]] = values
+                    code = instr[1]
+                    pc = 0
                 elif op == CALL_CLOSURE:
                     # invoke_closure(vm, closure, *args): a bytecode closure runs in this loop, so
                     # recursion through closures does not recurse in Python either.
@@ -187,12 +201,13 @@ class VirtualMachine:
                         if len(args) != callee.num_args:
                             raise VMError(f"closure of '{callee.name}' called with {len(args)} arguments, "
                                           f"it takes {callee.num_args}")
-                        if len(stack) >= MAX_FRAMES:
-                            raise VMError(f"call stack overflow: more than {MAX_FRAMES} nested calls")
-                        stack.append((code, pc, regs, instr[3], function))
-                        new_regs = callee.template.copy()
-                        new_regs[:callee.num_args] = args
-                        regs, code, pc, function = new_regs, callee.code, 0, callee
+                        if len(stack) >= max_frames:
+                            raise VMError(f"call stack overflow: more than {max_frames} nested calls")
+                        stack.append((code, pc, regs, instr[3]))
+                        regs = callee.template.copy()
+                        regs[:callee.num_args] = args
+                        code = callee.code
+                        pc = 0
                     else:
                         regs[instr[3]] = self.invoke_closure(*args[1:])
                         pc += 1
@@ -200,19 +215,20 @@ class VirtualMachine:
                     regs[instr[3]] = self._hooked_call(instr, regs)
                     pc += 1
         except Exception as error:  # noqa: BLE001 - every failure gets the VM backtrace
-            raise self._with_backtrace(error, stack, function, pc) from error
+            raise self._with_backtrace(error, stack, code, pc) from error
 
-    def _with_backtrace(self, error: Exception, stack: list, function, pc: int) -> VMError:
-        frames = [(f.name, p) for _, p, _, _, f in stack] + [(function.name, pc)]
+    def _with_backtrace(self, error: Exception, stack: list, code: list, pc: int) -> VMError:
+        frames = tuple((self._function_of_code[id(c)].name, p) for c, p, _, _ in stack)
+        frames += ((self._function_of_code[id(code)].name, pc),)
         if isinstance(error, VMError):
-            return VMError(error.message, tuple(frames) + error.backtrace)
+            return VMError(error.message, frames + error.backtrace)
         if isinstance(error, RecursionError):
-            message = "Python recursion limit reached (calls through closures or packed functions nest too deeply)"
+            message = "Python recursion limit reached (calls through packed functions nest too deeply)"
         elif isinstance(error, UserError):
             message = str(error)
         else:
             message = f"{type(error).__name__}: {error}"
-        return VMError(message, tuple(frames))
+        return VMError(message, frames)
 
     def _hooked_call(self, instr: tuple, regs: list):
         _, target, gather, dst, name, callee = instr
