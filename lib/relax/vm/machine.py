@@ -217,9 +217,12 @@ class VirtualMachine:
         except Exception as error:  # noqa: BLE001 - every failure gets the VM backtrace
             raise self._with_backtrace(error, stack, code, pc) from error
 
+    def _frame_name(self, code: list) -> str:
+        function = self._function_of_code.get(id(code))
+        return function.name if function is not None else "<replaced by set_instrument>"
+
     def _with_backtrace(self, error: Exception, stack: list, code: list, pc: int) -> VMError:
-        frames = tuple((self._function_of_code[id(c)].name, p) for c, p, _, _ in stack)
-        frames += ((self._function_of_code[id(code)].name, pc),)
+        frames = tuple((self._frame_name(c), p) for c, p, _, _ in stack) + ((self._frame_name(code), pc),)
         if isinstance(error, VMError):
             return VMError(error.message, frames + error.backtrace)
         if isinstance(error, RecursionError):
