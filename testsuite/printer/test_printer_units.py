@@ -192,7 +192,7 @@ def test_fragments_print_on_their_own():
 def test_printing_a_megabyte_module_is_fast():
     x = ir.Var("x", tensor(16, 16))
     bindings, previous = [], x
-    for index in range(8000):
+    for index in range(14000):
         var = ir.Var(f"lv{index}", tensor(16, 16))
         bindings.append(ir.VarBinding(var, add(previous, x)))
         previous = var
@@ -200,5 +200,5 @@ def test_printing_a_megabyte_module_is_fast():
     start = time.perf_counter()
     text = script(module)
     elapsed = time.perf_counter() - start
-    assert len(text) > 500_000
-    assert elapsed < 1.0 * len(text) / 1_000_000 + 0.5, f"printing {len(text)} bytes took {elapsed:.2f}s"
+    assert len(text) >= 1_000_000
+    assert elapsed < 1.0, f"printing {len(text)} bytes took {elapsed:.2f}s"

@@ -9,6 +9,7 @@ table that decides where an operator expression needs parentheses.
 from __future__ import annotations
 
 import math
+import re
 
 # Python operator precedence, as TVM's doc printer ranks it (higher binds tighter).
 PREC_OR = 3
@@ -83,11 +84,14 @@ def float_text(value: float) -> str:
     return _format_double(value)
 
 
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\x7f"\\]')
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def string_text(value: str) -> str:
     """A double-quoted string literal with C-style escapes of quotes and control characters."""
+    if _NEEDS_ESCAPE.search(value) is None:
+        return f'"{value}"'
     pieces = []
     for char in value:
         escaped = _ESCAPES.get(char)
