@@ -201,28 +201,56 @@ _BINARY = ["relax.add", "relax.multiply", "relax.subtract"]
 
 @st.composite
 def relax_functions(draw) -> ir.Function:
-    """A random well-formed Relax function over (n, 4) tensors with a dataflow block."""
+    """A random well-formed Relax function over (n, 4) tensors: a dataflow block of
+    operator calls, constants and tuples, then perhaps a match_cast and an if."""
     n = tir.Var("n", "int64")
     dtype = draw(st.sampled_from(["float32", "float16", "int32"]))
     params = [ir.Var(f"p{k}", tensor((n, 4), dtype)) for k in range(draw(st.integers(1, 3)))]
+    flag = ir.Var("flag", ir.PrimStructInfo("bool"))
     available: list[ir.Var] = list(params)
     bindings = []
-    for index in range(draw(st.integers(1, 8))):
-        kind = draw(st.sampled_from(["unary", "binary", "const"]))
+
+    def bind(value, info):
+        var = ir.DataflowVar(f"lv{len(bindings)}", info)
+        bindings.append(ir.VarBinding(var, value))
+        return var
+
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["unary", "binary", "const", "tuple"]))
         if kind == "unary":
             value = ir.Call(op(draw(st.sampled_from(_UNARY))), (draw(st.sampled_from(available)),))
         elif kind == "binary":
             value = ir.Call(op(draw(st.sampled_from(_BINARY))),
                             (draw(st.sampled_from(available)), draw(st.sampled_from(available))))
-        else:
+        elif kind == "const":
             data = draw(st.lists(st.floats(width=16, allow_nan=True), min_size=4, max_size=4))
             const = ir.Constant(np.array(data, dtype="float16").astype(dtype) if dtype != "int32"
                                 else np.arange(4, dtype="int32"))
             value = ir.Call(op("relax.add"), (draw(st.sampled_from(available)), const),
                             ir.FrozenDict(scale=draw(st.floats(allow_nan=False)), tag=draw(st.text(max_size=4))))
-        var = ir.DataflowVar(f"lv{index}", tensor((n, 4), dtype))
-        bindings.append(ir.VarBinding(var, value))
-        available.append(var)
+        else:
+            fields = (draw(st.sampled_from(available)), draw(st.sampled_from(available)))
+            pair = bind(ir.Tuple(fields), ir.TupleStructInfo((tensor((n, 4), dtype),) * 2))
+            value = ir.TupleGetItem(pair, draw(st.integers(0, 1)))
+        available.append(bind(value, tensor((n, 4), dtype)))
     out = ir.Var("gv", tensor((n, 4), dtype))
     bindings.append(ir.VarBinding(out, draw(st.sampled_from(available[len(params):]))))
-    return ir.Function(tuple(params), seq(bindings, out, dataflow=True), tensor((n, 4), dtype))
+    blocks = [ir.DataflowBlock(tuple(bindings))]
+    result = out
+    tail = []
+    if draw(st.booleans()):
+        m = tir.Var("m", "int64")
+        result = ir.Var("cast", tensor((m, 4), dtype))
+        tail.append(ir.MatchCast(result, out, tensor((m, 4), dtype)))
+    if draw(st.booleans()):
+        params.append(flag)
+        inner = ir.Var("inner", result.struct_info)
+        then = ir.SeqExpr((ir.BindingBlock((ir.VarBinding(inner, ir.Call(op("relax.exp"), (result,))),)),), inner)
+        chosen = ir.Var("chosen", result.struct_info)
+        tail.append(ir.VarBinding(chosen, ir.If(flag, then, ir.SeqExpr((), result))))
+        result = chosen
+    if tail:
+        blocks.append(ir.BindingBlock(tuple(tail)))
+    # A symbolic variable the body defines (m) cannot appear in the return annotation.
+    ret = tensor((n, 4), dtype) if result.struct_info.shape_values[0] is n else ir.TensorStructInfo(None, dtype, 2)
+    return ir.Function(tuple(params), ir.SeqExpr(tuple(blocks), result), ret)

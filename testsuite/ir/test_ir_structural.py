@@ -2,7 +2,8 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from irbuild import i64, tensor
 
 import irbuild
@@ -173,6 +174,34 @@ def test_random_functions_equal_themselves_and_their_mutated_copies(func):
 
     renamed = Rename().visit(func)
     assert _equal(func, renamed)
+
+
+@settings(max_examples=40, deadline=None)
+@given(irbuild.relax_functions(), st.data())
+def test_changing_one_operator_breaks_equality(func, data):
+    from relax.ir.analysis import collect
+    from relax.ir.visitor import Mutator
+
+    ops = collect(func, lambda node: isinstance(node, ir.Op))
+    assume(ops)
+    target = data.draw(st.sampled_from(ops))
+
+    class Rename(Mutator):
+        def visit_Op(self, node):
+            return ir.Op(node.name + "_changed") if node is target else node
+
+    changed = Rename().visit(func)
+    assert not structural_equal(func, changed)
+    assert structural_hash(func) != structural_hash(changed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(irbuild.prim_exprs([tir.Var("n", "int64"), tir.Var("m", "int64")]),
+       irbuild.prim_exprs([tir.Var("n", "int64"), tir.Var("m", "int64")]))
+def test_hash_agrees_with_equality_on_random_prim_exprs(a, b):
+    if structural_equal(a, b, map_free_vars=True):
+        assert structural_hash(a) == structural_hash(b)
+    assert structural_equal(a, a) and structural_hash(a) == structural_hash(a)
 
 
 def test_linear_on_a_large_module():

@@ -2,12 +2,15 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from irbuild import i64, op, seq, tensor
 
 import irbuild
 from relax import ir
 from relax.diagnostics import Span
 from relax.ir import tir
+from relax.ir.visitor import pre_order
 from relax.ir.well_formed import check_well_formed
 
 
@@ -31,6 +34,18 @@ def _func(params, bindings, result, dataflow=False, ret=None):
                                   lambda: _module(irbuild.add_function(), irbuild.symbolic_function())])
 def test_clean_ir_has_no_diagnostics(make):
     assert _messages(make()) == []
+
+
+def test_assert_well_formed_raises_every_diagnostic():
+    from relax.diagnostics import DiagnosticError
+    from relax.ir import assert_well_formed
+
+    x, y = ir.Var("x"), ir.Var("y")
+    bad = _module(_func([x], [ir.VarBinding(y, ir.Call(op("relax.add"), (ir.Var("a"), ir.Var("b"))))], y))
+    with pytest.raises(DiagnosticError) as info:
+        assert_well_formed(bad)
+    assert len(info.value.diagnostics) == 2
+    assert_well_formed(irbuild.module())
 
 
 def test_undefined_relax_variable():
@@ -166,6 +181,25 @@ def test_annotation_against_a_variable_value_and_return_annotation():
         'variable \'y\' is annotated R.Tensor((2, 2), dtype="float32") but its value is R.Tensor((4,), dtype="float32")',
         'function \'main\' is annotated to return R.Tensor((5,), dtype="float32") but returns R.Tensor((4,), dtype="float32")',
     ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(irbuild.relax_functions())
+def test_random_functions_are_well_formed(func):
+    assert _messages(_module(main=func)) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(irbuild.relax_functions(), st.data())
+def test_dropping_a_used_binding_is_reported(func, data):
+    block = func.body.blocks[0]
+    index = data.draw(st.integers(0, len(block.bindings) - 1))
+    dropped = block.bindings[index].var
+    kept = block.bindings[:index] + block.bindings[index + 1:]
+    body = func.body.with_fields(blocks=(block.with_fields(bindings=kept),) + func.body.blocks[1:])
+    still_used = any(node is dropped for node in pre_order(body))
+    messages = _messages(_module(main=func.with_fields(body=body)))
+    assert messages == ([f"variable '{dropped.name_hint}' is used but not defined"] if still_used else [])
 
 
 # -- TIR ----------------------------------------------------------------------------

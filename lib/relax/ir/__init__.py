@@ -28,4 +28,4 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 from .visitor import (
     ExprMutator, ExprVisitor, Mutator, StmtExprMutator, StmtExprVisitor, Visitor, post_order, pre_order, walk,
 )
-from .well_formed import check_well_formed
+from .well_formed import assert_well_formed, check_well_formed

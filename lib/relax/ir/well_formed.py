@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, DiagnosticError
 from . import expr as rx
 from . import struct_info as si
 from . import tir_expr as tir
@@ -216,3 +216,10 @@ def check_well_formed(node: IRModule | rx.Function | PrimFunc) -> list[Diagnosti
             checker = _RelaxChecker(diagnostics, names, name)
             checker.visit(func)
     return diagnostics
+
+
+def assert_well_formed(node: IRModule | rx.Function | PrimFunc) -> None:
+    """Raises DiagnosticError with every violation, if there is any (for passes and tests)."""
+    diagnostics = check_well_formed(node)
+    if diagnostics:
+        raise DiagnosticError(diagnostics)
