@@ -202,3 +202,14 @@ def test_printing_a_megabyte_module_is_fast():
     elapsed = time.perf_counter() - start
     assert len(text) >= 1_000_000
     assert elapsed < 1.0, f"printing {len(text)} bytes took {elapsed:.2f}s"
+
+
+def test_float_tensor_constants_keep_non_finite_values():
+    data = np.array([[0.5, math.inf], [math.nan, -math.inf]], dtype="float32")
+    x = ir.Var("x", tensor(2, 2))
+    y = ir.Var("y", tensor(2, 2))
+    func = relax_function([x], [ir.VarBinding(y, add(x, ir.Constant(data)))], y, tensor(2, 2))
+    text = script(ir.IRModule.from_functions({"main": func}))
+    assert 'R.const([[0.5, "inf"], ["nan", "-inf"]], "float32")' in text
+    constant = parse(text)["main"].body.blocks[0].bindings[0].value.args[1]
+    np.testing.assert_array_equal(constant.data, data)  # equal_nan: nan positions must match
