@@ -83,7 +83,8 @@ def register(op: OpDef) -> OpDef:
 
 
 # The modules that register operators, one per family; importing one registers it.
-FAMILY_MODULES = ("binary", "unary", "activation", "reduction", "normalization", "linear_algebra", "manipulation", "creation", "call")
+FAMILY_MODULES = ("binary", "unary", "activation", "reduction", "normalization", "linear_algebra", "manipulation", "creation", "call",
+                  "nn_conv")
 
 
 def _load_families() -> None:
