@@ -18,8 +18,8 @@ import gc
 
 from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError, Span
-from .context import DIALECTS, ModuleRef, ParseAbort, ParseContext, Scope
-from .relax_literals import attr_dict
+from .context import ModuleRef, ParseAbort, ParseContext, Scope
+from .relax_literals import attr_dict, attr_value
 from .relax_parser import RelaxFunctionParser, symbolic_declaration
 
 # `from tvm.script import tirx as T` is what newer TVM prints for the TIR dialect.
@@ -233,17 +233,11 @@ class ModuleParser:
         """`I.vdevice("llvm", 0, "global")` as a dictionary of its fields."""
         if isinstance(node, ast.Call) and self.ctx.dialect_of(node.func) == ("ir", "vdevice"):
             names = ("target", "vdevice_id", "memory_scope")
-            fields = dict(zip(names, (attr_dict_value(self.ctx, a) for a in node.args)))
+            fields = dict(zip(names, (attr_value(a, self.ctx) for a in node.args)))
             for keyword in node.keywords:
-                fields[keyword.arg] = attr_dict_value(self.ctx, keyword.value)
+                fields[keyword.arg] = attr_value(keyword.value, self.ctx)
             return ir.FrozenDict({"kind": "vdevice", **fields})
         raise self.ctx.fail("expected a global info such as I.vdevice(\"llvm\", 0, \"global\")", node)
-
-
-def attr_dict_value(ctx: ParseContext, node: ast.expr):
-    from .relax_literals import attr_value
-
-    return attr_value(node, ctx)
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -264,6 +258,3 @@ def _dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
-
-
-__all__ = ["parse_module", "DIALECTS"]

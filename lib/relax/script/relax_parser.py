@@ -5,11 +5,8 @@ A function body is a list of statements that become binding blocks:
     x: ANNOT = expr / x = expr       a VarBinding (struct info from the annotation, or None)
     y = R.match_cast(x, SINFO)       a MatchCast binding
     with R.dataflow(): ... R.output(a, b)
-                                     a DataflowBlock: its variables are DataflowVars
-                                     except those that R.output lists, which stay visible
-    if c: ...  else: ...             both branches end by assigning the same name, which
-                                     becomes the variable bound to the If; the branches
-                                     are SeqExprs whose body is that last value
+                                     a DataflowBlock (see relax_control)
+    if c: ...  else: ...             a variable bound to an If (see relax_control)
     R.print(...)                     an expression statement, bound to a variable `_`
     @R.function def inner(...)       a local function bound to a variable
     n = T.int64()                    declares symbolic variable n (read before the params)
@@ -24,55 +21,15 @@ independent errors of a function are reported together.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
 from .. import ir
 from ..ir import tir
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .prim_expr import is_known_dtype
+from .relax_control import BindingBlocks, ControlFlowParser, DataflowState
 from .relax_expr import ExprParser
 from .relax_literals import attr_dict
 from .relax_struct_info import _describe
-
-
-@dataclass
-class _Blocks:
-    """Collects bindings into blocks: consecutive plain bindings share a BindingBlock."""
-
-    blocks: list = field(default_factory=list)
-    bindings: list = field(default_factory=list)
-
-    def add(self, binding: ir.Binding) -> None:
-        self.bindings.append(binding)
-
-    def add_dataflow(self, block: ir.DataflowBlock) -> None:
-        self.flush()
-        self.blocks.append(block)
-
-    def flush(self) -> None:
-        if self.bindings:
-            self.blocks.append(ir.BindingBlock(tuple(self.bindings)))
-            self.bindings = []
-
-    def finish(self) -> tuple[ir.BindingBlock, ...]:
-        self.flush()
-        return tuple(self.blocks)
-
-
-@dataclass
-class _Dataflow:
-    """The dataflow block being parsed: the names its R.output makes visible after it."""
-
-    outputs: dict[str, ast.expr]
-
-
-@dataclass
-class _BranchResult:
-    blocks: tuple
-    name: str
-    value: ir.Expr
-    struct_info: ir.StructInfo | None
-    target: ast.AST
 
 
 def function_options(ctx: ParseContext, decorator: ast.expr) -> tuple[bool, bool]:
@@ -103,7 +60,7 @@ def symbolic_declaration(ctx: ParseContext, value: ast.expr) -> tir.Var | None:
     return (tir.SizeVar if size_var else tir.Var)("", dialect[1])
 
 
-class RelaxFunctionParser(ExprParser):
+class RelaxFunctionParser(ControlFlowParser, ExprParser):
     def __init__(self, ctx: ParseContext, parent_scope: Scope, module_symbols: dict[str, str] | None = None):
         self.ctx = ctx
         self.scope = parent_scope.child()
@@ -163,7 +120,7 @@ class RelaxFunctionParser(ExprParser):
         return params
 
     def _function_body(self, func_def: ast.FunctionDef) -> tuple[tuple, ir.Expr]:
-        builder = _Blocks()
+        builder = BindingBlocks()
         result = None
         returned = False
         for stmt in func_def.body:
@@ -185,7 +142,7 @@ class RelaxFunctionParser(ExprParser):
         return builder.finish(), result
 
     # -- statements ------------------------------------------------------------------------
-    def _statement(self, stmt: ast.stmt, builder: _Blocks, dataflow: _Dataflow | None, top_level: bool = False) -> None:
+    def _statement(self, stmt: ast.stmt, builder: BindingBlocks, dataflow: DataflowState | None, top_level: bool = False) -> None:
         try:
             if isinstance(stmt, ast.Expr):
                 self._expression_statement(stmt, builder, dataflow, top_level)
@@ -210,7 +167,7 @@ class RelaxFunctionParser(ExprParser):
                 if self.scope.lookup(name) is None:
                     self.scope.define(name, ir.Var(name))
 
-    def _expression_statement(self, stmt: ast.Expr, builder: _Blocks, dataflow, top_level: bool) -> None:
+    def _expression_statement(self, stmt: ast.Expr, builder: BindingBlocks, dataflow, top_level: bool) -> None:
         value = stmt.value
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return  # a docstring
@@ -227,7 +184,7 @@ class RelaxFunctionParser(ExprParser):
         expr = self.expr(value)
         builder.add(ir.VarBinding(self._make_var("_", None, stmt, dataflow), expr, span=self.ctx.span(stmt)))
 
-    def _assign(self, stmt: ast.Assign, builder: _Blocks, dataflow) -> None:
+    def _assign(self, stmt: ast.Assign, builder: BindingBlocks, dataflow) -> None:
         target = self._single_target(stmt.targets)
         if symbolic_declaration(self.ctx, stmt.value) is not None:
             return  # declared before the parameters were read
@@ -236,7 +193,7 @@ class RelaxFunctionParser(ExprParser):
             return
         self._bind(stmt, target, None, stmt.value, builder, dataflow)
 
-    def _ann_assign(self, stmt: ast.AnnAssign, builder: _Blocks, dataflow) -> None:
+    def _ann_assign(self, stmt: ast.AnnAssign, builder: BindingBlocks, dataflow) -> None:
         target = self._single_target([stmt.target])
         if stmt.value is None:
             raise self.ctx.fail(f"'{target.id}' is declared without a value", stmt)
@@ -248,7 +205,7 @@ class RelaxFunctionParser(ExprParser):
             raise self.ctx.fail("assign to one name; unpack a tuple with x[0], x[1], ...", where)
         return targets[0]
 
-    def _bind(self, stmt, target: ast.Name, annotation, value_node, builder: _Blocks, dataflow) -> None:
+    def _bind(self, stmt, target: ast.Name, annotation, value_node, builder: BindingBlocks, dataflow) -> None:
         binding = self._binding(stmt, target, annotation, value_node, dataflow)
         builder.add(binding)
         self.scope.define(target.id, binding.var)
@@ -268,123 +225,12 @@ class RelaxFunctionParser(ExprParser):
             raise self.ctx.fail("R.match_cast takes a value and the struct info to match: R.match_cast(x, R.Tensor(...))", node)
         return self.expr(node.args[0]), self.struct_info(node.args[1])
 
-    def _make_var(self, name: str, info, node: ast.AST, dataflow: _Dataflow | None) -> ir.Var:
+    def _make_var(self, name: str, info, node: ast.AST, dataflow: DataflowState | None) -> ir.Var:
         kind = ir.DataflowVar if dataflow is not None and name not in dataflow.outputs else ir.Var
         return kind(name, info, span=self.ctx.span(node))
 
-    # -- with R.dataflow() ------------------------------------------------------------------
-    def _with(self, stmt: ast.With, builder: _Blocks, dataflow) -> None:
-        item = stmt.items[0].context_expr if len(stmt.items) == 1 else None
-        is_dataflow = (
-            isinstance(item, ast.Call) and not item.args and not item.keywords
-            and self.ctx.dialect_of(item.func) == ("relax", "dataflow")
-        )
-        if not is_dataflow or stmt.items[0].optional_vars is not None:
-            raise self.ctx.fail("only `with R.dataflow():` blocks are allowed in a Relax function", stmt)
-        if dataflow is not None:
-            raise self.ctx.fail("dataflow blocks cannot be nested", stmt)
-        body, output_call = stmt.body, None
-        last = body[-1]
-        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and \
-                self.ctx.dialect_of(last.value.func) == ("relax", "output"):
-            body, output_call = body[:-1], last.value
-        state = _Dataflow(self._output_names(output_call) if output_call is not None else {})
-        outer, self.scope = self.scope, self.scope.child()
-        block_scope = self.scope
-        bindings = _Blocks()
-        try:
-            for inner in body:
-                self._dataflow_statement(inner, bindings, state)
-        finally:
-            self.scope = outer
-        for name, node in state.outputs.items():
-            var = block_scope.names.get(name)
-            if not isinstance(var, ir.Var):
-                self.ctx.error(f"R.output of '{name}', which is not defined in this dataflow block", node)
-                var = ir.Var(name)
-            outer.define(name, var)
-        builder.add_dataflow(ir.DataflowBlock(tuple(bindings.bindings), span=self.ctx.span(stmt)))
-
-    def _dataflow_statement(self, stmt: ast.stmt, bindings: _Blocks, state: _Dataflow) -> None:
-        if isinstance(stmt, (ast.If, ast.With)):
-            kind = "if statements" if isinstance(stmt, ast.If) else "nested blocks"
-            self.ctx.error(f"{kind} are not allowed inside a dataflow block", stmt)
-            return
-        self._statement(stmt, bindings, state)
-
-    def _output_names(self, call: ast.Call) -> dict[str, ast.expr]:
-        outputs: dict[str, ast.expr] = {}
-        if call.keywords:
-            self.ctx.error("R.output takes only variables", call.keywords[0])
-        for arg in call.args:
-            if isinstance(arg, ast.Name):
-                outputs[arg.id] = arg
-            else:
-                self.ctx.error("R.output takes only variable names", arg)
-        return outputs
-
-    # -- if / else ----------------------------------------------------------------------------
-    def _if(self, stmt: ast.If, builder: _Blocks, dataflow) -> None:
-        name, value, info, target = self._if_expr(stmt)
-        var = ir.Var(name, info, span=self.ctx.span(target))
-        builder.add(ir.VarBinding(var, value, span=self.ctx.span(stmt)))
-        self.scope.define(name, var)
-
-    def _if_expr(self, stmt: ast.If) -> tuple[str, ir.If, ir.StructInfo | None, ast.AST]:
-        if not stmt.orelse:
-            raise self.ctx.fail("an if statement in a Relax function needs an else branch", stmt)
-        cond = self._guarded(lambda: self.expr(stmt.test))
-        then_branch = self._branch(stmt.body)
-        else_branch = self._branch(stmt.orelse)
-        if then_branch is None or else_branch is None or cond is None:
-            raise ParseAbort("if statement has errors")
-        if then_branch.name != else_branch.name:
-            raise self.ctx.fail(
-                f"both branches must end by assigning the same variable, but the then branch assigns"
-                f" '{then_branch.name}' and the else branch '{else_branch.name}'",
-                else_branch.target,
-                (self.ctx.note(f"'{then_branch.name}' assigned here", then_branch.target),),
-            )
-        info = then_branch.struct_info if then_branch.struct_info is not None else else_branch.struct_info
-        value = ir.If(
-            cond,
-            ir.SeqExpr(then_branch.blocks, then_branch.value, span=self.ctx.span(stmt.body[0])),
-            ir.SeqExpr(else_branch.blocks, else_branch.value, span=self.ctx.span(stmt.orelse[0])),
-            span=self.ctx.span(stmt),
-        )
-        return then_branch.name, value, info, then_branch.target
-
-    def _branch(self, stmts: list[ast.stmt]) -> _BranchResult | None:
-        outer, self.scope = self.scope, self.scope.child()
-        try:
-            builder = _Blocks()
-            for stmt in stmts[:-1]:
-                self._statement(stmt, builder, None)
-            return self._branch_result(stmts[-1], builder)
-        except ParseAbort:
-            return None
-        finally:
-            self.scope = outer
-
-    def _branch_result(self, last: ast.stmt, builder: _Blocks) -> _BranchResult:
-        if isinstance(last, ast.If):
-            name, value, info, target = self._if_expr(last)
-            return _BranchResult(builder.finish(), name, value, info, target)
-        if isinstance(last, ast.Assign):
-            target, annotation = self._single_target(last.targets), None
-        elif isinstance(last, ast.AnnAssign) and last.value is not None:
-            target, annotation = self._single_target([last.target]), last.annotation
-        else:
-            raise self.ctx.fail("a branch must end by assigning the result of the if: `r = ...`", last)
-        binding = self._binding(last, target, annotation, last.value, None)
-        if isinstance(binding, ir.MatchCast):
-            # The cast must still happen: keep it and let the branch yield its variable.
-            builder.add(binding)
-            return _BranchResult(builder.finish(), target.id, binding.var, binding.var.struct_info, target)
-        return _BranchResult(builder.finish(), target.id, binding.value, binding.var.struct_info, target)
-
     # -- local functions ---------------------------------------------------------------------
-    def _local_function(self, stmt: ast.FunctionDef, builder: _Blocks, dataflow) -> None:
+    def _local_function(self, stmt: ast.FunctionDef, builder: BindingBlocks, dataflow) -> None:
         decorator = stmt.decorator_list[0] if len(stmt.decorator_list) == 1 else None
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         if decorator is None or self.ctx.dialect_of(target) != ("relax", "function"):

@@ -1,0 +1,175 @@
+"""Control flow in Relax function bodies: `with R.dataflow():` blocks and if/else.
+
+    with R.dataflow():               a DataflowBlock: its variables are DataflowVars,
+        ...                          except those R.output lists, which stay visible
+        R.output(a, b)               after the block
+    if c: ... else: ...              both branches end by assigning the same name, which
+                                     becomes the variable bound to the If (TVM's rule);
+                                     each branch is a SeqExpr whose body is that value
+
+The statements inside are read by the function parser (relax_parser), which this
+mixin is part of.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .. import ir
+from .context import ParseAbort
+
+
+@dataclass
+class BindingBlocks:
+    """Collects bindings into blocks: consecutive plain bindings share a BindingBlock."""
+
+    blocks: list = field(default_factory=list)
+    bindings: list = field(default_factory=list)
+
+    def add(self, binding: ir.Binding) -> None:
+        self.bindings.append(binding)
+
+    def add_dataflow(self, block: ir.DataflowBlock) -> None:
+        self.flush()
+        self.blocks.append(block)
+
+    def flush(self) -> None:
+        if self.bindings:
+            self.blocks.append(ir.BindingBlock(tuple(self.bindings)))
+            self.bindings = []
+
+    def finish(self) -> tuple[ir.BindingBlock, ...]:
+        self.flush()
+        return tuple(self.blocks)
+
+
+@dataclass
+class DataflowState:
+    """The dataflow block being parsed: the names its R.output makes visible after it."""
+
+    outputs: dict[str, ast.expr]
+
+
+@dataclass
+class _BranchResult:
+    blocks: tuple
+    name: str
+    value: ir.Expr
+    struct_info: ir.StructInfo | None
+    target: ast.AST
+
+
+class ControlFlowParser:
+    """Reads dataflow blocks and if/else; expects the statement and binding readers
+    of RelaxFunctionParser (`_statement`, `_binding`, `_single_target`, `_guarded`)."""
+
+    def _with(self, stmt: ast.With, builder: BindingBlocks, dataflow) -> None:
+        item = stmt.items[0].context_expr if len(stmt.items) == 1 else None
+        is_dataflow = (
+            isinstance(item, ast.Call) and not item.args and not item.keywords
+            and self.ctx.dialect_of(item.func) == ("relax", "dataflow")
+        )
+        if not is_dataflow or stmt.items[0].optional_vars is not None:
+            raise self.ctx.fail("only `with R.dataflow():` blocks are allowed in a Relax function", stmt)
+        if dataflow is not None:
+            raise self.ctx.fail("dataflow blocks cannot be nested", stmt)
+        body, output_call = stmt.body, None
+        last = body[-1]
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and \
+                self.ctx.dialect_of(last.value.func) == ("relax", "output"):
+            body, output_call = body[:-1], last.value
+        state = DataflowState(self._output_names(output_call) if output_call is not None else {})
+        outer, self.scope = self.scope, self.scope.child()
+        block_scope = self.scope
+        bindings = BindingBlocks()
+        try:
+            for inner in body:
+                self._dataflow_statement(inner, bindings, state)
+        finally:
+            self.scope = outer
+        for name, node in state.outputs.items():
+            var = block_scope.names.get(name)
+            if not isinstance(var, ir.Var):
+                self.ctx.error(f"R.output of '{name}', which is not defined in this dataflow block", node)
+                var = ir.Var(name)
+            outer.define(name, var)
+        builder.add_dataflow(ir.DataflowBlock(tuple(bindings.bindings), span=self.ctx.span(stmt)))
+
+    def _dataflow_statement(self, stmt: ast.stmt, bindings: BindingBlocks, state: DataflowState) -> None:
+        if isinstance(stmt, (ast.If, ast.With)):
+            kind = "if statements" if isinstance(stmt, ast.If) else "nested blocks"
+            self.ctx.error(f"{kind} are not allowed inside a dataflow block", stmt)
+            return
+        self._statement(stmt, bindings, state)
+
+    def _output_names(self, call: ast.Call) -> dict[str, ast.expr]:
+        outputs: dict[str, ast.expr] = {}
+        if call.keywords:
+            self.ctx.error("R.output takes only variables", call.keywords[0])
+        for arg in call.args:
+            if isinstance(arg, ast.Name):
+                outputs[arg.id] = arg
+            else:
+                self.ctx.error("R.output takes only variable names", arg)
+        return outputs
+
+    # -- if / else ----------------------------------------------------------------------------
+    def _if(self, stmt: ast.If, builder: BindingBlocks, dataflow) -> None:
+        name, value, info, target = self._if_expr(stmt)
+        var = ir.Var(name, info, span=self.ctx.span(target))
+        builder.add(ir.VarBinding(var, value, span=self.ctx.span(stmt)))
+        self.scope.define(name, var)
+
+    def _if_expr(self, stmt: ast.If) -> tuple[str, ir.If, ir.StructInfo | None, ast.AST]:
+        if not stmt.orelse:
+            raise self.ctx.fail("an if statement in a Relax function needs an else branch", stmt)
+        cond = self._guarded(lambda: self.expr(stmt.test))
+        then_branch = self._branch(stmt.body)
+        else_branch = self._branch(stmt.orelse)
+        if then_branch is None or else_branch is None or cond is None:
+            raise ParseAbort("if statement has errors")
+        if then_branch.name != else_branch.name:
+            raise self.ctx.fail(
+                f"both branches must end by assigning the same variable, but the then branch assigns"
+                f" '{then_branch.name}' and the else branch '{else_branch.name}'",
+                else_branch.target,
+                (self.ctx.note(f"'{then_branch.name}' assigned here", then_branch.target),),
+            )
+        info = then_branch.struct_info if then_branch.struct_info is not None else else_branch.struct_info
+        value = ir.If(
+            cond,
+            ir.SeqExpr(then_branch.blocks, then_branch.value, span=self.ctx.span(stmt.body[0])),
+            ir.SeqExpr(else_branch.blocks, else_branch.value, span=self.ctx.span(stmt.orelse[0])),
+            span=self.ctx.span(stmt),
+        )
+        return then_branch.name, value, info, then_branch.target
+
+    def _branch(self, stmts: list[ast.stmt]) -> _BranchResult | None:
+        outer, self.scope = self.scope, self.scope.child()
+        try:
+            builder = BindingBlocks()
+            for stmt in stmts[:-1]:
+                self._statement(stmt, builder, None)
+            return self._branch_result(stmts[-1], builder)
+        except ParseAbort:
+            return None
+        finally:
+            self.scope = outer
+
+    def _branch_result(self, last: ast.stmt, builder: BindingBlocks) -> _BranchResult:
+        if isinstance(last, ast.If):
+            name, value, info, target = self._if_expr(last)
+            return _BranchResult(builder.finish(), name, value, info, target)
+        if isinstance(last, ast.Assign):
+            target, annotation = self._single_target(last.targets), None
+        elif isinstance(last, ast.AnnAssign) and last.value is not None:
+            target, annotation = self._single_target([last.target]), last.annotation
+        else:
+            raise self.ctx.fail("a branch must end by assigning the result of the if: `r = ...`", last)
+        binding = self._binding(last, target, annotation, last.value, None)
+        if isinstance(binding, ir.MatchCast):
+            # The cast must still happen: keep it and let the branch yield its variable.
+            builder.add(binding)
+            return _BranchResult(builder.finish(), target.id, binding.var, binding.var.struct_info, target)
+        return _BranchResult(builder.finish(), target.id, binding.value, binding.var.struct_info, target)
