@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from ..ir import FrozenDict, tir
+from ..ir import FrozenDict
 from ..ir.node import Node, node
 from .context import ParseContext, Scope
 from .prim_expr import PrimExprParser
