@@ -44,7 +44,13 @@ def _parse_module(text: str, source_name: str) -> ir.IRModule:
         tree = ast.parse(text, filename=source_name)
     except SyntaxError as error:
         raise DiagnosticError([_syntax_error(error, source_name)]) from None
-    module = ModuleParser(ctx).parse(tree)
+    except (ValueError, RecursionError, MemoryError) as error:  # NUL bytes, absurd nesting
+        raise DiagnosticError([Diagnostic("error", f"cannot read {source_name}: {error}")]) from None
+    try:
+        module = ModuleParser(ctx).parse(tree)
+    except RecursionError:
+        ctx.error("expressions or blocks are nested too deeply to parse", None)
+        module = None
     # Functions are read in two passes; report in source order, as a reader expects.
     ctx.diagnostics.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
     ctx.raise_if_errors()
