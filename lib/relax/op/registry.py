@@ -83,8 +83,19 @@ def register(op: OpDef) -> OpDef:
 
 
 # The modules that register operators, one per family; importing one registers it.
-FAMILY_MODULES = ("binary", "unary", "activation", "reduction", "normalization", "linear_algebra", "manipulation", "creation", "call",
-                  "nn_conv")
+FAMILY_MODULES = (
+    "binary",
+    "unary",
+    "activation",
+    "reduction",
+    "normalization",
+    "linear_algebra",
+    "manipulation",
+    "creation",
+    "call",
+    "nn_conv",
+    "indexing",
+)
 
 
 def _load_families() -> None:
