@@ -59,6 +59,16 @@ def test_as_text_special_registers_function_args_and_sections():
     assert "  c[5] = tensor float64 [20, 20] base64 " in text
 
 
+def test_source_locations_section():
+    exe = PROGRAMS["shape_heap"]()
+    assert exe.as_text().endswith('.source_locations\n  main+0001 "model.relax:2:14"\n  main+0002 "model.relax:2:14"\n')
+    assert '    ib.set_source_location("model.relax:2:14")\n' in exe.as_python()
+    assert "    ib.set_source_location(None)\n" in exe.as_python()
+    text = exe.as_text().replace("main+0002", "main+0099")
+    with pytest.raises(DiagnosticError, match="'main\\+0099' is not an instruction of this listing"):
+        assemble(text)
+
+
 def test_as_text_of_one_function():
     text = PROGRAMS["recursion"]().as_text(func="fib")
     assert text.startswith("@fib:\n") and "@fact" not in text and ".constants" not in text

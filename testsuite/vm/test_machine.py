@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from relax.diagnostics import UserError
-from relax.runtime import Closure, ShapeTuple, VMError, register_func, remove_global_func
+from relax.runtime import Closure, Frame, ShapeTuple, VMError, register_func, remove_global_func
 from relax.vm import Executable, ExecBuilder, VirtualMachine, VMInstrumentReturnKind
 from vm_programs import PROGRAMS, register_callbacks, round_trip
 
@@ -104,7 +104,8 @@ def test_shape_mismatch_names_function_parameter_expected_and_got():
     message = str(info.value)
     assert "fn=main" in message and "param=x" in message
     assert "shape[1] mismatch to specified constant: expected 4, got 5" in message
-    assert info.value.backtrace == (("main", 2),)
+    assert info.value.backtrace == (Frame("main", 2, "model.relax:2:14"),)
+    assert info.value.format_backtrace() == "  [0] main+0002  model.relax:2:14\n"
     with pytest.raises(VMError, match=r"expected Tensor with dtype float32 but got float16"):
         vm["main"](np.ones((3, 4), np.float16))
     with pytest.raises(VMError, match=r"param=x.*expected Tensor with ndim 2 but got 1"):
@@ -180,12 +181,13 @@ def test_packed_function_errors_carry_a_vm_backtrace():
         ib.emit_ret(ib.r(1))
     with ib.function("inner", num_inputs=1):
         ib.emit_call("vm.builtin.copy", args=[ib.r(0)], dst=ib.r(1))
+        ib.set_source_location("model.relax:9:3")
         ib.emit_call("test.vm.fail", args=[ib.r(1)], dst=ib.r(1))
         ib.emit_ret(ib.r(1))
     with pytest.raises(VMError, match="ValueError: kernel exploded") as info:
         VirtualMachine(round_trip(ib.get()))["main"](1)
-    assert info.value.backtrace == (("main", 0), ("inner", 1))
-    assert info.value.format_backtrace() == "  [0] main+0000\n  [1] inner+0001\n"
+    assert info.value.backtrace == (Frame("main", 0), Frame("inner", 1, "model.relax:9:3"))
+    assert info.value.format_backtrace() == "  [0] main+0000\n  [1] inner+0001  model.relax:9:3\n"
 
 
 def test_python_api_argument_checks():

@@ -117,6 +117,8 @@ def _base():
      "cannot hold 1 arguments"),
     (lambda e: e.func_table.__setitem__(1, dataclasses.replace(e.func_table[0])), "defined twice"),
     (lambda e: e.memory_scopes.__setitem__(4, "global"), r"constant c\[4\], which does not exist"),
+    (lambda e: e.source_locations.__setitem__(99, "m.relax:1:1"), "instruction 99, which does not exist"),
+    (lambda e: e.source_locations.__setitem__(0, "two\nlines"), "bad source location"),
 ])
 def test_verifier_refuses_structurally_bad_files(mutate, message):
     exe = _base()

@@ -161,10 +161,12 @@ def shape_heap():
     ib = ExecBuilder()
     with ib.function("main", num_inputs=1, param_names=["x"]):
         ib.emit_call("vm.builtin.alloc_shape_heap", args=[ib.r("vm"), ib.imm(1)], dst=ib.r(1))
+        ib.set_source_location("model.relax:2:14")
         ib.emit_call("vm.builtin.check_tensor_info",
                      args=[ib.r(0), ib.imm(2), DataType.parse("float32"), ERR_CTX])
         ib.emit_call("vm.builtin.match_shape",
                      args=[ib.r(0), ib.r(1), ib.imm(2), ib.imm(1), ib.imm(0), ib.imm(0), ib.imm(4), ERR_CTX])
+        ib.set_source_location(None)
         ib.emit_call("vm.builtin.make_shape", args=[ib.r(1), ib.imm(2), ib.imm(1), ib.imm(0), ib.imm(0),
                                                     ib.imm(4)], dst=ib.r(2))
         ib.emit_call("vm.builtin.make_shape", args=[ib.r(1), ib.imm(1), ib.imm(1), ib.imm(0)], dst=ib.r(3))

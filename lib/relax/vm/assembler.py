@@ -23,6 +23,7 @@ _BYTECODE = re.compile(r"@(\S+):")
 _METADATA = re.compile(r"@(\S+) num_inputs=(\d+) registers=(\d+) params=(\[.*\])")
 _SCOPE = re.compile(r"c\[(\d+)\] (\".*\")")
 _CONSTANT = re.compile(r"c\[(\d+)\] = ")
+_LOCATION = re.compile(r"(\S+)\+(\d+) (\".*\")")
 _REGISTER = re.compile(r"%(\d+|vm|void)")
 _INT = re.compile(r"-?\d+")
 
@@ -48,13 +49,14 @@ def assemble(text: str, source: str = "<listing>") -> Executable:
     SOURCES.add(source, text)
     lines = [_Line(source, number, raw) for number, raw in enumerate(text.splitlines(), start=1)]
     functions: list[_Function] = []
+    locations: list[tuple[_Line, str]] = []
     exe = Executable()
     section = "code"
     for line in lines:
         stripped = line.text.strip()
         if not stripped:
             continue
-        if stripped in (".functions", ".memory_scopes", ".constants"):
+        if stripped in (".functions", ".memory_scopes", ".constants", ".source_locations"):
             section = stripped[1:]
             continue
         if section == "code":
@@ -63,8 +65,10 @@ def assemble(text: str, source: str = "<listing>") -> Executable:
             _metadata_line(line, stripped, functions)
         elif section == "memory_scopes":
             _scope_line(line, stripped, exe)
-        else:
+        elif section == "constants":
             _constant_line(line, stripped, exe)
+        else:
+            locations.append((line, stripped))
     names = {function.name: index for index, function in enumerate(functions)}
     code, problems = {}, []
     for function in functions:
@@ -79,8 +83,23 @@ def assemble(text: str, source: str = "<listing>") -> Executable:
         raise DiagnosticError(problems)
     for function in functions:
         _emit_function(exe, function, [code[id(line)] for line in function.body])
+    for line, stripped in locations:
+        _location_line(line, stripped, exe)
     verify(exe)
     return exe
+
+
+def _location_line(line: _Line, stripped: str, exe: Executable) -> None:
+    match = _LOCATION.fullmatch(stripped)
+    if not match:
+        raise line.error('expected \'NAME+OFFSET "location"\'')
+    info = next((f for f in exe.func_table if f.name == match.group(1) and f.kind == FuncKind.VM_FUNC), None)
+    if info is None or int(match.group(2)) >= info.end_instr - info.start_instr:
+        raise line.error(f"'{match.group(1)}+{match.group(2)}' is not an instruction of this listing")
+    try:
+        exe.source_locations[info.start_instr + int(match.group(2))] = json.loads(match.group(3))
+    except json.JSONDecodeError:
+        raise line.error("bad quoted source location") from None
 
 
 def _code_line(line: _Line, stripped: str, functions: list[_Function]) -> None:

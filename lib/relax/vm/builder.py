@@ -47,6 +47,7 @@ class _Function:
         self.register_file_size = 0
         self.param_names: tuple[str, ...] = ()
         self.code: list[Instruction] = []
+        self.locations: list[str | None] = []  # source location of each instruction
 
 
 class ExecBuilder:
@@ -57,6 +58,7 @@ class ExecBuilder:
         self._constant_index: dict[tuple, int] = {}
         self._memory_scopes: dict[int, str] = {}
         self._current: _Function | None = None
+        self._location: str | None = None
         self.imports: list[Any] = []
 
     # ---- argument words --------------------------------------------------------------
@@ -156,6 +158,7 @@ class ExecBuilder:
         function.num_args = num_inputs
         function.param_names = params
         self._current = function
+        self._location = None
         try:
             yield
         finally:
@@ -214,10 +217,20 @@ class ExecBuilder:
 
     # ---- instructions ------------------------------------------------------------------
 
+    def set_source_location(self, location: str | None) -> None:
+        """The instructions emitted next come from `location` ("model.relax:7:5"); None: unknown.
+
+        Locations travel in the executable and show in VM backtraces. Each function starts unknown.
+        """
+        if location is not None and (not isinstance(location, str) or not location or not location.isprintable()):
+            raise VerificationError(f"bad source location {location!r}")
+        self._location = location
+
     def _emit(self, instr: Instruction) -> None:
         if self._current is None:
             raise VerificationError("instructions must be emitted inside `with ib.function(...)`")
         self._current.code.append(instr)
+        self._current.locations.append(self._location)
 
     def emit_call(self, name: str, args=None, dst: int | None = None) -> None:
         words = [self._argument(arg) for arg in (args or [])]
@@ -282,7 +295,9 @@ class ExecBuilder:
             if not function.defined:
                 raise VerificationError(f"function '{function.name}' is declared but never given a body")
             start = len(exe.instr_offset)
-            for instr in function.code:
+            for instr, location in zip(function.code, function.locations):
+                if location is not None:
+                    exe.source_locations[len(exe.instr_offset)] = location
                 exe.instr_offset.append(len(exe.instr_data))
                 exe.instr_data.extend(instr.words())
             end = len(exe.instr_offset)

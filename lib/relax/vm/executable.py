@@ -41,6 +41,9 @@ class Executable:
     memory_scopes: dict[int, str] = field(default_factory=dict)  # constant index -> scope
     instr_offset: list[int] = field(default_factory=list)
     instr_data: list[int] = field(default_factory=list)
+    # Where each instruction came from ("model.relax:7:5"), by global instruction index; for
+    # VM backtraces. Optional: an instruction without an entry has no known location.
+    source_locations: dict[int, str] = field(default_factory=dict)
     # Kernel libraries (objects with get_function(name)); in memory only, never in a .vmo.
     imports: list[Any] = field(default_factory=list)
 

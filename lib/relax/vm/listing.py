@@ -7,6 +7,7 @@ the listing could not be assembled back into the same file:
     .functions        @name num_inputs=N registers=R params=["x", "y"]
     .memory_scopes    c[i] "scope"
     .constants        c[i] = <constant>      (constant_text.py)
+    .source_locations name+0004 "model.relax:7:5"
 
 as_python prints an ExecBuilder program that rebuilds the same bytes when run.
 """
@@ -93,7 +94,18 @@ def as_text(exe: Executable, func: str | None = None) -> str:
     if exe.constants:
         parts.append(".constants\n")
         parts.extend(f"  c[{index}] = {format_constant(value)}\n" for index, value in enumerate(exe.constants))
+    if exe.source_locations:
+        parts.append(".source_locations\n")
+        for info in exe.func_table:
+            for index in range(info.start_instr, info.end_instr):
+                if index in exe.source_locations:
+                    parts.append(f"  {instruction_address(info, index)} {json.dumps(exe.source_locations[index])}\n")
     return "".join(parts)
+
+
+def instruction_address(info: FuncInfo, index: int) -> str:
+    """`main+0004`: a function and the position of an instruction in it."""
+    return f"{info.name}+{index - info.start_instr:04d}"
 
 
 # ---- stats ---------------------------------------------------------------------------------
@@ -222,6 +234,11 @@ def as_python(exe: Executable) -> str:
             continue
         lines.append(f"with ib.function({_py_str(info.name)}, num_inputs={info.num_args}, "
                      f"param_names={list(info.param_names)!r}, register_file_size={info.register_file_size}):")
-        lines.extend(f"    {_py_instruction(exe, instr)}" for instr in exe.instructions(info))
+        location = None
+        for index in range(info.start_instr, info.end_instr):
+            if exe.source_locations.get(index) != location:
+                location = exe.source_locations.get(index)
+                lines.append(f"    ib.set_source_location({None if location is None else _py_str(location)})")
+            lines.append(f"    {_py_instruction(exe, exe.get_instruction(index))}")
     lines.append("exe = ib.get()")
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ import numpy as np
 from ..diagnostics import UserError
 from ..runtime.allocator import make_allocator
 from ..runtime.device import CPU, Device, cpu
-from ..runtime.errors import VMError
+from ..runtime.errors import Frame, VMError
 from ..runtime.objects import Closure, ShapeTuple
 from ..runtime.registry import get_global_func
 from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
@@ -217,12 +217,14 @@ class VirtualMachine:
         except Exception as error:  # noqa: BLE001 - every failure gets the VM backtrace
             raise self._with_backtrace(error, stack, code, pc) from error
 
-    def _frame_name(self, code: list) -> str:
+    def _frame(self, code: list, pc: int) -> Frame:
         function = self._function_of_code.get(id(code))
-        return function.name if function is not None else "<replaced by set_instrument>"
+        if function is None:
+            return Frame("<replaced by set_instrument>", pc)
+        return Frame(function.name, pc, self.exe.source_locations.get(function.start_instr + pc))
 
     def _with_backtrace(self, error: Exception, stack: list, code: list, pc: int) -> VMError:
-        frames = tuple((self._frame_name(c), p) for c, p, _, _ in stack) + ((self._frame_name(code), pc),)
+        frames = tuple(self._frame(c, p) for c, p, _, _ in stack) + (self._frame(code, pc),)
         if isinstance(error, VMError):
             return VMError(error.message, frames + error.backtrace)
         if isinstance(error, RecursionError):

@@ -45,6 +45,11 @@ def verify(exe: Executable) -> None:
             raise VerificationError(f"memory scope given for constant c[{const_index}], which does not exist")
         if not scope:
             raise VerificationError(f"empty memory scope for constant c[{const_index}]")
+    for index, location in exe.source_locations.items():
+        if not 0 <= index < len(exe.instr_offset):
+            raise VerificationError(f"source location given for instruction {index}, which does not exist")
+        if not location or not location.isprintable():
+            raise VerificationError(f"bad source location {location!r} for instruction {index}")
 
 
 def _verify_table(exe: Executable) -> None:
