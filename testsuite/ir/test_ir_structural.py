@@ -130,6 +130,29 @@ def test_free_vars_compare_by_identity_unless_mapped():
     assert structural_equal(tir.Add(n, m), tir.Add(m, n), map_free_vars=True)
 
 
+def test_free_symbolic_vars_in_a_module_compare_by_identity():
+    def module(n):
+        # n is used in a shape value, not introduced by any struct info: it is free.
+        x = ir.Var("x", tensor((4,)))
+        y = ir.Var("y")
+        func = ir.Function((x,), irbuild.seq([ir.VarBinding(y, ir.Call(ir.Op("relax.reshape"), (x, ir.ShapeExpr((n,)))))], y))
+        return ir.IRModule.from_functions({"main": func})
+
+    n = tir.Var("n", "int64")
+    assert _equal(module(n), module(n))
+    assert not structural_equal(module(n), module(tir.Var("n", "int64")))
+    assert structural_equal(module(n), module(tir.Var("n", "int64")), map_free_vars=True)
+
+
+def test_attribute_dicts_bind_their_own_tir_vars():
+    def layout_call():
+        a, b = tir.Var("a", "int64"), tir.Var("b", "int64")
+        index_map = ir.FrozenDict(initial_indices=(a, b), final_indices=(b, a))
+        return ir.Call(ir.Op("relax.layout_transform"), (), ir.FrozenDict(index_map=index_map))
+
+    assert _equal(layout_call(), layout_call())
+
+
 def test_tir_let_and_loop_vars_are_bound():
     def let(name):
         v = tir.Var(name, "int32")

@@ -1,7 +1,7 @@
 """Visitor, Mutator and the analysis helpers built on them."""
 
 import irbuild
-from irbuild import i64, tensor
+from irbuild import i64
 
 from relax import ir
 from relax.ir import tir

@@ -29,11 +29,14 @@ from typing import Any
 import numpy as np
 
 from . import expr as rx
+from . import struct_info as si
 from . import tir_expr as tir
 from .node import FrozenDict, Node, field_names
 from .registry import definition_fields, key_of, scoped_field_order
 
 _VARIABLE_TYPES = (rx.Var, tir.Var)
+# Nodes inside which a first-seen TIR variable may be a definition (see symbol_definitions).
+_SYMBOLIC_CONTEXTS = (si.StructInfo, rx.ShapeExpr, tir.PrimExpr, tir.Range)
 
 
 class _Tokens:
@@ -132,6 +135,11 @@ class _Tokens:
 
     def node(self, node: Node) -> None:
         self._enter(node)
+        saved = self.defining_symbols
+        if saved and not isinstance(node, _SYMBOLIC_CONTEXTS):
+            # Only struct info and the expressions inside it define symbols; a
+            # function held in a dict (IRModule.functions) starts afresh.
+            self.defining_symbols = False
         if isinstance(node, _VARIABLE_TYPES):
             self.variable_use(node)
         elif isinstance(node, tir.Buffer):
@@ -140,6 +148,7 @@ class _Tokens:
             self.match_cast(node)
         else:
             self.fields(node)
+        self.defining_symbols = saved
         self._leave()
 
     def fields(self, node: Node, skip: tuple[str, ...] = ()) -> None:
