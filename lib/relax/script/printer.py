@@ -8,7 +8,8 @@ statements and buffers print on their own as TVM's repr of them does. The text
 always ends with one newline.
 
 The work is split by dialect: printer_relax (functions, bindings, expressions),
-printer_struct_info, printer_tir (PrimFuncs and statements), printer_prim_expr
+printer_struct_info, printer_tir (PrimFuncs and statements), printer_tir_block
+(T.sblock), printer_prim_expr, printer_values (shared helpers)
 and printer_doc (literals and precedence); printer_context holds names in scope.
 """
 
@@ -19,7 +20,8 @@ from ..ir import tir
 from ..ir.struct_info import StructInfo
 from .printer_context import PrintContext
 from .printer_relax import EMPTY_COMMENT, RelaxPrinter
-from .printer_tir import TirPrinter, indent
+from .printer_tir import TirPrinter
+from .printer_values import indent
 
 
 def script(node) -> str:

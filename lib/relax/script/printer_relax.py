@@ -20,7 +20,7 @@ from ..ir import struct_info as si
 from . import printer_doc as doc
 from .printer_prim_expr import PrimExprPrinter
 from .printer_struct_info import StructInfoPrinter, same_struct_info
-from .printer_tir import attr_value, indent
+from .printer_values import attr_value, indent
 
 EMPTY_COMMENT = "\x00"  # a `#`-less empty comment line: indentation only, as TVM prints it
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ir import struct_info as si
 from ..ir import tir
 from . import printer_doc as doc
-from .printer_tir import same_expr
+from .printer_values import same_expr
 
 
 def same_struct_info(a, b) -> bool:

@@ -11,47 +11,14 @@ from __future__ import annotations
 from ..ir import tir
 from . import printer_doc as doc
 from .printer_prim_expr import PrimExprPrinter, index_text
+from .printer_tir_block import BlockPrinting, contains_block
+from .printer_values import add_folded, attr_value, indent, is_true
 
-INDENT = "    "
-
-_AXIS_KINDS = {"DataPar": ("spatial", "S"), "CommReduce": ("reduce", "R"), "Ordered": ("scan", None), "Opaque": ("opaque", None)}
 _LOOP_KINDS = {"parallel": "parallel", "vectorized": "vectorized", "unrolled": "unroll", "serial": "serial"}
 _SCOPED_ALLOC = {"local": "alloc_local", "shared": "alloc_shared"}
 
 
-def indent(lines: list[str]) -> list[str]:
-    return [INDENT + line if line else line for line in lines]
-
-
-def same_expr(a, b) -> bool:
-    """Structural equality of two PrimExprs with variables compared by identity."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (tir.IntImm, tir.FloatImm)):
-        return a.dtype == b.dtype and a.value == b.value
-    if isinstance(a, tir.BinaryOp):
-        return same_expr(a.a, b.a) and same_expr(a.b, b.b)
-    return False
-
-
-def contains_block(stmt) -> bool:
-    if isinstance(stmt, (tir.Block, tir.BlockRealize)):
-        return True
-    for value in vars(stmt).values():
-        if isinstance(value, tir.Stmt) and contains_block(value):
-            return True
-        if isinstance(value, tuple) and any(isinstance(v, tir.Stmt) and contains_block(v) for v in value):
-            return True
-    return False
-
-
-def _is_true(expr) -> bool:
-    return expr is None or (isinstance(expr, tir.IntImm) and expr.value == 1)
-
-
-class TirPrinter:
+class TirPrinter(BlockPrinting):
     def __init__(self, ctx):
         self.ctx = ctx
         self.exprs = PrimExprPrinter(ctx, "int32", on_free_var=self._free_var)
@@ -73,7 +40,7 @@ class TirPrinter:
             attrs = {k: v for k, v in func.attrs.items()
                      if not (k == "global_symbol" and v == name) and k != "s_tir"}
             if attrs:
-                body.append(f"{ctx.tir('func_attr')}({attr_text(ctx, self.exprs, attrs)})")
+                body.append(f"{ctx.tir('func_attr')}({attr_value(ctx, self.exprs, attrs)})")
             body.extend(self._function_body(func.body))
             ret = f" -> {ctx.tir(func.ret_type)}" if func.ret_type not in (None, "void") else ""
             decorator = self._decorator(func)
@@ -99,28 +66,6 @@ class TirPrinter:
         if buffer.data is not None:
             self.ctx.define_alias(buffer.data, f"{name}.data")
         return f"{name}: {self.buffer_call('Buffer', buffer, signature=True, dtype_always=True)}"
-
-    def _function_body(self, body) -> list[str]:
-        root = body.block if isinstance(body, tir.BlockRealize) else None
-        if root is not None and self._is_implicit_root(body):
-            lines = ['# with T.sblock("root"):']
-            lines.extend(self._alloc_buffers(root.alloc_buffers, "sblock_alloc_buffer"))
-            return lines + self.stmt(root.body)
-        return self.stmt(body)
-
-    @staticmethod
-    def _is_implicit_root(realize: tir.BlockRealize) -> bool:
-        block = realize.block
-        if realize.iter_values or not _is_true(realize.predicate):
-            return False
-        if block.annotations or block.match_buffers or block.reads or block.writes or block.init is not None:
-            return False
-        inner = block.body
-        if block.alloc_buffers:
-            return True
-        if isinstance(inner, tir.BlockRealize):
-            return bool(inner.block.iter_vars)
-        return contains_block(inner)
 
     # -- buffers ----------------------------------------------------------------------
     def buffer_call(self, method: str, buffer: tir.Buffer, signature=False, dtype_always=False, args=()) -> str:
@@ -161,16 +106,6 @@ class TirPrinter:
                 self.ctx.define_alias(buffer.data, f"{name}.data")
             lines.append(f"{name} = {text}")
         return lines
-
-    def region(self, region: tir.BufferRegion) -> str:
-        parts = []
-        for rng in region.region:
-            start = self.expr(rng.min)
-            if isinstance(rng.extent, tir.IntImm) and rng.extent.value == 1:
-                parts.append(start)
-            else:
-                parts.append(f"{start}:{self.expr(_region_stop(rng.min, rng.extent))}")
-        return f"{self.exprs.buffer_name(region.buffer)}[{index_text(parts)}]"
 
     # -- statements -------------------------------------------------------------------
     def stmt(self, node) -> list[str]:
@@ -264,7 +199,7 @@ class TirPrinter:
             return lines + self.stmt(declared.body)
         extents = doc.list_text([self.expr(e) for e in node.extents])
         args = [extents, doc.string_text(node.dtype), doc.string_text(node.scope)]
-        kwargs = [] if _is_true(node.condition) else [("condition", self.expr(node.condition))]
+        kwargs = [] if is_true(node.condition) else [("condition", self.expr(node.condition))]
         text = doc.call(self.ctx.tir("allocate"), args, kwargs)
         name = self.ctx.define(node.buffer_var, node.buffer_var.name)
         return [f"{name} = {text}"] + self.stmt(node.body)
@@ -323,7 +258,7 @@ class TirPrinter:
 
     def _loop_head(self, loop: tir.For) -> str:
         zero_min = isinstance(loop.min, tir.IntImm) and loop.min.value == 0
-        bounds = [self.expr(loop.extent)] if zero_min else [self.expr(loop.min), self.expr(_add(loop.min, loop.extent))]
+        bounds = [self.expr(loop.extent)] if zero_min else [self.expr(loop.min), self.expr(add_folded(loop.min, loop.extent))]
         kwargs = []
         if loop.kind == "thread_binding":
             kwargs.append(("thread", doc.string_text(loop.thread_tag)))
@@ -335,77 +270,6 @@ class TirPrinter:
         if loop.annotations:
             kwargs.append(("annotations", attr_value(self.ctx, self.exprs, loop.annotations)))
         return doc.call(self.ctx.tir(method), bounds, kwargs)
-
-    def _BlockRealize(self, node: tir.BlockRealize) -> list[str]:
-        block = node.block
-        with self.ctx.scope():
-            lines = self._iter_vars(block.iter_vars, node.iter_values)
-            if not _is_true(node.predicate):
-                lines.append(f"{self.ctx.tir('where')}({self.expr(node.predicate)})")
-            lines.append(doc.call(self.ctx.tir("reads"), [self.region(r) for r in block.reads]))
-            lines.append(doc.call(self.ctx.tir("writes"), [self.region(r) for r in block.writes]))
-            if block.annotations:
-                lines.append(f"{self.ctx.tir('sblock_attr')}({attr_value(self.ctx, self.exprs, block.annotations)})")
-            lines.extend(self._alloc_buffers(block.alloc_buffers, "sblock_alloc_buffer"))
-            for match in block.match_buffers:
-                source = self.region(match.source)
-                text = self.buffer_call("match_buffer", match.buffer, args=[source])
-                lines.append(f"{self.ctx.define(match.buffer, match.buffer.name)} = {text}")
-            if block.init is not None:
-                with self.ctx.scope():
-                    init = self.stmt(block.init)
-                lines.append(f"with {self.ctx.tir('init')}():")
-                lines.extend(indent(init or ["pass"]))
-            lines.extend(self.stmt(block.body))
-        return [f"with {self.ctx.tir('sblock')}({doc.string_text(block.name_hint)}):"] + indent(lines)
-
-    def _Block(self, node: tir.Block) -> list[str]:
-        return self._BlockRealize(tir.BlockRealize((), tir.IntImm("bool", 1), node))
-
-    def _iter_vars(self, iter_vars, values) -> list[str]:
-        lines: list[str] = []
-        group: list[int] = []
-
-        def flush():
-            if len(group) == 1:
-                lines.append(single(group[0]))
-            elif group:
-                names = [self.ctx.define(iter_vars[i].var, iter_vars[i].var.name) for i in group]
-                kinds = "".join(_AXIS_KINDS[iter_vars[i].iter_type][1] for i in group)
-                loop_vars = doc.list_text([self.expr(values[i]) for i in group])
-                lines.append(f"{', '.join(names)} = {self.ctx.tir('axis.remap')}({doc.string_text(kinds)}, {loop_vars})")
-            group.clear()
-
-        def single(i: int) -> str:
-            iter_var = iter_vars[i]
-            dom = iter_var.dom
-            if isinstance(dom.min, tir.IntImm) and dom.min.value == 0:
-                dom_text = self.expr(dom.extent)
-            else:
-                dom_text = doc.tuple_text([self.expr(dom.min), self.expr(_add(dom.min, dom.extent))])
-            value = self.expr(values[i]) if i < len(values) else None
-            kind = _AXIS_KINDS.get(iter_var.iter_type, ("opaque", None))[0]
-            name = self.ctx.define(iter_var.var, iter_var.var.name)
-            args = [dom_text] + ([value] if value is not None else [])
-            return f"{name} = {doc.call(self.ctx.tir('axis.' + kind), args)}"
-
-        for i, iter_var in enumerate(iter_vars):
-            if self._remappable(iter_var, values[i] if i < len(values) else None):
-                group.append(i)
-            else:
-                flush()
-                lines.append(single(i))
-        flush()
-        return lines
-
-    def _remappable(self, iter_var: tir.IterVar, value) -> bool:
-        if iter_var.iter_type not in ("DataPar", "CommReduce") or not isinstance(value, tir.Var):
-            return False
-        loop = self.loops.get(value)
-        if loop is None or iter_var.dom is None:
-            return False
-        return same_expr(loop.min, iter_var.dom.min) and same_expr(loop.extent, iter_var.dom.extent)
-
 
 LOCAL_SCALAR = "tir.local_scalar"  # the parser's mark of `x: T.int32 = v` locals
 
@@ -422,21 +286,6 @@ def _starts_with_store(body, buffer) -> bool:
     return isinstance(first, tir.BufferStore) and first.buffer is buffer
 
 
-def _region_stop(start, extent):
-    """start + extent, seeing through an extent written as `stop - start`."""
-    if isinstance(extent, tir.Sub) and same_expr(extent.b, start):
-        return extent.a
-    return _add(start, extent)
-
-
-def _add(a, b):
-    if isinstance(a, tir.IntImm) and isinstance(b, tir.IntImm):
-        return tir.IntImm(a.dtype, a.value + b.value)
-    if isinstance(a, tir.IntImm) and a.value == 0:
-        return b
-    return tir.Add(a, b)
-
-
 def _uses_var(expr, var) -> bool:
     if expr is var:
         return True
@@ -445,33 +294,3 @@ def _uses_var(expr, var) -> bool:
     if isinstance(expr, tuple):
         return any(_uses_var(v, var) for v in expr)
     return False
-
-
-def attr_text(ctx, exprs, attrs) -> str:
-    return attr_value(ctx, exprs, attrs)
-
-
-def attr_value(ctx, exprs, value) -> str:
-    """An attribute value as TVM prints it: dicts with sorted keys, sequences as lists."""
-    from collections.abc import Mapping
-
-    if value is None:
-        return "None"
-    if isinstance(value, bool):
-        return doc.bool_text(value)
-    if isinstance(value, int):
-        return doc.int_text(value)
-    if isinstance(value, float):
-        return doc.float_text(value)
-    if isinstance(value, str):
-        return doc.string_text(value)
-    if isinstance(value, Mapping):
-        items = sorted(value.items(), key=lambda kv: str(kv[0]))
-        return "{" + ", ".join(f"{attr_value(ctx, exprs, k)}: {attr_value(ctx, exprs, v)}" for k, v in items) + "}"
-    if isinstance(value, (tuple, list)):
-        return doc.list_text([attr_value(ctx, exprs, v) for v in value])
-    if isinstance(value, tir.PrimExpr):
-        return exprs.expr(value)
-    if type(value).__name__ == "TargetAttr":
-        return f"{ctx.tir('target')}({attr_value(ctx, exprs, value.config)})"
-    raise TypeError(f"cannot print attribute value {value!r}")
