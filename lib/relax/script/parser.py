@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import warnings
 
 from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError, Span
@@ -41,7 +42,10 @@ def parse_module(text: str, source_name: str = "<string>") -> ir.IRModule:
 def _parse_module(text: str, source_name: str) -> ir.IRModule:
     ctx = ParseContext(source_name, text)
     try:
-        tree = ast.parse(text, filename=source_name)
+        # Python's own warnings (such as "invalid escape sequence") are not ours to print.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=source_name)
     except SyntaxError as error:
         raise DiagnosticError([_syntax_error(error, source_name)]) from None
     except (ValueError, RecursionError, MemoryError) as error:  # NUL bytes, absurd nesting
