@@ -272,3 +272,29 @@ def test_tir_block_iterators_and_alloc_buffers_are_scoped_to_the_block():
     after = tir.SeqStmt((func.body, tir.BufferStore(C, tir.FloatImm("float32", 0.0), (block.iter_vars[0].var,))))
     messages = _messages(_module(k=func.with_fields(body=after)))
     assert messages == ["buffer 'C' is used but not declared in 'k'", "variable 'v_i' is used but not defined in 'k'"]
+
+
+_ANNOTATED = '''\
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((5,), dtype="float32"):
+        y: R.Tensor((2, 3), dtype="float32") = x
+        z: R.Tensor((2,), dtype="float32") = R.shape([2])
+        return x
+'''
+
+
+def test_diagnostics_of_parsed_text_point_at_the_annotations():
+    from relax import script
+    from relax.diagnostics import DiagnosticError
+
+    try:
+        mod = script.parse(_ANNOTATED, "bad.relax")
+    except DiagnosticError as error:
+        pytest.skip(f"the parser does not read this text: {error}")
+    located = [(d.span.line, d.span.column, d.message.split(" is annotated")[0]) for d in check_well_formed(mod)]
+    assert located == [(8, 12, "variable 'y'"), (9, 12, "variable 'z'"), (7, 53, "function 'main'")]

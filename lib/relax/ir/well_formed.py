@@ -123,7 +123,7 @@ class _RelaxChecker(ReportingVisitor):
         if conflict(func.ret_struct_info, actual):
             who = f"function '{self.name}'" if self.depth == 1 else "local function"
             self.error(f"{who} is annotated to return {describe(func.ret_struct_info)} "
-                       f"but returns {describe(actual)}")
+                       f"but returns {describe(actual)}", func.ret_struct_info.span)
 
     def visit_SeqExpr(self, seq: rx.SeqExpr) -> None:
         with self._scope():
@@ -158,7 +158,7 @@ class _RelaxChecker(ReportingVisitor):
         actual = known_struct_info(binding.value)
         if conflict(var.struct_info, actual):
             self.error(f"variable '{var.name_hint}' is annotated {describe(var.struct_info)} "
-                       f"but its value is {describe(actual)}")
+                       f"but its value is {describe(actual)}", var.struct_info.span)
 
     def visit_MatchCast(self, binding: rx.MatchCast) -> None:
         self.visit(binding.value)
