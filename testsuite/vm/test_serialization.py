@@ -212,3 +212,15 @@ def test_empty_tensor_with_absurd_extent_is_refused():
     assert patched != data[:-4]
     with pytest.raises(FormatError, match=r"tensor constant of shape \(0, 4611686018427387904\)"):
         Executable.load_from_bytes(_with_fixed_checksum(patched))
+
+
+def test_loaders_are_chosen_by_magic():
+    from relax.vm.loader import LOADERS
+    exe = PROGRAMS["add_two"]()
+    LOADERS[b"TESTVMX1"] = lambda data, source: exe
+    try:
+        assert relax.vm.load_bytes(b"TESTVMX1 and the rest", "x.vmx") is exe
+    finally:
+        del LOADERS[b"TESTVMX1"]
+    with pytest.raises(FormatError, match="unknown magic number 0x2052585600000000|not a relax executable"):
+        relax.vm.load_bytes(b"\0\0\0\0VXR and more", "x.vmx")

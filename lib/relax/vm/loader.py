@@ -2,11 +2,13 @@
 
 Files are told apart by their magic number, never by their name. Formats other than
 .vmo register a loader here (the linker adds .vmx), so that this module does not
-depend on them.
+depend on them. A file of unknown magic first gets the modules named in
+OPTIONAL_FORMATS imported (each registers its loader on import, if it exists).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable
 
 from ..diagnostics import UserError
@@ -16,16 +18,32 @@ from .serialization import MAGIC_BYTES, load_executable
 
 # magic bytes (little-endian, as at the start of the file) -> loader(data, source)
 LOADERS: dict[bytes, Callable[[bytes, str], Executable]] = {MAGIC_BYTES: load_executable}
+OPTIONAL_FORMATS = ("relax.vm.linker", "relax.vm.vmx")
 
 
 def register_loader(magic: bytes, loader: Callable[[bytes, str], Executable]) -> None:
     LOADERS[bytes(magic)] = loader
 
 
-def load_bytes(data: bytes, source: str = "<bytes>") -> Executable:
+def _find_loader(data: bytes):
     for magic, loader in LOADERS.items():
         if data[:len(magic)] == magic:
-            return loader(data, source)
+            return loader
+    return None
+
+
+def load_bytes(data: bytes, source: str = "<bytes>") -> Executable:
+    loader = _find_loader(data)
+    if loader is None:
+        for module in OPTIONAL_FORMATS:
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as error:
+                if error.name != module:
+                    raise
+        loader = _find_loader(data)
+    if loader is not None:
+        return loader(data, source)
     if len(data) < 8:
         raise FormatError(f"'{source}': file too short to be a relax executable ({len(data)} bytes)")
     raise FormatError(
