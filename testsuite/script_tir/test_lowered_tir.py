@@ -152,3 +152,28 @@ def test_vector_stores():
     loop, store = func.body.seq
     assert dump(loop.body.indices) == (("Ramp", ("Mul", "i:int32", I32(4)), I32(1), 4),)
     assert dump(store.indices) == (("Ramp", I32(0), I32(2), 8),)
+
+
+def test_host_code_pointers():
+    func = only_ok(src('''
+        @T.prim_func
+        def f(args: T.handle, n: T.int32) -> T.int32:
+            assert not T.isnullptr(args), ("TypeError", ["args pointer is NULL"])
+            h: T.let[T.handle] = T.handle_add_byte_offset(T.tvm_struct_get(args, 0, 15, T.handle().ty), 24)
+            H = T.decl_buffer((4,), "int64", data=T.reinterpret(T.handle("int64", "global").ty, h))
+            with T.attr(H, "storage_alignment", 64):
+                T.attr("default", "device_id", n)
+                H[0] = T.int64(1)
+            return 0
+    '''))
+    check = func.body
+    let_h = check.body
+    assert dump(let_h.value) == ("Call", "handle", "tir.handle_add_byte_offset", (
+        ("Call", "handle", "tir.tvm_struct_get", ("args:handle", I32(0), I32(15))), I32(24)))
+    let_data = let_h.body
+    declared = let_data.body
+    assert declared.buffer.data is let_data.var and dump(let_data.value) == (
+        "Call", "handle", "tir.reinterpret", ("h:handle",))
+    alignment = declared.body.seq[0]
+    assert alignment.node is declared.buffer and alignment.body.node == "default"
+    assert dump(declared.body.seq[1]) == ("Evaluate", ("Call", "int32", "tir.ret", (I32(0),)))

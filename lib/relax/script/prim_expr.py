@@ -131,6 +131,8 @@ class PrimExprParser(PrimCallParser):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             name = node.value
         else:
+            if isinstance(node, ast.Attribute) and node.attr == "ty" and isinstance(node.value, ast.Call):
+                node = node.value.func  # `T.handle("float32", "global").ty`: a pointer is a handle
             dialect = self.ctx.dialect_of(node)
             if dialect is None or dialect[0] != "tir":
                 raise self.ctx.fail("expected a data type such as \"float32\"", node)
@@ -223,6 +225,8 @@ class PrimExprParser(PrimCallParser):
 
     # -- buffer loads ------------------------------------------------------------
     def _subscript(self, node: ast.Subscript) -> Operand:
+        if _is_metadata(node):
+            raise self.ctx.fail(METADATA_MESSAGE, node)
         buffer = self.buffer(node.value)
         indices = self.indices(node, buffer)
         return tir.BufferLoad(buffer, indices)
@@ -276,6 +280,20 @@ _PYTHON_BITWISE: dict[str, Callable] = {
     "shift_left": lambda a, b: a << b,
     "shift_right": lambda a, b: a >> b,
 }
+
+
+METADATA_MESSAGE = (
+    "the data of this value is in a metadata section that the file does not hold"
+    " (TVM omits it unless printed with show_meta=True)"
+)
+
+
+def _is_metadata(node: ast.expr) -> bool:
+    """`metadata["kind"][i]`: a reference into TVM's metadata section."""
+    return (
+        isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript)
+        and isinstance(node.value.value, ast.Name) and node.value.value.id == "metadata"
+    )
 
 
 def _with_span(expr: tir.PrimExpr, span) -> tir.PrimExpr:

@@ -27,7 +27,7 @@ from .tir_block_parser import ALLOC_NAMES, AXIS_KINDS
 from .tir_buffer import BufferParser
 from .tir_values import parse_attr_dict
 
-# Statement-level allocations: spelling -> memory scope it implies (None: from arguments).
+# `name = T.<spelling>(...)` outside blocks allocates over the rest of the body.
 STATEMENT_ALLOCS = ("alloc_buffer", "alloc_local", "alloc_shared")
 # Annotation of the Allocate that holds a `x: T.int32 = v` scalar, so it prints back so.
 LOCAL_SCALAR_ANNOTATION = "tir.local_scalar"
@@ -111,12 +111,12 @@ class AssignmentParser:
             return self.raw_allocate(target, value, scope)
         if name in ("decl_buffer", "Buffer"):
             decl = BufferParser(self.ctx, scope).declaration(name, value, target.id)
-            if name == "Buffer":
-                scope.define(target.id, decl.buffer)
+            if name == "Buffer" and decl.data_value is None:
+                scope.define(target.id, decl.buffer)  # an alias of existing data, no statement
                 return None
             if "data" not in {k.arg for k in value.keywords} and len(value.args) < 3:
                 return self.allocate(target, decl.buffer, EMPTY, scope, value)
-            return self.decl_buffer(target, decl.buffer, scope, value)
+            return self.decl_buffer(target, decl.buffer, scope, value, decl.data_value)
         return False
 
     def declare_var(self, target: ast.Name, dtype: str, call: ast.Call, scope: Scope) -> None:
@@ -177,11 +177,17 @@ class AssignmentParser:
         return Scoped(lambda body: tir.Allocate(var, dtype, extents, condition, body, annotations=annotations,
                                                 scope=memory_scope, span=span), inner)
 
-    def decl_buffer(self, target: ast.Name, buffer: tir.Buffer, scope: Scope, node: ast.AST) -> Scoped:
+    def decl_buffer(self, target: ast.Name, buffer: tir.Buffer, scope: Scope, node: ast.AST,
+                    data_value: tir.PrimExpr | None = None) -> Scoped:
         inner = scope.child()
         inner.define(target.id, buffer)
         span = self.ctx.span(node)
-        return Scoped(lambda body: tir.DeclBuffer(buffer, body, span=span), inner)
+
+        def wrap(body):
+            declared = tir.DeclBuffer(buffer, body, span=span)
+            return declared if data_value is None else tir.LetStmt(buffer.data, data_value, declared, span=span)
+
+        return Scoped(wrap, inner)
 
     def _ann_assign(self, stmt: ast.AnnAssign, scope: Scope):
         """`x: T.let[T.int32] = v` binds x; `x: T.int32 = v` declares a mutable local scalar."""

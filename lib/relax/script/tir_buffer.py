@@ -41,6 +41,7 @@ class BufferDecl:
     buffer: tir.Buffer
     param: ast.expr | None = None  # match_buffer's first argument, unparsed
     annotations: FrozenDict = field(default_factory=FrozenDict)
+    data_value: tir.PrimExpr | None = None  # `data=<expression>`: bound to buffer.data first
 
 
 def bind_arguments(kind: str, call: ast.Call, ctx: ParseContext) -> dict[str, ast.expr]:
@@ -75,7 +76,16 @@ class BufferParser:
                 raise self.ctx.fail(f"'{ignored}' of T.{kind} is not supported", node)
         shape = self.shape(args["shape"])
         dtype = self.exprs.dtype_string(args["dtype"]) if "dtype" in args else "float32"
-        data = self.data_var(args["data"]) if "data" in args else tir.Var(name, "handle", span=self.ctx.span(call))
+        data_value = None
+        if "data" in args:
+            data = self.exprs.parse(args["data"])
+            if not isinstance(data, tir.Var):
+                if data.dtype != "handle":
+                    raise self.ctx.fail("a buffer's data is a handle", args["data"])
+                # Lowered host code computes the pointer in place; bind it to a variable.
+                data, data_value = tir.Var(f"{name}_data", "handle", span=self.ctx.span(args["data"])), data
+        else:
+            data = tir.Var(name, "handle", span=self.ctx.span(call))
         buffer = tir.Buffer(
             name,
             shape,
@@ -90,7 +100,7 @@ class BufferParser:
             span=self.ctx.span(call),
         )
         annotations = parse_attr_dict(args["annotations"], self.ctx, self.scope) if "annotations" in args else FrozenDict()
-        return BufferDecl(buffer, args.get("param"), annotations)
+        return BufferDecl(buffer, args.get("param"), annotations, data_value)
 
     def view(self, source: tir.Buffer, call: ast.Call, name: str) -> tir.Buffer:
         """`B = A.view(shape)` or `A.view(dtype)`: the same data seen with another shape or type."""
@@ -112,12 +122,6 @@ class BufferParser:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             node = embedded_expression(node, self.ctx)
         return self.exprs.parse(node)
-
-    def data_var(self, node: ast.expr) -> tir.Var:
-        data = self.exprs.parse(node)
-        if not isinstance(data, tir.Var):
-            raise self.ctx.fail("a buffer's data must be a handle variable", node)
-        return data
 
     def optional_expr(self, node: ast.expr | None) -> tir.PrimExpr | None:
         return None if node is None or _is_none(node) else self.exprs.parse(node)

@@ -56,6 +56,7 @@ _BUILTINS = (
     ("tvm_thread_allreduce", 1, None, "handle"),
     ("tvm_access_ptr", 5, 5, "handle"),
     ("address_of", 1, 1, "handle"),
+    ("handle_add_byte_offset", 2, 2, "handle"),
     ("tvm_stack_alloca", 2, 2, "handle"),
     ("tvm_stack_make_shape", 0, None, "handle"),
     ("tvm_stack_make_array", 6, 6, "handle"),

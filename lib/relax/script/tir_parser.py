@@ -143,6 +143,8 @@ class _FunctionParser:
             raise self.ctx.fail(f"parameter '{arg.arg}' needs a type annotation such as T.int32 or T.Buffer(...)", arg)
         if _is_buffer_annotation(arg, self.ctx):
             decl = BufferParser(self.ctx, self.scope).declaration("Buffer", annotation, arg.arg)
+            if decl.data_value is not None:
+                raise self.ctx.fail("a parameter's buffer has its own data; 'data=' is not allowed here", annotation)
             var = tir.Var(arg.arg, "handle", span=self.ctx.span(arg))
             buffer_map[var] = decl.buffer
             self.scope.define(arg.arg, decl.buffer)

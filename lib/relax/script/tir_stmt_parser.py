@@ -19,7 +19,7 @@ from typing import Callable
 from ..ir import EMPTY, tir
 from . import tir_ops
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
-from .prim_expr import PrimExprParser
+from .prim_expr import METADATA_MESSAGE, PrimExprParser, _is_metadata
 from .tir_assign_parser import LOCAL_SCALAR_ANNOTATION, AssignmentParser, Scoped  # noqa: F401 - re-exported
 from .tir_block_parser import BLOCK_NAMES, BlockFrame, BlockHeaderParser, block_name
 from .tir_values import parse_attr_dict, parse_attr_value
@@ -184,9 +184,14 @@ class StmtParser(AssignmentParser):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return tir.StringImm(node.value)
         if isinstance(node, ast.Tuple) and len(node.elts) == 2 and isinstance(node.elts[1], (ast.List, ast.Tuple)):
-            parts = [p.value for p in node.elts[1].elts if isinstance(p, ast.Constant) and isinstance(p.value, str)]
-            if len(parts) == len(node.elts[1].elts):
-                return tir.StringImm("".join(parts))
+            parts = []
+            for part in node.elts[1].elts:
+                if _is_metadata(part):
+                    raise self.ctx.fail(METADATA_MESSAGE, part)
+                if not isinstance(part, ast.Constant) or not isinstance(part.value, str):
+                    raise self.ctx.fail("the parts of an assert message are strings", part)
+                parts.append(part.value)
+            return tir.StringImm("".join(parts))
         raise self.ctx.fail("an assert message is a string or (kind, [parts])", node)
 
     def _return(self, stmt: ast.Return, scope: Scope) -> tir.Stmt:
@@ -251,10 +256,17 @@ class StmtParser(AssignmentParser):
             return Scoped(wrap, scope)
         if len(call.args) != 3:
             raise self.ctx.fail("T.attr takes a node, a key and a value", call)
-        node = parse_attr_value(call.args[0], self.ctx, scope)
+        node = self.attr_node(call.args[0], scope)
         key = self.headers_string(call.args[1])
         value = _attr_expr(parse_attr_value(call.args[2], self.ctx, scope))
         return Scoped(lambda body: tir.AttrStmt(node, key, value, body, span=span), scope)
+
+    def attr_node(self, node: ast.expr, scope: Scope):
+        """What an AttrStmt is about: a buffer (`T.attr(A, "storage_alignment", 64)`),
+        a string, or an expression."""
+        if isinstance(node, ast.Name) and isinstance(scope.lookup(node.id), tir.Buffer):
+            return scope.lookup(node.id)
+        return parse_attr_value(node, self.ctx, scope)
 
     def launch_thread(self, target: ast.Name, call: ast.Call, scope: Scope) -> Scoped:
         """`tx = T.launch_thread("threadIdx.x", 128)`: a thread_extent AttrStmt over the rest."""
