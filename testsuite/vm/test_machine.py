@@ -190,6 +190,23 @@ def test_packed_function_errors_carry_a_vm_backtrace():
     assert info.value.format_backtrace() == "  [0] main+0000\n  [1] inner+0001  model.relax:9:3\n"
 
 
+def test_vm_error_subclasses_keep_their_class():
+    class KernelFailure(VMError):
+        pass
+
+    def fail(*args):
+        raise KernelFailure("bad kernel arguments")
+
+    register_func("test.vm.fail_kernel", fail, override=True)
+    ib = ExecBuilder()
+    with ib.function("main", num_inputs=0):
+        ib.emit_call("test.vm.fail_kernel", args=[], dst=ib.r(0))
+        ib.emit_ret(ib.r(0))
+    with pytest.raises(KernelFailure, match="bad kernel arguments") as info:
+        VirtualMachine(round_trip(ib.get()))["main"]()
+    assert info.value.backtrace == (Frame("main", 0),)
+
+
 def test_python_api_argument_checks():
     vm = _vm("add_two")
     with pytest.raises(UserError, match=r"function 'main' takes 2 arguments \(x, y\), got 1"):

@@ -215,7 +215,10 @@ class VirtualMachine:
                     regs[instr[3]] = self._hooked_call(instr, regs)
                     pc += 1
         except Exception as error:  # noqa: BLE001 - every failure gets the VM backtrace
-            raise self._with_backtrace(error, stack, code, pc) from error
+            failure = self._with_backtrace(error, stack, code, pc)
+            if failure is error:
+                raise
+            raise failure from error
 
     def _frame(self, code: list, pc: int) -> Frame:
         function = self._function_of_code.get(id(code))
@@ -225,8 +228,9 @@ class VirtualMachine:
 
     def _with_backtrace(self, error: Exception, stack: list, code: list, pc: int) -> VMError:
         frames = tuple(self._frame(c, p) for c, p, _, _ in stack) + (self._frame(code, pc),)
-        if isinstance(error, VMError):
-            return VMError(error.message, frames + error.backtrace)
+        if isinstance(error, VMError):  # keeps its class (kernels raise subclasses), gains the frames
+            error.backtrace = frames + error.backtrace
+            return error
         if isinstance(error, RecursionError):
             message = "Python recursion limit reached (calls through packed functions nest too deeply)"
         elif isinstance(error, UserError):
