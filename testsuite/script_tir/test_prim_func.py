@@ -214,3 +214,18 @@ def test_vectors_need_lanes():
             T.evaluate(T.Broadcast(T.float32(0), 0))
     '''))
     assert errors == [("3:42", "a vector has at least one lane")]
+
+
+def test_module_level_declarations_give_the_type_but_not_the_variable():
+    from relax.script.context import Scope
+
+    module = Scope()
+    shared = tir.Var("m", "int32")
+    module.define("m", shared)
+    func = only_ok(src('''
+        @T.prim_func
+        def f(A: T.Buffer((m,), "float32")):
+            T.evaluate(0)
+    '''), module)
+    m = func.buffer_of(func.params[0]).shape[0]
+    assert m is not shared and (m.name, m.dtype) == ("m", "int32")

@@ -120,7 +120,10 @@ class _FunctionParser:
             name = name_node.id
             if name in parameters or name in self.ctx.aliases or name in self.scope.names:
                 continue
-            self.scope.define(name, tir.Var(name, "int64", span=self.ctx.span(name_node)))
+            # A module-level `n = T.int32()` gives its type; a TypeVar is int64.
+            declared = self.scope.lookup(name)
+            dtype = declared.dtype if isinstance(declared, tir.Var) else "int64"
+            self.scope.define(name, tir.Var(name, dtype, span=self.ctx.span(name_node)))
 
     def parameters(self, func_def: ast.FunctionDef) -> tuple[list[tir.Var], dict]:
         args = func_def.args
