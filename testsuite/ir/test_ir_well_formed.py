@@ -86,6 +86,14 @@ def test_dataflow_var_as_parameter():
         "parameter 'p' must not be a dataflow variable"]
 
 
+def test_if_inside_a_dataflow_block():
+    cond, x, gv = ir.Var("c", ir.PrimStructInfo("bool")), ir.Var("x"), ir.Var("gv")
+    binding = ir.VarBinding(gv, ir.If(cond, ir.SeqExpr((), x), ir.SeqExpr((), x)))
+    assert _messages(_module(_func([cond, x], [binding], gv, dataflow=True))) == [
+        "an if expression is not allowed inside a dataflow block"]
+    assert _messages(_module(_func([cond, x], [binding], gv, dataflow=False))) == []
+
+
 def test_plain_vars_are_the_outputs_of_a_dataflow_block():
     x = ir.Var("x", tensor((4,)))
     lv, gv = ir.DataflowVar("lv", tensor((4,))), ir.Var("gv", tensor((4,)))

@@ -6,7 +6,7 @@ first), each at the span of the innermost node that has one. For Relax functions
 - every variable is defined before it is used, and defined only once;
 - a DataflowVar is defined only inside a dataflow block and not used after it
   (TVM's rule: in a dataflow block, the bindings of plain Vars are the outputs);
-- a function parameter is never a DataflowVar;
+- a function parameter is never a DataflowVar, and a dataflow block holds no `if`;
 - every GlobalVar names a function of the module;
 - every symbolic variable is defined by the function's signature (a bare variable
   in a parameter's struct info) or by a match_cast before it is used;
@@ -166,6 +166,11 @@ class _RelaxChecker(ReportingVisitor):
         self._check_binding_var(binding.var)
         self.define(binding.var)
         self.define_symbols(binding.var.struct_info)
+
+    def visit_If(self, node: rx.If) -> None:
+        if self.dataflow is not None:
+            self.error("an if expression is not allowed inside a dataflow block")
+        self.generic_visit(node)
 
     # -- uses -----------------------------------------------------------------------
 
