@@ -198,3 +198,8 @@ def test_refuses_unsupported_constant():
     from relax.diagnostics import UserError
     with pytest.raises(UserError, match="cannot be a VM constant"):
         ExecBuilder().convert_constant({"a": 1})
+
+
+@pytest.mark.parametrize("kind", ["bytecode", 7])
+def test_refuses_unknown_function_kind(kind):
+    _refused(lambda ib: ib.declare_function("f", kind=kind), "unknown function kind")

@@ -129,9 +129,12 @@ class ExecBuilder:
     def declare_function(self, name: str, kind=FuncKind.PACKED_FUNC, num_inputs: int | None = None,
                          param_names=None, register_file_size: int | None = None) -> int:
         """Enters `name` in the function table (a packed, bytecode or compiled-TIR function)."""
-        kind = _FUNC_KINDS.get(kind, kind) if isinstance(kind, str) else FuncKind(kind)
+        if isinstance(kind, str):
+            kind = _FUNC_KINDS.get(kind, kind)
+        elif kind in FuncKind._value2member_map_:
+            kind = FuncKind(kind)
         if not isinstance(kind, FuncKind):
-            raise VerificationError(f"unknown function kind {kind!r}")
+            raise VerificationError(f"unknown function kind {kind!r} (expected one of: {', '.join(_FUNC_KINDS)})")
         function = self._entry(name, kind, implicit=False)
         if kind == FuncKind.VM_TIR_FUNC:
             if num_inputs is None:
