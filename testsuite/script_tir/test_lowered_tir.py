@@ -177,3 +177,17 @@ def test_host_code_pointers():
     alignment = declared.body.seq[0]
     assert alignment.node is declared.buffer and alignment.body.node == "default"
     assert dump(declared.body.seq[1]) == ("Evaluate", ("Call", "int32", "tir.ret", (I32(0),)))
+
+
+def test_stored_values_are_cast_to_the_buffer_type():
+    func = only_ok(src('''
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float64"), C: T.Buffer((4,), "int32"), n: T.int64):
+            A[0] = B[0]
+            C[1] = n
+            C[2] = 7
+    '''))
+    first, second, third = func.body.seq
+    assert dump(first.value) == ("Cast", "float32", ("BufferLoad", "buffer B", (I32(0),)))
+    assert dump(second.value) == ("Cast", "int32", "n:int64")
+    assert dump(third.value) == I32(7)

@@ -22,7 +22,6 @@ def errors_of(body, signature='A: T.Buffer((8, 8), "float32")', decorator="@T.pr
          [("3:14", "'T.serail' is not a TIR loop; expected range, T.grid, T.serial, T.parallel, T.vectorized, T.unroll, T.thread_binding")]),
         ("for i, j in T.grid(8):\n    A[i, j] = T.float32(0)", [("3:9", "T.grid has 1 extents but 2 loop variables")]),
         ("T.reads(A[0, 0])", [("3:5", "T.reads belongs inside a block")]),
-        ("A[0, 0] = A[0, 0] < A[1, 1]", [("3:15", "cannot store a bool value in buffer 'A' of float32")]),
         ("for i, j in T.grid(8, 8):\n    with T.sblock('b'):\n        vi, vj = T.axis.remap('SX', [i, j])",
          [("5:35", "unknown axis kind 'X' in T.axis.remap; expected 'S' or 'R'")]),
         ("for i, j in T.grid(8, 8):\n    with T.sblock('b'):\n        vi, vj = T.axis.remap('S', [i, j])",

@@ -232,22 +232,14 @@ class AssignmentParser:
         exprs = self.exprs(scope)
         buffer = exprs.buffer(target.value)
         indices = exprs.indices(target, buffer)
-        errors_before = len(self.ctx.diagnostics)
-        parsed = exprs.value(value)
-        if len(self.ctx.diagnostics) > errors_before:
-            # The value already has an error (an undefined name): its type means nothing.
-            return tir.BufferStore(buffer, tir_ops.as_expr(parsed), indices, span=self.ctx.span(stmt))
-        stored = self.stored_value(buffer, parsed, value, indices)
+        stored = self.stored_value(buffer, exprs.value(value), value, indices)
         return tir.BufferStore(buffer, stored, indices, span=self.ctx.span(stmt))
 
     def stored_value(self, buffer: tir.Buffer, value, node: ast.expr, indices=()) -> tir.PrimExpr:
+        """The value as the buffer's element type: TVM casts what is stored, as C does."""
         lanes = max([dt.lanes(i.dtype) for i in indices] + [1])
         expected = dt.with_lanes(buffer.dtype, lanes) if lanes > 1 else buffer.dtype
-        if not isinstance(value, tir.PrimExpr) or isinstance(value, (tir.IntImm, tir.FloatImm)):
-            return tir_ops.cast(expected, value)
-        if value.dtype != expected:
-            raise self.ctx.fail(f"cannot store a {value.dtype} value in buffer '{buffer.name}' of {expected}", node)
-        return value
+        return tir_ops.cast(expected, value)
 
     def _aug_assign(self, stmt: ast.AugAssign, scope: Scope) -> tir.Stmt:
         """`A[i] += v` is `A[i] = A[i] + v`."""
