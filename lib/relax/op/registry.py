@@ -94,6 +94,7 @@ FAMILY_MODULES = (
     "creation",
     "call",
     "nn_conv",
+    "nn_pool",
     "indexing",
 )
 
