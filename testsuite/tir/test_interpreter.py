@@ -103,3 +103,11 @@ def test_reading_fresh_memory_gives_nan():
     a = np.zeros(1, np.float32)
     run(prim_func([A], body), a)
     assert np.isnan(a[0])
+
+
+def test_step_limit_stops_long_runs():
+    A = buffer("A", (1,))
+    body = loops([("i", 1000)], lambda i: tir.BufferStore(A, tir.FloatImm("float32", 1.0), (i32(0),)))
+    with pytest.raises(InterpreterError, match="step limit"):
+        run(prim_func([A], body), np.zeros(1, np.float32), step_limit=100)
+    run(prim_func([A], body), np.zeros(1, np.float32), step_limit=5000)

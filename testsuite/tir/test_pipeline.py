@@ -119,3 +119,20 @@ def test_the_input_function_is_not_modified():
     before = collect(func.body, tir.BlockRealize)
     lower_for_codegen(func)
     assert collect(func.body, tir.BlockRealize) == before
+
+
+def test_thread_launches_become_thread_bound_loops():
+    A = buffer("A", (8,))
+    bx = tir.IterVar(tir.Var("bx"), tir.Range(i32(0), i32(8)), "ThreadIndex", "blockIdx.x")
+    body = tir.AttrStmt(bx, "thread_extent", i32(8), tir.BufferStore(A, f32(1.0), (bx.var,)))
+    func = prim_func([A], body)
+    lowered = lower_for_codegen(func, Target.parse("cuda -arch=sm_80"))
+    loop = lowered.body.body
+    assert isinstance(loop, tir.For) and loop.kind == "thread_binding" and loop.thread_tag == "blockIdx.x"
+    assert loop.loop_var is bx.var and loop.extent.value == 8
+    a1, a2 = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    run(func, a1)
+    run(lowered, a2)
+    np.testing.assert_array_equal(a1, a2)
+    with pytest.raises(LoweringError, match="needs a cuda target"):
+        lower_for_codegen(func, Target.parse("llvm"))

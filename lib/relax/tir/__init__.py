@@ -2,7 +2,7 @@
 
 Sits between the operator legalization (which writes PrimFuncs with blocks) and
 codegen/. `lower_for_codegen(func, target)` (pipeline.py) runs, in order:
-convert-blocks-to-loops, remove-attr-stmts, flatten-buffers, simplify,
+convert-blocks-to-loops, lower-attr-stmts, flatten-buffers, simplify,
 annotate-storage, verify-lowered. Each pass is a file named after it.
 interpreter.py runs any PrimFunc (both forms) on numpy arrays, exactly and slowly:
 the reference that tests compare lowered code against.

@@ -31,9 +31,10 @@ _BINARY = {cls.__name__ for cls in (
 
 
 class Interpreter:
-    def __init__(self) -> None:
+    def __init__(self, step_limit: int | None = None) -> None:
         self.env: dict = {}
         self.storage: dict = {}
+        self.steps_left = step_limit
 
     # -- expressions ------------------------------------------------------------------
     def eval(self, expr):
@@ -95,7 +96,17 @@ class Interpreter:
         return semantics.wrap(value.item() if dt.is_int(load.dtype) or dt.is_uint(load.dtype)
                               or dt.is_bool(load.dtype) else value, load.dtype)
 
+    def eval_Shuffle(self, node):
+        lanes = np.concatenate([np.atleast_1d(self.eval(v)) for v in node.vectors])
+        picked = lanes[[self.eval(i) for i in node.indices]]
+        return picked if len(picked) > 1 else semantics.wrap(picked[0].item(), node.dtype)
+
     def eval_Call(self, call):
+        if call.op == "tir.tvm_storage_sync":
+            raise InterpreterError("a barrier needs threads running together; "
+                                   "the interpreter runs threads one after another")
+        if call.op == "tir.assume":
+            return True
         if call.op == "tir.if_then_else":
             condition = self.eval(call.args[0])
             return self.eval(call.args[1] if condition else call.args[2])
@@ -144,6 +155,10 @@ class Interpreter:
 
     # -- statements ---------------------------------------------------------------------
     def exec(self, stmt) -> None:
+        if self.steps_left is not None:
+            self.steps_left -= 1
+            if self.steps_left < 0:
+                raise InterpreterError("the step limit was reached")
         method = getattr(self, "exec_" + type(stmt).__name__, None)
         if method is None:
             raise InterpreterError(f"cannot execute {type(stmt).__name__}")
@@ -191,6 +206,12 @@ class Interpreter:
         self.exec(stmt.body)
 
     def exec_AttrStmt(self, stmt):
+        if stmt.attr_key in ("thread_extent", "virtual_thread") and isinstance(stmt.node, tir.IterVar):
+            # Threads run one after another: exact for kernels without barriers.
+            for value in range(self.eval(stmt.value)):
+                self.env[stmt.node.var] = value
+                self.exec(stmt.body)
+            return
         self.exec(stmt.body)
 
     def exec_AssertStmt(self, stmt):
@@ -255,9 +276,10 @@ class Interpreter:
         self.storage[buffer.data if buffer.data is not None else buffer] = array.reshape(-1)
 
 
-def run(func: tir.PrimFunc, *args) -> None:
-    """Runs `func` on numpy arrays (buffer parameters) and numbers (scalar parameters)."""
-    machine = Interpreter()
+def run(func: tir.PrimFunc, *args, step_limit: int | None = None) -> None:
+    """Runs `func` on numpy arrays (buffer parameters) and numbers (scalar parameters);
+    with `step_limit`, stops with an InterpreterError after that many statements."""
+    machine = Interpreter(step_limit)
     machine.bind_arguments(func, args)
     with np.errstate(all="ignore"):
         machine.exec(func.body)

@@ -12,7 +12,7 @@ from ..ir import tir
 from .annotate_storage import AnnotateStorage
 from .convert_blocks_to_loops import ConvertBlocksToLoops
 from .flatten_buffers import FlattenBuffers
-from .remove_attr_stmts import RemoveAttrStmts
+from .lower_attr_stmts import LowerAttrStmts
 from .simplify import Simplify
 from .verify_lowered import VerifyLowered
 
@@ -20,7 +20,7 @@ from .verify_lowered import VerifyLowered
 def passes(target=None) -> list:
     return [
         ConvertBlocksToLoops(),
-        RemoveAttrStmts(),
+        LowerAttrStmts(),
         FlattenBuffers(),
         Simplify(),
         AnnotateStorage(),

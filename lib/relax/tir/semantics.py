@@ -86,7 +86,7 @@ UNARY = {
 
 BINARY = {
     "tir.pow": np.power, "tir.atan2": np.arctan2, "tir.fmod": np.fmod, "tir.hypot": np.hypot,
-    "tir.copysign": np.copysign, "tir.nextafter": np.nextafter,
+    "tir.copysign": np.copysign, "tir.nextafter": np.nextafter, "tir.ldexp": np.ldexp,
     "tir.bitwise_and": lambda a, b: a & b, "tir.bitwise_or": lambda a, b: a | b,
     "tir.bitwise_xor": lambda a, b: a ^ b, "tir.shift_left": lambda a, b: a << b,
     "tir.shift_right": lambda a, b: a >> b,
