@@ -1,8 +1,8 @@
 """The .vmo file: an Executable as bytes, and back (docs/file-formats-vmo.md).
 
     u64 magic 0xD225DE2F4214151E, string version (u64 length + UTF-8)
-    5 sections, each u64 payload length + payload: globals, memory scopes,
-    constant pool, bytecode (TVM's four, in TVM's order), then source locations
+    4 sections, each u64 payload length + payload: globals, memory scopes,
+    constant pool, bytecode (the last also holds the instructions' source locations)
     u32 CRC-32 of every byte before it
 
 Loading checks, in order: the magic, the version, that the section lengths add up
@@ -24,7 +24,7 @@ from .verifier import verify
 MAGIC = 0xD225DE2F4214151E
 MAGIC_BYTES = MAGIC.to_bytes(8, "little")
 VERSION = FORMAT_VERSIONS["vmo"]
-SECTIONS = ("globals", "memory scopes", "constant pool", "bytecode", "source locations")
+SECTIONS = ("globals", "memory scopes", "constant pool", "bytecode")
 
 
 def save_executable(exe: Executable, check: bool = True) -> bytes:
@@ -34,7 +34,7 @@ def save_executable(exe: Executable, check: bool = True) -> bytes:
     out = Writer()
     out.u64(MAGIC)
     out.string(VERSION)
-    for payload in (_globals(exe), _memory_scopes(exe), _constants(exe), _bytecode(exe), _locations(exe)):
+    for payload in (_globals(exe), _memory_scopes(exe), _constants(exe), _bytecode(exe)):
         out.u64(len(payload))
         out.raw(payload)
     body = out.getvalue()
@@ -78,11 +78,6 @@ def _bytecode(exe: Executable) -> bytes:
     out = Writer()
     out.i64_array(exe.instr_offset)
     out.i64_array(exe.instr_data)
-    return out.getvalue()
-
-
-def _locations(exe: Executable) -> bytes:
-    out = Writer()
     out.u64(len(exe.source_locations))
     for index in sorted(exe.source_locations):
         out.i64(index)
@@ -132,7 +127,6 @@ def load_executable(data: bytes, source: str = "<bytes>") -> Executable:
         _read_memory_scopes(readers[1], exe)
         _read_constants(readers[2], exe)
         _read_bytecode(readers[3], exe)
-        _read_locations(readers[4], exe)
         for reader in readers:
             reader.expect_end()
         verify(exe)
@@ -170,7 +164,9 @@ def _read_constants(reader: Reader, exe: Executable) -> None:
         exe.constants.append(read_constant(reader))
 
 
-def _read_locations(reader: Reader, exe: Executable) -> None:
+def _read_bytecode(reader: Reader, exe: Executable) -> None:
+    exe.instr_offset = reader.i64_array("instruction offset")
+    exe.instr_data = reader.i64_array("bytecode word")
     previous = -1
     for _ in range(reader.count(16, "source location")):
         index = reader.i64()
@@ -178,8 +174,3 @@ def _read_locations(reader: Reader, exe: Executable) -> None:
             raise reader.fail("source locations out of order")
         previous = index
         exe.source_locations[index] = reader.string("source location")
-
-
-def _read_bytecode(reader: Reader, exe: Executable) -> None:
-    exe.instr_offset = reader.i64_array("instruction offset")
-    exe.instr_data = reader.i64_array("bytecode word")
