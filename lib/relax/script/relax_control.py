@@ -5,7 +5,9 @@
         R.output(a, b)               after the block
     if c: ... else: ...              both branches end by assigning the same name, which
                                      becomes the variable bound to the If (TVM's rule);
-                                     each branch is a SeqExpr whose body is that value
+                                     each branch is a SeqExpr that yields that value,
+                                     bound first to `r_then` / `r_else` unless it is a
+                                     variable or a constant
 
 The statements inside are read by the function parser (relax_parser), which this
 mixin is part of.
@@ -125,8 +127,8 @@ class ControlFlowParser:
         if not stmt.orelse:
             raise self.ctx.fail("an if statement in a Relax function needs an else branch", stmt)
         cond = self._guarded(lambda: self.expr(stmt.test))
-        then_branch = self._branch(stmt.body)
-        else_branch = self._branch(stmt.orelse)
+        then_branch = self._branch(stmt.body, "then")
+        else_branch = self._branch(stmt.orelse, "else")
         if then_branch is None or else_branch is None or cond is None:
             raise ParseAbort("if statement has errors")
         if then_branch.name != else_branch.name:
@@ -145,31 +147,48 @@ class ControlFlowParser:
         )
         return then_branch.name, value, info, then_branch.target
 
-    def _branch(self, stmts: list[ast.stmt]) -> _BranchResult | None:
+    def _branch(self, stmts: list[ast.stmt], suffix: str) -> _BranchResult | None:
         outer, self.scope = self.scope, self.scope.child()
         try:
             builder = BindingBlocks()
             for stmt in stmts[:-1]:
                 self._statement(stmt, builder, None)
-            return self._branch_result(stmts[-1], builder)
+            return self._branch_result(stmts[-1], builder, suffix)
         except ParseAbort:
             return None
         finally:
             self.scope = outer
 
-    def _branch_result(self, last: ast.stmt, builder: BindingBlocks) -> _BranchResult:
+    def _branch_result(self, last: ast.stmt, builder: BindingBlocks, suffix: str) -> _BranchResult:
         if isinstance(last, ast.If):
             name, value, info, target = self._if_expr(last)
-            return _BranchResult(builder.finish(), name, value, info, target)
-        if isinstance(last, ast.Assign):
-            target, annotation = self._single_target(last.targets), None
-        elif isinstance(last, ast.AnnAssign) and last.value is not None:
-            target, annotation = self._single_target([last.target]), last.annotation
         else:
-            raise self.ctx.fail("a branch must end by assigning the result of the if: `r = ...`", last)
-        binding = self._binding(last, target, annotation, last.value, None)
-        if isinstance(binding, ir.MatchCast):
-            # The cast must still happen: keep it and let the branch yield its variable.
-            builder.add(binding)
-            return _BranchResult(builder.finish(), target.id, binding.var, binding.var.struct_info, target)
-        return _BranchResult(builder.finish(), target.id, binding.value, binding.var.struct_info, target)
+            if isinstance(last, ast.Assign):
+                target, annotation = self._single_target(last.targets), None
+            elif isinstance(last, ast.AnnAssign) and last.value is not None:
+                target, annotation = self._single_target([last.target]), last.annotation
+            else:
+                raise self.ctx.fail("a branch must end by assigning the result of the if: `r = ...`", last)
+            binding = self._binding(last, target, annotation, last.value, None)
+            name, info = target.id, binding.var.struct_info
+            if isinstance(binding, ir.MatchCast):
+                # The cast must still happen: keep it and let the branch yield its variable.
+                builder.add(binding)
+                return _BranchResult(builder.finish(), name, binding.var, info, target)
+            value = binding.value
+        if not _is_leaf(value):
+            # As TVM does, a computed result gets a variable of its own, `r_then` or `r_else`.
+            var = ir.Var(f"{name}_{suffix}", info, span=self.ctx.span(target))
+            builder.add(ir.VarBinding(var, value, span=self.ctx.span(last)))
+            value = var
+        return _BranchResult(builder.finish(), name, value, info, target)
+
+
+_LEAVES = (ir.Var, ir.Constant, ir.ShapeExpr, ir.PrimValue, ir.StringImm, ir.DataTypeImm, ir.GlobalVar, ir.ExternFunc)
+
+
+def _is_leaf(value: ir.Expr) -> bool:
+    """Values a SeqExpr may yield without binding them first (a tuple of such, too)."""
+    if isinstance(value, ir.Tuple):
+        return all(_is_leaf(field) for field in value.fields)
+    return isinstance(value, _LEAVES)
