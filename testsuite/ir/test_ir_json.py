@@ -139,6 +139,13 @@ def _document(**changes):
     (_document(nodes=[{"type": "Constant", "fields": {"data": {"ndarray": {"dtype": "float32", "shape": [2], "data": "AAAA"}}}}]),
      "array data has 3 bytes"),
     (_document(nodes=[{"type": "Tuple", "fields": {"fields": {"ref": 0}}}]), "reference 0 is not to an earlier node"),
+    (_document(nodes=[{"type": "Tuple", "fields": {"fields": 5}}]), "field 'fields' must be a tuple of Expr, not int"),
+    (_document(nodes=[{"type": "Var", "fields": {"name_hint": "x", "struct_info": "R.Tensor"}}]),
+     "field 'struct_info' must be StructInfo or null, not str"),
+    (_document(nodes=[{"type": "tir.Var", "fields": {"name": "n", "dtype": "int64"}},
+                      {"type": "tir.PrimFunc", "fields": {"params": {"tuple": []}, "body": {"ref": 0}, "ret_type": None,
+                                                          "buffer_map": {"tuple": []}, "attrs": {"frozendict": []}}}]),
+     "field 'body' must be Stmt, not Var"),
 ])
 def test_malformed_and_foreign_documents(text, message):
     with pytest.raises(UserError, match=message):

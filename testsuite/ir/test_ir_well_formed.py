@@ -306,3 +306,9 @@ def test_diagnostics_of_parsed_text_point_at_the_annotations():
         pytest.skip(f"the parser does not read this text: {error}")
     located = [(d.span.line, d.span.column, d.message.split(" is annotated")[0]) for d in check_well_formed(mod)]
     assert located == [(8, 12, "variable 'y'"), (9, 12, "variable 'z'"), (7, 53, "function 'main'")]
+
+
+def test_tir_call_to_unknown_function():
+    call = tir.Evaluate(tir.Call("int32", ir.GlobalVar("helper"), ()))
+    assert _messages(_module(k=_prim(call))) == ["function 'k' refers to unknown function 'helper'"]
+    assert _messages(_module(k=_prim(call), helper=_prim(tir.Evaluate(i64(0))))) == []

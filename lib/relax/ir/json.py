@@ -30,6 +30,7 @@ import numpy as np
 
 from ..diagnostics import Span, UserError
 from . import dtype as dt
+from .field_types import field_type_error
 from .node import FrozenDict, Node, field_names
 from .registry import class_of, key_of
 
@@ -193,6 +194,10 @@ class _Reader:
             got = sorted(fields) if isinstance(fields, dict) else _short(fields)
             raise self.fail(f"fields {got} do not match {list(expected)}")
         values = {name: self.value(fields[name]) for name in expected}
+        for name, value in values.items():
+            problem = field_type_error(cls, name, value)
+            if problem is not None:
+                raise self.fail(problem)
         span = self.span(entry.get("span"))
         try:
             return cls(**values, span=span)

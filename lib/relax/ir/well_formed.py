@@ -216,7 +216,7 @@ def check_well_formed(node: IRModule | rx.Function | PrimFunc) -> list[Diagnosti
     diagnostics: list[Diagnostic] = []
     for name, func in functions:
         if isinstance(func, PrimFunc):
-            diagnostics += check_prim_func(func, name)
+            diagnostics += check_prim_func(func, name, names)
         else:
             checker = _RelaxChecker(diagnostics, names, name)
             checker.visit(func)

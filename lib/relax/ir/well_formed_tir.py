@@ -5,6 +5,7 @@
   occurrence) a buffer_map or match_buffer shape;
 - a variable is defined once in a function (SSA); a loop variable defined again
   is reported as such;
+- a call to another function names one of the module (a GlobalVar callee);
 - every buffer that is loaded, stored or named in a region is declared: by the
   buffer_map, a block's alloc_buffers or match_buffers, a DeclBuffer, or (the
   legacy T.allocate style) backed by the handle of an enclosing Allocate.
@@ -21,9 +22,10 @@ from .reporting_visitor import ReportingVisitor
 
 
 class _PrimFuncChecker(ReportingVisitor):
-    def __init__(self, diagnostics: list[Diagnostic], name: str) -> None:
+    def __init__(self, diagnostics: list[Diagnostic], name: str, function_names: set[str] | None) -> None:
         super().__init__(diagnostics)
         self.name = name
+        self.function_names = function_names
         self.visible: list[set[int]] = [set()]
         self.buffers: list[set[int]] = [set()]
         self.defined: set[int] = set()
@@ -145,6 +147,11 @@ class _PrimFuncChecker(ReportingVisitor):
         if not self._is_visible(var):
             self.error(f"variable '{var.name}' is used but not defined in '{self.name}'", once=id(var))
 
+    def visit_GlobalVar(self, gvar) -> None:
+        if self.function_names is not None and gvar.name_hint not in self.function_names:
+            self.error(f"function '{self.name}' refers to unknown function '{gvar.name_hint}'",
+                       once=("global", gvar.name_hint))
+
     def visit_Buffer(self, buffer: tir.Buffer) -> None:
         if any(id(buffer) in scope for scope in self.buffers):
             return
@@ -153,7 +160,8 @@ class _PrimFuncChecker(ReportingVisitor):
         self.error(f"buffer '{buffer.name}' is used but not declared in '{self.name}'", once=id(buffer))
 
 
-def check_prim_func(func: stmt.PrimFunc, name: str) -> list[Diagnostic]:
+def check_prim_func(func: stmt.PrimFunc, name: str, function_names: set[str] | None = None) -> list[Diagnostic]:
+    """The violations in `func`; with `function_names`, calls to other functions are checked too."""
     diagnostics: list[Diagnostic] = []
-    _PrimFuncChecker(diagnostics, name).check(func)
+    _PrimFuncChecker(diagnostics, name, function_names).check(func)
     return diagnostics
