@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from relax.diagnostics import UserError
 from relax.target import Target, list_targets_text, parse_target
@@ -22,7 +23,8 @@ def test_plain_llvm_is_the_host_triple_with_a_generic_cpu():
 def test_cross_triple_cpu_and_features():
     target = Target.parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1 -mattr=+sve")
     assert (target.mtriple, target.mcpu, target.mattr) == ("aarch64-linux-gnu", "neoverse-v1", ("+sve",))
-    assert str(target) == "llvm -keys=cpu -mattr=+sve -mcpu=neoverse-v1 -mtriple=aarch64-linux-gnu"
+    assert str(target) == "llvm -keys=arm_cpu,cpu -mattr=+sve -mcpu=neoverse-v1 -mtriple=aarch64-linux-gnu"
+    assert target.keys == ("arm_cpu", "cpu")
     assert target.features == "+sve"
 
 
@@ -145,3 +147,24 @@ def test_list_targets_text_reads_the_tables():
 def test_targets_are_hashable_values():
     assert len({Target.parse("cuda -arch=sm_90"), Target.parse("nvidia/h100")}) == 2
     assert hash(Target.parse("llvm")) == hash(Target.parse("llvm"))
+
+
+def test_explicit_keys_win_over_the_arm_default():
+    assert Target.parse("llvm -mtriple=aarch64-linux-gnu -keys=cpu").keys == ("cpu",)
+    assert Target.parse("llvm -mtriple=x86_64-linux-gnu").keys == ("cpu",)
+
+
+@pytest.mark.parametrize("triple", ["aarch64-linux-gnu", "x86_64-linux-gnu", "riscv64-linux-gnu"])
+@given(data=st.data())
+@settings(max_examples=15, deadline=None)
+def test_every_listed_cpu_and_feature_is_accepted(triple, data):
+    tables = llvm_info.processor_tables(triple)
+    assert tables["cpus"] and tables["features"]
+    cpu = data.draw(st.sampled_from(tables["cpus"]))
+    features = data.draw(st.lists(st.sampled_from(tables["features"]), max_size=3, unique=True))
+    signs = data.draw(st.lists(st.sampled_from("+-"), min_size=len(features), max_size=len(features)))
+    attrs = [sign + name for sign, name in zip(signs, features)]
+    text = f"llvm -mtriple={triple} -mcpu={cpu}" + (f" -mattr={','.join(attrs)}" if attrs else "")
+    target = Target.parse(text)
+    assert (target.mcpu, target.mattr) == (cpu, tuple(attrs))
+    assert Target.parse(str(target)) == target

@@ -59,6 +59,16 @@ KINDS: dict[str, tuple[Option, ...]] = {
 
 DEFAULT_KEYS = {"llvm": ("cpu",), "cuda": ("cuda", "gpu")}
 
+# An llvm target for an Arm triple dispatches to Arm schedules first, as TVM's does.
+ARCH_KEYS = (("aarch64", ("arm_cpu", "cpu")), ("arm", ("arm_cpu", "cpu")), ("thumb", ("arm_cpu", "cpu")))
+
+
+def default_keys(kind: str, triple: str = "") -> tuple[str, ...]:
+    for prefix, keys in ARCH_KEYS if kind == "llvm" else ():
+        if triple.startswith(prefix):
+            return keys
+    return DEFAULT_KEYS[kind]
+
 # A compute capability without a GPU to ask and without -arch: TVM asks the local
 # device; we do the same when one is present and fall back to this.
 DEFAULT_CUDA_ARCH = "sm_80"

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from ..diagnostics import UserError
 from . import llvm_info
-from .options import DEFAULT_CUDA_ARCH, DEFAULT_KEYS, KINDS, option, option_names
+from .options import DEFAULT_CUDA_ARCH, KINDS, default_keys, option, option_names
 from .tags import HOST_TAG, TAGS, tag_names
 from .target import Target
 
@@ -157,13 +157,13 @@ def _finish(kind: str, raw: dict, host: Target | None) -> Target:
         key, coerced = _coerce(kind, name, value)
         values[key] = coerced
         given.add(key)
-    if not values["keys"]:
-        values["keys"] = DEFAULT_KEYS[kind]
     if kind == "llvm":
         _finish_llvm(values)
     else:
         _finish_cuda(values, given)
         host = host if host is not None else host_target()
+    if not values["keys"]:
+        values["keys"] = default_keys(kind, values["mtriple"])
     return Target(kind, tuple(sorted(values.items())), host)
 
 
