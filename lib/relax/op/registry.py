@@ -95,6 +95,7 @@ FAMILY_MODULES = (
     "call",
     "nn_conv",
     "nn_pool",
+    "nn_misc",
     "indexing",
 )
 
