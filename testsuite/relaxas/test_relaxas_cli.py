@@ -1,0 +1,53 @@
+"""relaxas in-process: exit codes, and no internal error whatever the input bytes."""
+
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from relaxas.cli import main
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "vm"))
+from vm_programs import PROGRAMS  # noqa: E402
+
+GOOD = PROGRAMS["shape_heap"]().save_to_bytes()
+
+
+def test_dump_and_assemble_exit_codes(tmp_path, capsys):
+    good = tmp_path / "good.vmo"
+    good.write_bytes(GOOD)
+    assert main(["--dump", "stats", str(good)]) == 0
+    assert capsys.readouterr().out.startswith("Relax VM executable statistics:")
+    listing = tmp_path / "good.vmasm"
+    assert main(["--dump", "text", str(good), "-o", str(listing)]) == 0
+    assert main([str(listing)]) == 0  # writes good.vmo next to it: the same bytes
+    assert good.read_bytes() == GOOD
+    assert main(["--dump", "nope", str(good)]) == 2
+    assert main(["--dump", "text", str(tmp_path / "missing.vmo")]) == 1
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_vms_input_is_dispatched(tmp_path, capsys):
+    source = tmp_path / "m.vms"
+    source.write_text("@I.ir_module\nclass Module:\n    pass\n")
+    assert main([str(source), "-o", str(tmp_path / "m.vmo")]) == 1
+    assert "TVMScript (.vms)" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(st.data())
+def test_any_bytes_give_exit_0_or_1(tmp_path, capsys, data):
+    blob = bytearray(GOOD[:data.draw(st.integers(0, len(GOOD)))])
+    for _ in range(data.draw(st.integers(0, 3))):
+        if blob:
+            blob[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
+    if data.draw(st.booleans()):
+        blob = bytearray(data.draw(st.binary(max_size=64)))
+    path = tmp_path / "fuzz.vmo"
+    path.write_bytes(bytes(blob))
+    code = main(["--dump", "text", str(path)])
+    captured = capsys.readouterr()
+    assert code in (0, 1), captured.err
+    assert "internal error" not in captured.err and "Traceback" not in captured.err
