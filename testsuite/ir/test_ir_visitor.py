@@ -177,6 +177,10 @@ def test_free_symbolic_vars():
     n = x.struct_info.shape.values[0]
     assert free_symbolic_vars(ir.ShapeExpr((n,))) == [n]
     assert free_symbolic_vars(irbuild.prim_func()) == []
+    a, b = tir.Var("a", "int64"), tir.Var("b", "int64")
+    index_map = ir.FrozenDict(initial_indices=(a, b), final_indices=(b, a))
+    layout = ir.Call(ir.Op("relax.layout_transform"), (x,), ir.FrozenDict(index_map=index_map))
+    assert [v.name for v in free_symbolic_vars(layout)] == ["n"]
 
 
 def test_collect_is_distinct_and_in_pre_order():

@@ -3,7 +3,8 @@
 A symbolic variable (a TIR Var inside struct info or a buffer shape) is defined at
 its first occurrence where a signature may introduce it: the struct info of a
 function parameter or a binding's variable, a match_cast's struct info, or the
-shape of a buffer in a PrimFunc's buffer_map. Elsewhere an unseen one is free.
+shape of a buffer in a PrimFunc's buffer_map, or a call's attributes (T.index_map's
+lambda parameters). Elsewhere an unseen one is free.
 """
 
 from __future__ import annotations
@@ -53,6 +54,14 @@ class _ScopeCollector(ExprVisitor):
         with self._symbol_definitions():
             self.visit(binding.struct_info)
         self.visit_var_def(binding.var)
+
+    def visit_Call(self, call: rx.Call) -> None:
+        self.visit(call.op)
+        self.visit_value(call.args)
+        self.visit_value(call.sinfo_args)
+        # Attributes may bind TIR variables of their own (T.index_map's lambda parameters).
+        with self._symbol_definitions():
+            self.visit_value(call.attrs)
 
     def visit_var_use(self, var) -> None:
         if id(var) in self.defined:
