@@ -1,5 +1,6 @@
 """relaxas in-process: exit codes, and no internal error whatever the input bytes."""
 
+import pathlib
 import sys
 
 from hypothesis import HealthCheck, given, settings
@@ -7,7 +8,8 @@ from hypothesis import strategies as st
 
 from relaxas.cli import main
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "vm"))
+# The test executables live with the VM tests.
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "vm"))
 from vm_programs import PROGRAMS  # noqa: E402
 
 GOOD = PROGRAMS["shape_heap"]().save_to_bytes()
