@@ -7,8 +7,8 @@ standard error, so we capture file descriptor 2 around the call).
 
 The lists of valid CPUs and features (for error messages and `--list-targets`) come
 from LLVM's own `-mcpu=help` table. LLVM prints that table only once per process, so
-it is read in a short child process (`python -m relax.target.llvm_info TRIPLE`) and
-cached per triple.
+it is read in a short child process (this file run as a script with the triple as
+its argument) and cached per triple.
 """
 
 from __future__ import annotations
@@ -85,8 +85,11 @@ def known_arches() -> tuple[str, ...]:
 def _capture_stderr(function):
     """Runs `function()` with file descriptor 2 redirected; returns (result, text)."""
     with _LOCK, tempfile.TemporaryFile() as sink:
-        sys.stderr.flush()
-        saved = os.dup(2)
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no standard error to borrow: LLVM's words are lost
+            return function(), ""
         os.dup2(sink.fileno(), 2)
         try:
             result = function()
@@ -137,7 +140,7 @@ def processor_tables(triple: str) -> dict[str, tuple[str, ...]]:
         return {"cpus": (), "features": ()}
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "relax.target.llvm_info", triple],
+            [sys.executable, os.path.abspath(__file__), triple],
             capture_output=True, text=True, timeout=60, check=True,
         )
         tables = json.loads(done.stdout)
