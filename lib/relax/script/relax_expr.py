@@ -174,8 +174,9 @@ class ExprParser(StructInfoParser):
             else:
                 args.append(self.expr(arg))
         attrs, sinfo_args = self.keyword_attrs(node)
-        return ir.Call(ir.Op(op_name, span=self.ctx.span(node.func)), tuple(args), attrs, sinfo_args,
-                       span=self.ctx.span(node))
+        # The operator's name starts where the call does: one span serves both.
+        span = self.ctx.span(node)
+        return ir.Call(ir.Op(op_name, span=span), tuple(args), attrs, sinfo_args, span=span)
 
     def positional(self, node: ast.Call) -> list[ast.expr]:
         for arg in node.args:
