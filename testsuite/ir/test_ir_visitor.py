@@ -219,3 +219,28 @@ def test_deeply_nested_expressions_do_not_hit_the_recursion_limit():
     assert len(pre_order(expr)) == 6001
     assert Mutator().visit(expr) is expr
     assert structural_equal(from_json(to_json(expr)), expr, map_free_vars=True)
+
+
+def test_subclasses_need_not_call_the_base_init():
+    class Count(Visitor):
+        def __init__(self):
+            self.vars = 0
+
+        def visit_tir_Var(self, var):
+            self.vars += 1
+
+    class Double(Mutator):
+        def __init__(self):
+            self.seen = 0
+
+        def visit_tir_IntImm(self, imm):
+            self.seen += 1
+            return tir.IntImm(imm.dtype, imm.value * 2)
+
+    n = tir.Var("n", "int64")
+    counter = Count()
+    counter.visit(tir.Add(n, tir.Mul(n, i64(3))))
+    assert counter.vars == 2
+    three = i64(3)
+    doubled = Double().visit(tir.Add(three, three))
+    assert doubled.a.value == 6 and doubled.a is doubled.b

@@ -53,11 +53,17 @@ def children(node: Node) -> list[Node]:
     return [child for name in field_names(type(node)) for child in iter_nodes(getattr(node, name))]
 
 
-def _find_handler(owner: type, node_type: type, fallback: str) -> str:
-    for name in visitor_method_names(node_type):
-        if hasattr(owner, name):
-            return name
-    return fallback
+_HANDLER_NAMES: dict[tuple[type, type], str] = {}
+
+
+def _handler(visitor: Any, node_type: type) -> Callable[[Node], Any]:
+    """The bound `visit_*` method of `visitor` for nodes of `node_type`."""
+    key = (type(visitor), node_type)
+    name = _HANDLER_NAMES.get(key)
+    if name is None:
+        name = next((n for n in visitor_method_names(node_type) if hasattr(type(visitor), n)), "generic_visit")
+        _HANDLER_NAMES[key] = name
+    return getattr(visitor, name)
 
 
 class Visitor:
@@ -66,15 +72,8 @@ class Visitor:
     An override that still wants the children visited calls `self.generic_visit(node)`.
     """
 
-    def __init__(self) -> None:
-        self._handlers: dict[type, Callable[[Node], Any]] = {}
-
     def visit(self, node: Node) -> Any:
-        handler = self._handlers.get(type(node))
-        if handler is None:
-            handler = getattr(self, _find_handler(type(self), type(node), "generic_visit"))
-            self._handlers[type(node)] = handler
-        return handler(node)
+        return _handler(self, type(node))(node)
 
     def visit_value(self, value: Any) -> None:
         """Visits the nodes inside a field value (a node, tuple, FrozenDict or leaf)."""
@@ -98,23 +97,24 @@ class Mutator:
 
     memoize = True
 
-    def __init__(self) -> None:
-        self._handlers: dict[type, Callable[[Node], Any]] = {}
-        self._memo: dict[int, tuple[Node, Any]] = {}
+    @property
+    def _memo(self) -> dict[int, tuple[Node, Any]]:
+        # Created on first use, so that subclasses need not call __init__.
+        memo = self.__dict__.get("_memo_table")
+        if memo is None:
+            memo = self.__dict__["_memo_table"] = {}
+        return memo
 
     def visit(self, node: Node) -> Any:
-        if self.memoize:
-            hit = self._memo.get(id(node))
-            if hit is not None:
-                return hit[1]
-        handler = self._handlers.get(type(node))
-        if handler is None:
-            handler = getattr(self, _find_handler(type(self), type(node), "generic_visit"))
-            self._handlers[type(node)] = handler
-        result = handler(node)
-        if self.memoize:
-            # Keep `node` alive with its result so that its id is never reused.
-            self._memo[id(node)] = (node, result)
+        if not self.memoize:
+            return _handler(self, type(node))(node)
+        memo = self._memo
+        hit = memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = _handler(self, type(node))(node)
+        # Keep `node` alive with its result so that its id is never reused.
+        memo[id(node)] = (node, result)
         return result
 
     def remember(self, old: Node, new: Any) -> None:
