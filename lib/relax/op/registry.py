@@ -96,6 +96,7 @@ FAMILY_MODULES = (
     "nn_conv",
     "nn_pool",
     "nn_misc",
+    "nn_norm",
     "indexing",
 )
 
