@@ -7,7 +7,6 @@ either; they must fail with a diagnostic, not a crash.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import pathlib
 
 import pytest
@@ -20,7 +19,6 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 INPUTS = sorted(
     [*REPO.glob("samples/*.relax"), *REPO.glob("testsuite/corpus/*.tvmscript"), *REPO.parent.glob("shared/bench/*.relax")]
 )
-HAS_TIR_PARSER = importlib.util.find_spec("relax.script.tir_parser") is not None
 
 
 def _needs_metadata(text: str) -> bool:
@@ -52,8 +50,6 @@ def _parse_or_xfail_in_tir(text: str, name: str):
 @pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.name)
 def test_input_parses(path: pathlib.Path):
     text = path.read_text()
-    if "T.prim_func" in text and not HAS_TIR_PARSER:
-        pytest.skip("the TIR parser has not landed")
     if _needs_metadata(text):
         with pytest.raises(DiagnosticError) as caught:
             _parse_or_xfail_in_tir(text, str(path))

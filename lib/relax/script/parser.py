@@ -22,6 +22,7 @@ from ..diagnostics import Diagnostic, DiagnosticError, Span
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .relax_literals import attr_dict, attr_value
 from .relax_parser import RelaxFunctionParser, symbolic_declaration
+from .tir_parser import parse_prim_func
 
 # `from tvm.script import tirx as T` is what newer TVM prints for the TIR dialect.
 _DIALECT_MODULES = {"ir": "ir", "relax": "relax", "tir": "tir", "tirx": "tir"}
@@ -215,10 +216,6 @@ class ModuleParser:
 
     def _function(self, stmt: ast.FunctionDef, kind: str, decorator: ast.expr):
         if kind == "tir":
-            try:
-                from .tir_parser import parse_prim_func
-            except ImportError:  # the TIR parser is being written alongside this one
-                raise self.ctx.fail("T.prim_func is not supported yet", stmt) from None
             return parse_prim_func(stmt, self.ctx, self.scope)
         parser = RelaxFunctionParser(self.ctx, self.scope, self.symbols)
         return parser.parse_function(stmt, decorator, top_level=True)
