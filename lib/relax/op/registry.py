@@ -97,6 +97,7 @@ FAMILY_MODULES = (
     "nn_pool",
     "nn_misc",
     "nn_norm",
+    "nn_attention",
     "indexing",
 )
 
