@@ -63,7 +63,7 @@ PASSES: dict[str, type[Pass]] = {}
 
 # Modules that define passes; importing one registers its pass. A list as data, so
 # that `--list-passes` and the pipelines see every pass without importing by hand.
-PASS_MODULES: list[str] = ["normalize", "legalize_ops", "to_non_dataflow"]
+PASS_MODULES: list[str] = ["normalize", "legalize_ops", "to_non_dataflow", "call_tir_rewrite"]
 
 
 def register_pass(cls: type[Pass]) -> type[Pass]:
