@@ -170,3 +170,18 @@ def test_index_map_attribute():
     a, b = mapping["initial_indices"]
     first, second = mapping["final_indices"]
     assert first is b and isinstance(second, tir.Mul) and second.a is a
+
+
+def test_dps_calls_take_out_sinfo_by_position():
+    tir_call, dps, cast = bindings(function('''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            a = R.call_tir(Module.main, (x,), R.Tensor((2,), "float32"), R.shape([2]))
+            b = R.call_dps_packed("f", (a,), R.Tensor((2,), "float32"))
+            c = R.match_cast(value=b, ty=R.Tensor((2,), "float32"))
+            return c
+    '''))
+    assert isinstance(tir_call.value.sinfo_args[0], ir.TensorStructInfo)
+    assert isinstance(tir_call.value.args[2], ir.ShapeExpr)
+    assert isinstance(dps.value.sinfo_args[0], ir.TensorStructInfo)
+    assert isinstance(cast, ir.MatchCast) and cast.value is dps.var and cast.struct_info.ndim == 1

@@ -34,10 +34,11 @@ from .relax_struct_info import _describe
 
 def function_options(ctx: ParseContext, decorator: ast.expr) -> tuple[bool, bool]:
     """(pure, private) from `@R.function`, `@R.function(private=True, pure=False)`."""
-    options = {"pure": True, "private": False}
+    # check_well_formed= only tells TVM's parser whether to run its checker.
+    options = {"pure": True, "private": False, "check_well_formed": True}
     if isinstance(decorator, ast.Call):
         if decorator.args:
-            raise ctx.fail("R.function takes only the keyword arguments pure= and private=", decorator.args[0])
+            raise ctx.fail("R.function takes only keyword arguments: pure=, private=", decorator.args[0])
         for keyword in decorator.keywords:
             if keyword.arg not in options:
                 raise ctx.fail(f"R.function has no argument '{keyword.arg}'", keyword)
@@ -221,9 +222,16 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         return ir.VarBinding(self._make_var(target.id, info, target, dataflow), value, span=span)
 
     def _match_cast(self, node: ast.Call) -> tuple[ir.Expr, ir.StructInfo]:
-        if len(node.args) != 2 or node.keywords:
+        from .relax_special import bind_arguments
+
+        if len(node.args) + len(node.keywords) != 2:
             raise self.ctx.fail("R.match_cast takes a value and the struct info to match: R.match_cast(x, R.Tensor(...))", node)
-        return self.expr(node.args[0]), self.struct_info(node.args[1])
+        # TVM 0.27 names the second parameter `ty`; older releases `struct_info`.
+        bound = bind_arguments(self, node, "match_cast", ("value", "struct_info"), ("value",), ("ty",))
+        info_node = bound.get("struct_info", bound.get("ty"))
+        if info_node is None:
+            raise self.ctx.fail("R.match_cast needs the struct info to match", node)
+        return self.expr(bound["value"]), self.struct_info(info_node)
 
     def _make_var(self, name: str, info, node: ast.AST, dataflow: DataflowState | None) -> ir.Var:
         kind = ir.DataflowVar if dataflow is not None and name not in dataflow.outputs else ir.Var

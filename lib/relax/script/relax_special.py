@@ -87,14 +87,31 @@ def _index_list(parser, node: ast.expr, name: str) -> tuple[int, ...]:
     return tuple(indices)
 
 
-def call_tir(parser, node: ast.Call, name: str = "call_tir", extra: tuple[str, ...] = ()) -> ir.Call:
-    keywords = ("out_sinfo", "out_ty", "tir_vars") + extra
-    bound = bind_arguments(parser, node, name, ("callee", "args"), ("callee", "args"), keywords)
-    if "out_sinfo" in bound and "out_ty" in bound:
-        raise parser.ctx.fail(f"R.{name} takes out_sinfo or out_ty, not both", bound["out_ty"])
-    out_node = bound.get("out_sinfo", bound.get("out_ty"))
-    if out_node is None:
-        raise parser.ctx.fail(f"R.{name} needs the argument 'out_sinfo'", node)
+# The parameters of the DPS call forms, in positional order, as TVM's Python API
+# declares them; `out_ty` is TVM 0.27's name for `out_sinfo`.
+_DPS_PARAMETERS = {
+    "call_tir": ("callee", "args", "out_sinfo", "tir_vars"),
+    "call_tir_inplace": ("callee", "args", "inplace_indices", "out_sinfo", "tir_vars"),
+    "call_tir_with_grad": ("callee", "args", "out_sinfo", "te_grad_name", "te_grad_kwargs", "tir_vars"),
+    "call_dps_packed": ("callee", "args", "out_sinfo"),
+}
+
+
+def _dps_arguments(parser, node: ast.Call, name: str) -> dict[str, ast.expr]:
+    positional = _DPS_PARAMETERS[name]
+    bound = bind_arguments(parser, node, name, positional, ("callee", "args"), ("out_ty",))
+    if "out_ty" in bound:
+        if "out_sinfo" in bound:
+            raise parser.ctx.fail(f"R.{name} takes out_sinfo or out_ty, not both", bound["out_ty"])
+        bound["out_sinfo"] = bound.pop("out_ty")
+    for required in ("inplace_indices", "out_sinfo", "te_grad_name"):
+        if required in positional and required not in bound:
+            raise parser.ctx.fail(f"R.{name} needs the argument '{required}'", node)
+    return bound
+
+
+def call_tir(parser, node: ast.Call, name: str = "call_tir") -> ir.Call:
+    bound = _dps_arguments(parser, node, name)
     callee = _callee(parser, bound["callee"], packed=False)
     args = [callee, _argument_tuple(parser, bound["args"])]
     tir_vars = bound.get("tir_vars")
@@ -104,37 +121,30 @@ def call_tir(parser, node: ast.Call, name: str = "call_tir", extra: tuple[str, .
             value = ir.ShapeExpr(tuple(parser.shape_dim(d) for d in tir_vars.elts), span=value.span)
         args.append(value)
     attrs = {}
-    if "inplace_indices" in extra:
+    if "inplace_indices" in bound:
         attrs["inplace_indices"] = _index_list(parser, bound["inplace_indices"], "inplace_indices")
     for key in ("te_grad_name", "te_grad_kwargs"):
         if key in bound:
             attrs[key] = parser.attr_value(bound[key])
-    return ir.Call(
-        ir.Op("relax." + name, span=parser.ctx.span(node.func)), tuple(args),
-        ir.FrozenDict(attrs) if attrs else ir.EMPTY, (parser.struct_info_list(out_node),),
-        span=parser.ctx.span(node),
-    )
+    span = parser.ctx.span(node)
+    return ir.Call(ir.Op("relax." + name, span=span), tuple(args), ir.FrozenDict(attrs) if attrs else ir.EMPTY,
+                   (parser.struct_info_list(bound["out_sinfo"]),), span=span)
 
 
 def call_tir_inplace(parser, node: ast.Call) -> ir.Call:
-    if not any(k.arg == "inplace_indices" for k in node.keywords):
-        raise parser.ctx.fail("R.call_tir_inplace needs the argument 'inplace_indices'", node)
-    return call_tir(parser, node, "call_tir_inplace", ("inplace_indices",))
+    return call_tir(parser, node, "call_tir_inplace")
 
 
 def call_tir_with_grad(parser, node: ast.Call) -> ir.Call:
-    return call_tir(parser, node, "call_tir_with_grad", ("te_grad_name", "te_grad_kwargs"))
+    return call_tir(parser, node, "call_tir_with_grad")
 
 
 def call_dps_packed(parser, node: ast.Call) -> ir.Call:
-    bound = bind_arguments(parser, node, "call_dps_packed", ("callee", "args"), ("callee", "args"),
-                           ("out_sinfo", "out_ty"))
-    out_node = bound.get("out_sinfo", bound.get("out_ty"))
-    if out_node is None:
-        raise parser.ctx.fail("R.call_dps_packed needs the argument 'out_sinfo'", node)
+    bound = _dps_arguments(parser, node, "call_dps_packed")
     args = (_callee(parser, bound["callee"], packed=True), _argument_tuple(parser, bound["args"]))
-    return ir.Call(ir.Op("relax.call_dps_packed", span=parser.ctx.span(node.func)), args, ir.EMPTY,
-                   (parser.struct_info_list(out_node),), span=parser.ctx.span(node))
+    span = parser.ctx.span(node)
+    return ir.Call(ir.Op("relax.call_dps_packed", span=span), args, ir.EMPTY,
+                   (parser.struct_info_list(bound["out_sinfo"]),), span=span)
 
 
 def call_packed(parser, node: ast.Call) -> ir.Call:
