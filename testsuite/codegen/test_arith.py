@@ -131,3 +131,20 @@ def test_signed_division_rounds_like_c_and_python():
     assert results["mod"] == [-1, 1, -1, 1, 0, -1]
     assert results["floordiv"] == [-4, -4, 3, 3, 0, -1]
     assert results["floormod"] == [1, -1, -1, 1, 0, 2]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint32"])
+def test_integer_division_never_traps(dtype):
+    """x / 0 and x % 0 give 0 (numpy's answer, with no SIGFPE); MIN / -1 gives MIN."""
+    lib = build_host_library({op: elementwise(4, [dtype, dtype], dtype, BINARY[op][0])
+                              for op in ("div", "mod", "floordiv", "floormod")})
+    info = np.iinfo(dtype)
+    a = np.array([7, info.min, 5, info.max], dtype)
+    b = np.array([0, 0, 0, 0], dtype)
+    if info.min < 0:
+        b[1] = -1
+    out = np.full(4, 99, dtype)
+    for op in ("div", "mod", "floordiv", "floormod"):
+        lib.get_function(op)(a, b, out)
+        expected = [0, info.min if op in ("div", "floordiv") and info.min < 0 else 0, 0, 0]
+        assert out.tolist() == expected, op

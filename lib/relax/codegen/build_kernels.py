@@ -22,11 +22,10 @@ from ..diagnostics import UserError
 from ..ir import tir
 from ..ir.module import IRModule
 from ..ir.node import Node
-from ..runtime.kernels import container
-from ..runtime.kernels.abi import KERNEL_ABI_VERSION
 from ..runtime.kernels.library import KernelLibrary, load_kernel_library
 from ..runtime.kernels.llvm_compile import optimize
 from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_kernel
+from .kernel_object import CompiledTarget, pack_kernel_object
 from .llvm_target import TargetSpec, target_machine, target_spec
 from .parallel import LAUNCHER, link_launcher
 
@@ -43,6 +42,8 @@ def prim_funcs(mod) -> dict[str, tir.PrimFunc]:
 
 def is_lowered(func: tir.PrimFunc) -> bool:
     """Whether a PrimFunc is already in the form codegen consumes (no blocks, 1-D accesses)."""
+    if func.attrs and func.attrs.get("tir.lowered"):
+        return True
     seen: set[int] = set()
 
     def lowered(value) -> bool:
@@ -79,7 +80,7 @@ def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, targe
     flags = ("fast",) if spec.fast_math else DEFAULT_FLOAT_FLAGS
     infos = []
     for name in sorted(funcs):
-        lowered = lower(funcs[name], target if target is not None else spec)
+        lowered = lower(funcs[name], target if not isinstance(target, (TargetSpec, type(None))) else None)
         infos.append(generate_kernel(module, name, lowered, flags))
     try:
         parsed = llvm.parse_assembly(str(module))
@@ -92,6 +93,10 @@ def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, targe
 
 
 def _compile(mod, target):
+    if isinstance(target, str):
+        from ..target import Target
+
+        target = Target.parse(target)
     spec = target_spec(target)
     module, infos = generate_llvm_module(prim_funcs(mod), spec, target)
     machine = target_machine(spec)
@@ -120,16 +125,11 @@ def build_kernel_object(mod, targets) -> bytes:
         targets = [targets]
     if not targets:
         raise UserError("codegen: no target to build kernels for")
-    entries, objects, bitcode, kernels = [], {}, {}, None
-    for index, target in enumerate(targets):
+    compiled = []
+    for target in targets:
         spec, machine, module, code, infos = _compile(mod, target)
-        entries.append(container.TargetEntry(spec.triple, spec.cpu, spec.features, KERNEL_ABI_VERSION,
-                                             spec.object_format))
-        objects[index] = machine.emit_object(module)
-        bitcode[index] = code
-        if kernels is None:
-            kernels = tuple(infos)
-    return container.write(container.KernelObject(tuple(entries), kernels or (), objects, bitcode))
+        compiled.append(CompiledTarget(spec, machine.emit_object(module), code, tuple(infos)))
+    return pack_kernel_object(compiled)
 
 
 def build_host_library(mod, target=None, prefer: str = "native") -> KernelLibrary:

@@ -2,6 +2,8 @@
 
 Arithmetic follows TVM: integer Div/Mod truncate as C does, FloorDiv/FloorMod
 floor as Python does, float Div is exact and float FloorDiv is floor(a / b).
+Integer division never traps (TVM leaves it undefined): a zero divisor gives 0,
+as numpy does, and MIN / -1 gives MIN.
 Comparisons give i1 (vectors of i1); float comparisons are ordered except `!=`,
 which is true for NaN as in C and numpy. Min/Max are selects, as TVM emits them.
 """
@@ -94,24 +96,46 @@ class ExprCodegen:
     def expr_Mul(self, node):
         return self._binary(node, "fmul", "mul")
 
+    def safe_divisor(self, a: ir.Value, b: ir.Value, dtype: str):
+        """(divisor, is_zero): integer division must never trap, so x / 0 divides by 1 and
+        the caller makes the result 0 (numpy's answer); MIN / -1 divides by 1 too (gives MIN)."""
+        zero, one = ir.Constant(b.type, None), constant(dt.with_lanes(dt.element(dtype), 1), 1)
+        if isinstance(b.type, ir.VectorType):
+            one = ir.Constant(b.type, [one] * b.type.count)
+        is_zero = self.builder.icmp_unsigned("==", b, zero)
+        trap = is_zero
+        if is_signed(dtype):
+            bits = dt.bits(dtype)
+            minimum = constant(dtype, -(1 << (bits - 1)))
+            overflow = self.builder.and_(self.builder.icmp_signed("==", a, minimum),
+                                         self.builder.icmp_signed("==", b, constant(dtype, -1)))
+            trap = self.builder.or_(is_zero, overflow)
+        return self.builder.select(trap, one, b), is_zero
+
+    def _int_divide(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
+        divisor, is_zero = self.safe_divisor(a, b, dtype)
+        result = getattr(self.builder, op)(a, divisor)
+        return self.builder.select(is_zero, ir.Constant(a.type, None), result)
+
     def expr_Div(self, node):
         a, b = self.emit(node.a), self.emit(node.b)
         if dt.is_float(node.dtype):
             return self.builder.fdiv(a, b)
-        return self.builder.sdiv(a, b) if is_signed(node.dtype) else self.builder.udiv(a, b)
+        return self._int_divide("sdiv" if is_signed(node.dtype) else "udiv", a, b, node.dtype)
 
     def expr_Mod(self, node):
         a, b = self.emit(node.a), self.emit(node.b)
         if dt.is_float(node.dtype):
             return self.builder.frem(a, b)
-        return self.builder.srem(a, b) if is_signed(node.dtype) else self.builder.urem(a, b)
+        return self._int_divide("srem" if is_signed(node.dtype) else "urem", a, b, node.dtype)
 
     def expr_FloorDiv(self, node):
         a, b = self.emit(node.a), self.emit(node.b)
         if dt.is_float(node.dtype):
             return self.call_llvm_intrinsic("llvm.floor", [self.builder.fdiv(a, b)])
         if not is_signed(node.dtype):
-            return self.builder.udiv(a, b)
+            return self._int_divide("udiv", a, b, node.dtype)
+        b, is_zero = self.safe_divisor(a, b, node.dtype)
         quotient, remainder = self.builder.sdiv(a, b), self.builder.srem(a, b)
         zero = ir.Constant(a.type, None)
         # The truncated quotient is one too big when the remainder is non-zero and
@@ -119,7 +143,8 @@ class ExprCodegen:
         inexact = self.builder.icmp_signed("!=", remainder, zero)
         signs_differ = self.builder.icmp_signed("<", self.builder.xor(remainder, b), zero)
         adjust = self.builder.and_(inexact, signs_differ)
-        return self.builder.sub(quotient, self.builder.zext(adjust, a.type))
+        result = self.builder.sub(quotient, self.builder.zext(adjust, a.type))
+        return self.builder.select(is_zero, zero, result)
 
     def expr_FloorMod(self, node):
         a, b = self.emit(node.a), self.emit(node.b)
@@ -127,13 +152,15 @@ class ExprCodegen:
             floored = self.call_llvm_intrinsic("llvm.floor", [self.builder.fdiv(a, b)])
             return self.builder.fsub(a, self.builder.fmul(floored, b))
         if not is_signed(node.dtype):
-            return self.builder.urem(a, b)
+            return self._int_divide("urem", a, b, node.dtype)
+        b, is_zero = self.safe_divisor(a, b, node.dtype)
         remainder = self.builder.srem(a, b)
         zero = ir.Constant(a.type, None)
         inexact = self.builder.icmp_signed("!=", remainder, zero)
         signs_differ = self.builder.icmp_signed("<", self.builder.xor(remainder, b), zero)
         adjust = self.builder.and_(inexact, signs_differ)
-        return self.builder.select(adjust, self.builder.add(remainder, b), remainder)
+        result = self.builder.select(adjust, self.builder.add(remainder, b), remainder)
+        return self.builder.select(is_zero, zero, result)
 
     def _compare(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         if dt.is_float(dtype):
@@ -217,6 +244,23 @@ class ExprCodegen:
 
     def expr_Broadcast(self, node):
         return self.broadcast(self.emit(node.value), node.lanes)
+
+    def expr_Shuffle(self, node):
+        """Lanes picked by constant indices from the concatenation of the vectors."""
+        vectors = [self.emit(v) for v in node.vectors]
+        element = vectors[0].type.element if isinstance(vectors[0].type, ir.VectorType) else vectors[0].type
+        lanes = []
+        for vector in vectors:
+            if isinstance(vector.type, ir.VectorType):
+                lanes += [self.builder.extract_element(vector, ir.Constant(I32, k)) for k in range(vector.type.count)]
+            else:
+                lanes.append(vector)
+        result = ir.Constant(ir.VectorType(element, len(node.indices)), ir.Undefined)
+        for position, index in enumerate(node.indices):
+            if not isinstance(index, tir.IntImm):
+                raise self.error("a Shuffle index must be a constant")
+            result = self.builder.insert_element(result, lanes[index.value], ir.Constant(I32, position))
+        return result if len(node.indices) > 1 else lanes[node.indices[0].value]
 
     def expr_Ramp(self, node):
         base, stride = self.emit(node.base), self.emit(node.stride)

@@ -12,7 +12,7 @@ import llvmlite.ir as ir
 
 from ..ir import dtype as dt
 from ..ir import tir
-from .intrinsics import FLOAT_ONLY, MATH_INTRINSICS, intrinsic_name
+from .intrinsics import MATH_INTRINSICS, UNSUPPORTED, intrinsic_name
 from .llvm_types import I32, constant, is_signed, value_type
 
 _FLOAT = ir.FloatType()
@@ -20,13 +20,19 @@ _FLOAT = ir.FloatType()
 
 class IntrinsicCodegen:
     def expr_Call(self, call: tir.Call) -> ir.Value:
+        if not isinstance(call.op, str):
+            callee = getattr(call.op, "name_hint", call.op)
+            raise self.error(f"calls '{callee}', another function of the module; "
+                             "kernels cannot call each other, call both from the Relax function")
         name = intrinsic_name(call.op)
+        if name in UNSUPPORTED:
+            raise self.error(f"'{call.op}' {UNSUPPORTED[name]}")
         entry = MATH_INTRINSICS.get(name)
         if entry is None:
             known = ", ".join(sorted(MATH_INTRINSICS))
             raise self.error(f"unknown intrinsic '{call.op}' (known: {known})")
         how, symbol, arity = entry
-        if len(call.args) != arity:
+        if arity >= 0 and len(call.args) != arity:
             raise self.error(f"'{call.op}' takes {arity} arguments, got {len(call.args)}")
         if how == "custom":
             return getattr(self, symbol)(call)
@@ -90,11 +96,23 @@ class IntrinsicCodegen:
         return self._unary_float(call, lambda x: self.call_llvm_intrinsic(
             "llvm.pow", [self._float_constant_like(x, 10.0), x]))
 
+    def emit_ldexp(self, call):
+        """ldexp(x, n) = x * 2**n through libm, the exponent as a C int."""
+        (value, exponent) = [self.emit(arg) for arg in call.args]
+        half = dt.bits(call.args[0].dtype) == 16
+        if half:
+            value = self.builder.fpext(value, _FLOAT)
+        exponent = self.cast(exponent, call.args[1].dtype, "int32")
+        element = value.type
+        symbol = "ldexpf" if isinstance(element, ir.FloatType) else "ldexp"
+        result = self.builder.call(self.declare(symbol, ir.FunctionType(element, [element, I32])), [value, exponent])
+        return self.builder.fptrunc(result, value_type(call.args[0].dtype)) if half else result
+
     def emit_fmod(self, call):
         a, b = self.emit(call.args[0]), self.emit(call.args[1])
         if dt.is_float(call.args[0].dtype):
             return self.builder.frem(a, b)
-        return self.builder.srem(a, b) if is_signed(call.args[0].dtype) else self.builder.urem(a, b)
+        return self._int_divide("srem" if is_signed(call.args[0].dtype) else "urem", a, b, call.args[0].dtype)
 
     def emit_abs(self, call):
         value = self.emit(call.args[0])
@@ -169,6 +187,42 @@ class IntrinsicCodegen:
 
     def emit_likely(self, call):
         return self.emit(call.args[0])
+
+    def emit_assume(self, call):
+        """A hint only: nothing is emitted (an unchecked llvm.assume would make a false one UB)."""
+        return constant("bool", 1)
+
+    def emit_ret(self, call):
+        """T.ret(value): the kernel's scalar result goes to ctx->return_value (see abi.py)."""
+        value = self.emit(call.args[0])
+        dtype = call.args[0].dtype
+        if dt.is_float(dtype):
+            word = self.builder.bitcast(self.cast(value, dtype, "float64"), ir.IntType(64))
+        else:
+            word = self.cast(value, dtype, "int64") if not dt.is_bool(dtype) else self.builder.zext(value, ir.IntType(64))
+        self.store_context("return_value", word)
+        self.builder.ret(ir.Constant(I32, 0))
+        # Code after a return is unreachable; give it a block of its own.
+        self.builder.position_at_end(self.builder.append_basic_block("after_return"))
+        return constant("int32", 0)
+
+    def emit_call_extern(self, call):
+        """T.call_extern(dtype, "name", args...): a C function resolved when the kernel is loaded."""
+        if not call.args or not isinstance(call.args[0], tir.StringImm):
+            raise self.error(f"'{call.op}' needs the function name as its first argument")
+        args = [self.emit(arg) for arg in call.args[1:]]
+        result_type = ir.VoidType() if call.dtype == "void" else value_type(call.dtype)
+        function = self.declare(call.args[0].value, ir.FunctionType(result_type, [a.type for a in args]))
+        result = self.builder.call(function, args)
+        return constant("int32", 0) if call.dtype == "void" else result
+
+    def emit_call_llvm_intrin(self, call):
+        """T.call_llvm_pure_intrin(dtype, "llvm.name", args...): an LLVM intrinsic by its full name."""
+        if not call.args or not isinstance(call.args[0], tir.StringImm):
+            raise self.error(f"'{call.op}' needs the intrinsic name as its first argument")
+        args = [self.emit(arg) for arg in call.args[1:]]
+        function = self.declare(call.args[0].value, ir.FunctionType(value_type(call.dtype), [a.type for a in args]))
+        return self.builder.call(function, args)
 
     def emit_if_then_else(self, call):
         """Only the chosen branch is evaluated (a load in the other may be out of bounds)."""

@@ -48,6 +48,10 @@ class StmtCodegen:
         self.emit_stmt(stmt.body)
 
     def stmt_AttrStmt(self, stmt):
+        if stmt.attr_key in ("thread_extent", "virtual_thread"):
+            thread = getattr(getattr(stmt.node, "var", None), "name", "?")
+            raise self.error(f"binds the GPU thread axis '{thread}', which CPU targets do not have; "
+                             "build it for a cuda target")
         self.emit_stmt(stmt.body)
 
     def stmt_DeclBuffer(self, stmt):

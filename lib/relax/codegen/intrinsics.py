@@ -59,6 +59,7 @@ MATH_INTRINSICS: dict[str, tuple[str, str, int]] = {
     "fma": ("llvm", "llvm.fma", 3),
     "fmod": ("custom", "emit_fmod", 2),
     "nextafter": ("libm", "nextafter", 2),
+    "ldexp": ("custom", "emit_ldexp", 2),
     # Classification.
     "isnan": ("custom", "emit_isnan", 1),
     "isinf": ("custom", "emit_isinf", 1),
@@ -76,13 +77,22 @@ MATH_INTRINSICS: dict[str, tuple[str, str, int]] = {
     # Control.
     "if_then_else": ("custom", "emit_if_then_else", 3),
     "likely": ("custom", "emit_likely", 1),
+    "assume": ("custom", "emit_assume", 1),
+    "ret": ("custom", "emit_ret", 1),
+    # Calls to C functions by name, resolved in the loading process (-1: any arity).
+    "call_extern": ("custom", "emit_call_extern", -1),
+    "call_pure_extern": ("custom", "emit_call_extern", -1),
+    "call_llvm_pure_intrin": ("custom", "emit_call_llvm_intrin", -1),
+    "call_llvm_intrin": ("custom", "emit_call_llvm_intrin", -1),
 }
 
-# Intrinsics that take and give floating-point values only.
-FLOAT_ONLY = frozenset(
-    name for name, (how, _, _) in MATH_INTRINSICS.items() if how in ("llvm", "libm")
-) | {"exp10", "rsqrt", "sigmoid", "isnan", "isinf", "isfinite"}
-
+# Intrinsics that need a runtime a native CPU kernel does not have.
+UNSUPPORTED = {
+    "call_packed": "calls a PackedFunc, which native kernels cannot reach; call it from the Relax function",
+    "call_cpacked": "calls a PackedFunc, which native kernels cannot reach; call it from the Relax function",
+    "tvm_call_packed": "calls a PackedFunc, which native kernels cannot reach; call it from the Relax function",
+    "tvm_storage_sync": "synchronizes GPU threads; CPU kernels have none",
+}
 
 def intrinsic_name(op: str) -> str:
     """The table key of a Call op: "tir.exp" -> "exp"."""

@@ -104,7 +104,8 @@ def kernel_info(name: str, func: tir.PrimFunc, symbolic: list[tir.Var], workspac
     return KernelInfo(name=name, symbol=abi.kernel_symbol(name), abi_version=abi.KERNEL_ABI_VERSION,
                       params=tuple(params), symbolic_vars=tuple(v.name for v in symbolic),
                       workspace_bytes=shape_to_json(workspace), parallel=parallel,
-                      noalias=has_noalias(func), writes=written_buffers(func))
+                      noalias=has_noalias(func), writes=written_buffers(func),
+                      ret_dtype=func.ret_type if func.ret_type not in (None, "void", "") else "")
 
 
 def generate_kernel(module: ir.Module, name: str, func: tir.PrimFunc,

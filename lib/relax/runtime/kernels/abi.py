@@ -33,7 +33,7 @@ WORKSPACE_ALIGNMENT = 64
 
 
 class KernelContext(ctypes.Structure):
-    """relax_kernel_ctx: 40 bytes, every field naturally aligned."""
+    """relax_kernel_ctx: 48 bytes, every field naturally aligned."""
 
     _fields_ = [
         ("abi_version", ctypes.c_int32),      # offset 0: KERNEL_ABI_VERSION of the caller
@@ -43,6 +43,7 @@ class KernelContext(ctypes.Structure):
         ("error_message", ctypes.c_char_p),   # offset 24: out: a static NUL-terminated message
         ("error_code", ctypes.c_int32),       # offset 32: out: the code returned, for convenience
         ("reserved", ctypes.c_int32),         # offset 36: zero
+        ("return_value", ctypes.c_int64),     # offset 40: out: a scalar result (T.ret), as a 64-bit word
     ]
 
 
@@ -55,6 +56,7 @@ CONTEXT_LAYOUT = (
     ("error_message", "ptr"),
     ("error_code", "i32"),
     ("reserved", "i32"),
+    ("return_value", "i64"),
 )
 
 CONTEXT_FIELD = {name: index for index, (name, _) in enumerate(CONTEXT_LAYOUT)}

@@ -36,6 +36,15 @@ _NUMPY_DTYPES = {
 }
 
 
+def _scalar_result(dtype: str, word: int):
+    """A kernel's T.ret value from its 64-bit word, as a numpy scalar of `dtype`."""
+    if dtype.startswith("float"):
+        return np.dtype(_NUMPY_DTYPES[dtype]).type(struct.unpack("<d", struct.pack("<q", word))[0])
+    if dtype == "bool":
+        return np.bool_(word != 0)
+    return np.array(word, np.int64).astype(_NUMPY_DTYPES.get(dtype, np.int64))[()]
+
+
 class KernelCallError(VMError):
     """A kernel was called with wrong arguments, or reported a failure."""
 
@@ -165,7 +174,7 @@ class KernelFunction:
             message = context.error_message.decode("utf-8", "replace") if context.error_message else ""
             meaning = abi.RETURN_CODES.get(code, f"error code {code}")
             raise self._fail(f"{meaning}: {message}" if message else meaning)
-        return None
+        return _scalar_result(info.ret_dtype, context.return_value) if info.ret_dtype else None
 
     def __repr__(self) -> str:
         return f"<KernelFunction {self.name}>"

@@ -123,6 +123,7 @@ class KernelInfo:
     parallel: bool = False  # whether the kernel has a parallel loop
     noalias: bool = False  # whether buffers are assumed not to overlap (TVM's tir.noalias)
     writes: tuple[str, ...] = ()  # the buffer parameters the kernel stores to
+    ret_dtype: str = ""  # the dtype of a scalar result (T.ret), "" when there is none
     attrs: dict = field(default_factory=dict)
 
     @property
@@ -144,6 +145,7 @@ class KernelInfo:
             "parallel": self.parallel,
             "noalias": self.noalias,
             "writes": list(self.writes),
+            "ret_dtype": self.ret_dtype,
             "attrs": dict(sorted(self.attrs.items())),
         }
 
@@ -164,6 +166,7 @@ class KernelInfo:
                 parallel=bool(data.get("parallel", False)),
                 noalias=bool(data.get("noalias", False)),
                 writes=tuple(str(name) for name in data.get("writes", ())),
+                ret_dtype=str(data.get("ret_dtype", "")),
                 attrs=dict(data.get("attrs", {})),
             )
         except (KeyError, TypeError, ValueError) as exc:
