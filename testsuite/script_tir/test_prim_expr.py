@@ -187,3 +187,31 @@ def test_shuffle(scope):
 
 def test_ldexp_keeps_an_integer_exponent(scope):
     assert ok("T.ldexp(x, 2)", scope) == ("Call", "float32", "tir.ldexp", ("x:float32", I32(2)))
+
+
+def test_python_numbers_promote_as_in_tvm(scope):
+    """Checked against TVM 0.27: a literal is int32/float32 first, then promotion."""
+    s = scope
+    s.define("u", tir.Var("u", "uint8"))
+    assert ok("u + 1", s) == ("Add", ("Cast", "int32", "u:uint8"), I32(1))
+    assert ok("h * 0.5", s) == ("Mul", ("Cast", "float32", "h:float16"), F32(0.5))
+    assert ok("h * 2", s) == ("Mul", "h:float16", ("FloatImm", "float16", 2.0))
+    assert ok("2 ** 3 + 7 // 2", s) == I32(11)
+
+
+def test_folded_floats_round_to_their_type(scope):
+    assert ok("T.float32(1) / 3", scope) == F32(0.3333333432674408)
+    assert ok("T.float64(0.1) * 3", scope) == ("FloatImm", "float64", 0.30000000000000004)
+
+
+def test_float_classes_expand_as_in_tvm(scope):
+    nan = ("Call", "bool", "tir.isnan", ("x:float32",))
+    is_inf = ("And", ("EQ", ("Call", "float32", "tir.fabs", ("x:float32",)), F32(float("inf"))), ("Not", nan))
+    assert ok("T.isinf(x)", scope) == is_inf
+    assert ok("T.isfinite(x)", scope) == ("And", ("Not", is_inf), ("Not", nan))
+    assert ok("T.isnan(i)", scope) == ("IntImm", "bool", 0)
+    assert ok("T.isfinite(i)", scope) == ("IntImm", "bool", 1)
+
+
+def test_abs_of_an_integer_selects(scope):
+    assert ok("T.abs(i)", scope) == ("Select", ("GE", "i:int32", I32(0)), "i:int32", ("Sub", I32(0), "i:int32"))

@@ -182,6 +182,8 @@ class PrimExprParser(PrimCallParser):
         node_type = _BINARY_OPERATORS.get(type(node.op))
         if node_type is not None:
             return tir_ops.binary(node_type, a, b)
+        if isinstance(node.op, ast.Pow) and not isinstance(a, tir.PrimExpr) and not isinstance(b, tir.PrimExpr):
+            return a**b  # plain Python arithmetic on literals, as evaluating the text would
         intrinsic = _BITWISE_OPERATORS.get(type(node.op))
         if intrinsic is None:
             raise self.ctx.fail(f"operator '{_describe_op(node.op)}' is not supported in TIR", node)

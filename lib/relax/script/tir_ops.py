@@ -7,8 +7,10 @@ folded (`T.int64(2) * 3` is `T.int64(6)`), as TVM's `tvm.tir` operators do. The
 text TVM prints was built by those operators, so the same rules read it back into
 the same IR.
 
-Python numbers stay Python numbers until they meet a typed operand: `i + 1` gives
-the literal the dtype of `i`, exactly as TVM's scalar overloads do.
+Python numbers stay Python numbers while they meet only each other (`2 * 3` is 6).
+Meeting a typed operand they become int32 / float32 / bool constants and join the
+usual promotion, as in TVM 0.27: `n + 1` with an int64 `n` is `n + T.int64(1)`, a
+uint8 plus 1 is int32, a float16 times 0.5 is float32.
 """
 
 from __future__ import annotations
@@ -76,9 +78,9 @@ def match_types(a: Operand, b: Operand) -> tuple[tir.PrimExpr, tir.PrimExpr]:
     if not isinstance(a, tir.PrimExpr) and not isinstance(b, tir.PrimExpr):
         return as_expr(a), as_expr(b)
     if not isinstance(a, tir.PrimExpr):
-        a = _scalar_like(a, b)
+        a = as_expr(a)
     if not isinstance(b, tir.PrimExpr):
-        b = _scalar_like(b, a)
+        b = as_expr(b)
     if a.dtype == b.dtype:
         return a, b
     lanes_a, lanes_b = dt.lanes(a.dtype), dt.lanes(b.dtype)
@@ -91,13 +93,6 @@ def match_types(a: Operand, b: Operand) -> tuple[tir.PrimExpr, tir.PrimExpr]:
             return a, b
     target = max(a.dtype, b.dtype, key=_rank)
     return cast(target, a), cast(target, b)
-
-
-def _scalar_like(value: Number, other: tir.PrimExpr) -> tir.PrimExpr:
-    # A Python float meeting an integer operand makes the operation floating point.
-    if isinstance(value, float) and not dt.is_float(other.dtype):
-        return make_const(value, "float32")
-    return make_const(value, other.dtype)
 
 
 def _fold_div(a, b):
@@ -128,6 +123,16 @@ _FOLD: dict[type, Callable] = {
     tir.And: lambda a, b: bool(a) and bool(b),
     tir.Or: lambda a, b: bool(a) or bool(b),
 }
+
+
+def _round_to(value, dtype: str):
+    """A folded float rounded to its type's precision, as TVM folds in that type."""
+    if isinstance(value, float) and dt.is_float(dtype) and dt.bits(dtype) in (16, 32):
+        import numpy as np
+
+        with np.errstate(over="ignore"):
+            return float((np.float16 if dt.bits(dtype) == 16 else np.float32)(value))
+    return value
 
 
 def _constant(expr: tir.PrimExpr):
@@ -175,7 +180,7 @@ def binary(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | Number:
         folded = _FOLD[cls](ca, cb)
         if folded is not None:
             result_dtype = "bool" if issubclass(cls, tir.CompareOp) else a.dtype
-            return make_const(folded, result_dtype)
+            return make_const(_round_to(folded, result_dtype), result_dtype)
     identity = _fold_identity(cls, a, b)
     if identity is not None:
         return identity

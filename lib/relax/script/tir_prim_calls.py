@@ -190,8 +190,20 @@ class PrimCallParser:
         if dt.is_float(value.dtype):
             return tir.Call(value.dtype, "tir.fabs", (value,))
         if dt.is_int(value.dtype):
-            return tir.Select(tir_ops.binary(tir.GE, value, 0), value, tir_ops.negate(value))
+            # C++'s -x, which TVM builds as 0 - x (Python's -x is x * -1).
+            negated = tir.Sub(tir_ops.make_const(0, value.dtype), value)
+            return tir.Select(tir_ops.binary(tir.GE, value, 0), value, negated)
         return value
+
+    def _float_class(self, node: ast.Call) -> Operand:
+        """T.isnan / T.isinf / T.isfinite as TVM builds them: only isnan is a call; isinf
+        is |x| == inf and not nan; an integer is never nan or inf."""
+        name = node.func.attr
+        self.check_arity(node, name, 1, 1)
+        value = self.finish(self.value(node.args[0]))
+        if not dt.is_float(value.dtype):
+            return tir_ops.make_const(name == "isfinite", dt.with_lanes("bool", dt.lanes(value.dtype)))
+        return _float_class(name, value)
 
     def _shuffle(self, node: ast.Call) -> tir.PrimExpr:
         """`T.Shuffle([vectors], [lane indices])`."""
@@ -256,7 +268,22 @@ _SPECIAL_HANDLERS: dict[str, Callable[[PrimCallParser, ast.Call], Operand]] = {
     "StringImm": PrimCallParser._string,
     "Not": PrimCallParser._not,
     "Shuffle": PrimCallParser._shuffle,
+    "isnan": PrimCallParser._float_class,
+    "isinf": PrimCallParser._float_class,
+    "isfinite": PrimCallParser._float_class,
 }
+
+
+def _float_class(name: str, value: tir.PrimExpr) -> tir.PrimExpr:
+    bool_dtype = dt.with_lanes("bool", dt.lanes(value.dtype))
+    is_nan = tir.Call(bool_dtype, "tir.isnan", (value,))
+    if name == "isnan":
+        return is_nan
+    magnitude = tir.Call(value.dtype, "tir.fabs", (value,))
+    is_inf = tir.And(tir.EQ(magnitude, tir_ops.make_const(float("inf"), value.dtype)), tir.Not(is_nan))
+    if name == "isinf":
+        return is_inf
+    return tir.And(tir.Not(is_inf), tir.Not(tir.Call(bool_dtype, "tir.isnan", (value,))))
 
 
 def dtype_limit(dtype: str, largest: bool):
