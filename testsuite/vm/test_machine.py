@@ -220,6 +220,14 @@ def test_python_api_argument_checks():
     assert vm["main"](non_contiguous, 0.0).flags.c_contiguous
 
 
+def test_function_arity_and_parameter_names():
+    vm = _vm("add_two")
+    assert vm.get_function_arity("main") == 2
+    assert [vm.get_function_param_name("main", i) for i in range(2)] == ["x", "y"]
+    with pytest.raises(UserError, match="no parameter name at index 2"):
+        vm.get_function_param_name("main", 2)
+
+
 def test_stateful_api():
     vm = _vm("add_two")
     vm.set_input("main", np.array([1.0]), y=np.array([2.0]))

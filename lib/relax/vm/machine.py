@@ -313,6 +313,15 @@ class VirtualMachine:
 
         self._saved[saved_name] = saved
 
+    def get_function_arity(self, func_name: str) -> int:
+        return self._require(func_name).num_args
+
+    def get_function_param_name(self, func_name: str, index: int) -> str:
+        function = self._require(func_name)
+        if not 0 <= index < len(function.param_names):
+            raise UserError(f"function '{func_name}' has no parameter name at index {index}")
+        return function.param_names[index]
+
     def _require(self, func_name: str):
         function = self._function(func_name)
         if function is None:
