@@ -84,3 +84,19 @@ def test_parallel_elementwise_int32_loop_variable():
     out = np.zeros(1000)
     lib.get_function("k")(x, out)
     np.testing.assert_allclose(out, np.sqrt(x), rtol=1e-15)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_chunks_run_on_distinct_native_threads(threads):
+    """Each iteration records pthread_self(): `threads` distinct threads ran the loop."""
+    out = param("T", "uint64", (64,))
+    i = tir.Var("i", "int64")
+    body = store(out[1], i, tir.Call("uint64", "tir.call_extern", (tir.StringImm("pthread_self"),)))
+    lib = build_host_library({"who": kernel([out], loop(i, i64(64), body, "parallel"))})
+    lib.parallel_threshold_bytes = 0
+    lib.num_threads = threads
+    ids = np.zeros(64, np.uint64)
+    lib.get_function("who")(ids)
+    assert len(set(ids.tolist())) == threads
+    # Chunks are contiguous: each thread ran one block of 64 / threads iterations.
+    assert all(len(set(ids[k:k + 64 // threads].tolist())) == 1 for k in range(0, 64, 64 // threads))
