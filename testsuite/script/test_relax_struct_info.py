@@ -83,7 +83,7 @@ def test_low_precision_and_vector_dtypes():
 @pytest.mark.parametrize(
     "annotation, message",
     [
-        ('R.Tensor((2.5,), "float32")', "a dimension must be an integer, not float32"),
+        ('R.Tensor((2.5,), "float32")', "a dimension must be an int64 value, not float32"),
         ('R.Tensor((2,), "float32", ndim=2)', "ndim=2 does not match the 1 dimensions of the shape"),
         ("R.Shape(4)", "the values of R.Shape must be a list of dimensions such as [n, 4]"),
         ("R.Prim(value=1.5, dtype='int64')", "the value of R.Prim has type float32, not int64"),
@@ -92,6 +92,8 @@ def test_low_precision_and_vector_dtypes():
         ("R.Object(1)", "R.Object takes at most 0 positional arguments, got 1"),
         ("R.Tensor(shape=(2,), layout='NC')", "R.Tensor has no argument 'layout'"),
         ("R.Tensor(q)", "undefined variable 'q'"),
+        ("R.Tensor((T.int32(4),))", "a dimension must be an int64 value, not int32"),
+        ("R.Tensor((2,), 'float32', 7)", 'expected a virtual device such as "llvm:0"'),
         ('R.Tensor(("n * ",), "float32")', "'n * ' is not a shape expression"),
     ],
 )

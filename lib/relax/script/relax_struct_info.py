@@ -4,6 +4,7 @@ The readers here turn annotation syntax into StructInfo nodes:
 
     R.Tensor((d0, d1), dtype="float32")   R.Tensor((2, 3), "float32")
     R.Tensor(dtype="float32", ndim=2)     R.Tensor(ndim=-1)   R.Tensor   R.Tensor(s)
+    R.Tensor("float32", ndim=2)          R.Tensor((2,), "float32", "llvm:0")   x.struct_info
     R.Shape([n, 4])   R.Shape(ndim=2)     R.Shape
     R.Tuple(a, b)     R.Tuple([a, b])     R.Tuple
     R.Object  R.Any   R.Prim("int64")     R.Prim(value=n)     T.int64 (TVM 0.27's R.Prim)
@@ -62,6 +63,10 @@ class StructInfoParser:
         return dialect[0] == "relax" and dialect[1] in STRUCT_INFO_NAMES
 
     def struct_info(self, node: ast.expr) -> StructInfo:
+        if isinstance(node, ast.Constant) and node.value is None:
+            return TupleStructInfo((), span=self.ctx.span(node))  # `-> None`: returns nothing
+        if isinstance(node, ast.Attribute) and node.attr == "struct_info" and isinstance(node.value, ast.Name):
+            return self._struct_info_of(node)
         call = node if isinstance(node, ast.Call) else None
         target = node.func if call is not None else node
         dialect = self.ctx.dialect_of(target)
@@ -89,6 +94,16 @@ class StructInfoParser:
             return TupleStructInfo(tuple(self.struct_info(e) for e in node.elts), span=self.ctx.span(node))
         return self.struct_info(node)
 
+    def _struct_info_of(self, node: ast.Attribute) -> StructInfo:
+        """`x.struct_info`: the annotated struct info of variable x."""
+        found = self.scope.lookup(node.value.id)
+        if found is None:
+            raise self.ctx.fail(f"undefined variable '{node.value.id}'", node.value)
+        info = getattr(found, "struct_info", None) if isinstance(found, Var) else None
+        if info is None:
+            raise self.ctx.fail(f"'{node.value.id}' has no annotated struct info to refer to", node)
+        return info
+
     # -- one reader per kind ---------------------------------------------------------
     def _sinfo_object(self, node, args, kwargs, span) -> StructInfo:
         self._check_arguments(node, "R.Object", args, kwargs, 0, ())
@@ -99,20 +114,24 @@ class StructInfoParser:
         return ObjectStructInfo(span=span)
 
     def _sinfo_tensor(self, node, args, kwargs, span) -> StructInfo:
-        self._check_arguments(node, "R.Tensor", args, kwargs, 2, ("shape", "dtype", "ndim", "vdevice"))
+        self._check_arguments(node, "R.Tensor", args, kwargs, 4, ("shape", "dtype", "vdevice", "ndim"))
         shape_node = _take(args, 0, kwargs, "shape")
         dtype_node = _take(args, 1, kwargs, "dtype")
+        if dtype_node is None and isinstance(shape_node, ast.Constant) and isinstance(shape_node.value, str):
+            shape_node, dtype_node = None, shape_node  # R.Tensor("float32", ndim=2)
         shape = None if shape_node is None else self._tensor_shape(shape_node)
         dtype = "void" if dtype_node is None else self.dtype_string(dtype_node, allow_none=True)
         ndim = -1
-        if "ndim" in kwargs:
-            ndim = self._ndim(kwargs["ndim"])
+        ndim_node = _take(args, 3, kwargs, "ndim")
+        if ndim_node is not None:
+            ndim = self._ndim(ndim_node)
             values = getattr(shape, "values", None)
             if values is not None and ndim not in (-1, len(values)):
-                raise self.ctx.fail(f"ndim={ndim} does not match the {len(values)} dimensions of the shape", kwargs["ndim"])
+                raise self.ctx.fail(f"ndim={ndim} does not match the {len(values)} dimensions of the shape", ndim_node)
         vdevice = None
-        if "vdevice" in kwargs:
-            vdevice = self._string(kwargs["vdevice"], "a virtual device such as \"llvm:0\"")
+        vdevice_node = _take(args, 2, kwargs, "vdevice")
+        if vdevice_node is not None and not (isinstance(vdevice_node, ast.Constant) and vdevice_node.value is None):
+            vdevice = self._string(vdevice_node, "a virtual device such as \"llvm:0\"")
         return TensorStructInfo(shape, dtype, ndim, vdevice, span=span)
 
     def _tensor_shape(self, node: ast.expr):
@@ -187,8 +206,8 @@ class StructInfoParser:
         """One dimension: an int, a string naming a symbolic variable, or an integer
         PrimExpr over the symbolic variables in scope."""
         value = self.symbolic_value(node)
-        if not value.dtype.startswith(("int", "uint")):
-            raise self.ctx.fail(f"a dimension must be an integer, not {value.dtype}", node)
+        if value.dtype != "int64":
+            raise self.ctx.fail(f"a dimension must be an int64 value, not {value.dtype}", node)
         return value
 
     def symbolic_value(self, node: ast.expr) -> tir.PrimExpr:
