@@ -98,6 +98,7 @@ FAMILY_MODULES = (
     "nn_misc",
     "nn_norm",
     "nn_attention",
+    "image",
     "indexing",
 )
 
