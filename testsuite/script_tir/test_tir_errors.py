@@ -58,3 +58,9 @@ def test_independent_errors_are_all_reported():
         A[0, 0] = T.exp(A[0, 0], 1)
     """)
     assert [position for position, _ in errors] == ["3:5", "5:19", "6:15"]
+
+
+def test_a_broken_parameter_is_reported_once():
+    assert errors_of("B[0] = A[0, 0]\nB[1] = B[0]", signature='A: T.Buffer((8, 8), "float32"), B: T.Buffer((4,), "float33")') == [
+        ("2:57", "unknown data type 'float33'"),
+    ]

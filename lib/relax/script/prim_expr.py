@@ -61,6 +61,14 @@ class LocalScalar:
         return tir.BufferLoad(self.buffer, (tir.IntImm("int32", 0),), span=span)
 
 
+class Poisoned:
+    """What a scope holds for a name whose declaration had an error: its uses are
+    skipped quietly instead of being reported once more."""
+
+
+POISONED = Poisoned()
+
+
 
 
 def parse_prim_expr(
@@ -158,6 +166,8 @@ class PrimExprParser(PrimCallParser):
             return found
         if isinstance(found, LocalScalar):
             return found.load(self.ctx.span(node))
+        if isinstance(found, Poisoned):
+            raise ParseAbort(node.id)
         if isinstance(found, tir.Buffer):
             raise self.ctx.fail(f"buffer '{node.id}' is not a value; index it as {node.id}[...]", node)
         raise self.ctx.fail(f"'{node.id}' is not a TIR expression", node)
@@ -238,6 +248,8 @@ class PrimExprParser(PrimCallParser):
             found = self.scope.lookup(node.id)
             if isinstance(found, tir.Buffer):
                 return found
+            if isinstance(found, Poisoned):
+                raise ParseAbort(node.id)
             if found is None:
                 raise self.ctx.fail(f"undefined buffer '{node.id}'", node)
             raise self.ctx.fail(f"'{node.id}' is not a buffer and cannot be indexed", node)

@@ -18,7 +18,7 @@ import ast
 
 from ..ir import FrozenDict, tir
 from .context import ParseAbort, ParseContext, Scope
-from .prim_expr import embedded_expression, is_dtype_name
+from .prim_expr import POISONED, embedded_expression, is_dtype_name
 from .tir_block_parser import BlockFrame
 from .tir_buffer import BufferParser
 from .tir_stmt_parser import StmtParser
@@ -138,6 +138,7 @@ class _FunctionParser:
                 params[index] = self.parameter(arg, buffer_map)
             except ParseAbort:
                 params[index] = tir.Var(arg.arg, "handle", span=self.ctx.span(arg))
+                self.scope.define(arg.arg, POISONED)
         return [params[i] for i in range(len(args.args))], buffer_map
 
     def parameter(self, arg: ast.arg, buffer_map: dict) -> tir.Var:
