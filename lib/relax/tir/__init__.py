@@ -2,8 +2,9 @@
 
 Sits between the operator legalization (which writes PrimFuncs with blocks) and
 codegen/. `lower_for_codegen(func, target)` (pipeline.py) runs, in order:
-convert-blocks-to-loops, lower-attr-stmts, flatten-buffers, simplify,
-annotate-storage, verify-lowered. Each pass is a file named after it.
+default-gpu-schedule (cuda targets only), convert-blocks-to-loops,
+lower-attr-stmts, flatten-buffers, simplify, annotate-storage, verify-lowered.
+Each pass is a file named after it.
 interpreter.py runs any PrimFunc (both forms) on numpy arrays, exactly and slowly:
 the reference that tests compare lowered code against.
 
@@ -13,7 +14,9 @@ THE LOWERED FORM (what the code generators may rely on; verify_lowered.py checks
 - Statements are only: SeqStmt, For, IfThenElse, LetStmt, Allocate, DeclBuffer,
   BufferStore, Evaluate, AssertStmt, While. For kinds are "serial", "parallel",
   "vectorized", "unrolled"; "thread_binding" (with `thread_tag`) only for a cuda
-  target.
+  target. For a cuda target every top-level statement (after the parameter
+  DeclBuffers and root allocations) is a `blockIdx.x` loop around a `threadIdx.x`
+  loop: one kernel launch each, in order.
 - Every BufferLoad/BufferStore has exactly one index, into a 1-D buffer. A vector
   access has a Ramp (or Broadcast) index and a vector dtype.
 - `buffer_map` keeps each parameter's ORIGINAL buffer (N-D shape, dtype, symbolic

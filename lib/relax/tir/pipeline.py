@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir import tir
 from .annotate_storage import AnnotateStorage
 from .convert_blocks_to_loops import ConvertBlocksToLoops
+from .default_gpu_schedule import DefaultGPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .lower_attr_stmts import LowerAttrStmts
 from .simplify import Simplify
@@ -18,7 +19,9 @@ from .verify_lowered import VerifyLowered
 
 
 def passes(target=None) -> list:
-    return [
+    gpu = getattr(target, "kind", "") == "cuda"
+    schedule = [DefaultGPUSchedule(target.max_threads_per_block)] if gpu else []
+    return schedule + [
         ConvertBlocksToLoops(),
         LowerAttrStmts(),
         FlattenBuffers(),

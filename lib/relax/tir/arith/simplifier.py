@@ -174,8 +174,10 @@ class ExprSimplifier(Rewriter):
         factor = d // factor_d
         rest = Linear(dtype)
         for atom, coeff in reduced.nonzero():
+            # Terms divisible by d vanish; the others stay whole (not reduced modulo d)
+            # so that floordiv(x, d) * d + floormod(x, d) can still be recognized as x.
             if coeff % factor_d:
-                rest.add_term(atom, coeff % factor_d)
+                rest.add_term(atom, coeff)
         rest.const = reduced.const % factor_d
         if factor_d == 1:
             return tir.IntImm(dtype, 0)
