@@ -64,3 +64,12 @@ def test_a_broken_parameter_is_reported_once():
     assert errors_of("B[0] = A[0, 0]\nB[1] = B[0]", signature='A: T.Buffer((8, 8), "float32"), B: T.Buffer((4,), "float33")') == [
         ("2:57", "unknown data type 'float33'"),
     ]
+
+
+def test_a_failed_declaration_is_reported_once():
+    assert errors_of('''
+        B = T.alloc_buffer((8,), "float33")
+        B[0] = A[0, 0]
+        x = T.expp(A[0, 0])
+        A[0, 0] = x + B[1]
+    ''') == [("3:30", "unknown data type 'float33'"), ("5:9", "unknown TIR function 'T.expp'; did you mean 'T.exp'?")]

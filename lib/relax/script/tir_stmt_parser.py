@@ -19,7 +19,7 @@ from typing import Callable
 from ..ir import EMPTY, tir
 from . import tir_ops
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
-from .prim_expr import METADATA_MESSAGE, PrimExprParser, _is_metadata
+from .prim_expr import METADATA_MESSAGE, POISONED, PrimExprParser, _is_metadata
 from .tir_assign_parser import LOCAL_SCALAR_ANNOTATION, AssignmentParser, Scoped  # noqa: F401 - re-exported
 from .tir_block_parser import BLOCK_NAMES, BlockFrame, BlockHeaderParser, block_name
 from .tir_values import parse_attr_dict, parse_attr_value
@@ -32,6 +32,15 @@ LOOP_KINDS = {
     "unroll": "unrolled",
     "thread_binding": "thread_binding",
 }
+
+
+def _poison_targets(stmt: ast.stmt, scope: Scope) -> None:
+    """The names a failed assignment would have bound: their uses are not errors again."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    for target in targets:
+        for name in ast.walk(target):
+            if isinstance(name, ast.Name) and scope.lookup(name.id) is None:
+                scope.define(name.id, POISONED)
 
 
 def make_seq(stmts: list[tir.Stmt]) -> tir.Stmt:
@@ -62,6 +71,7 @@ class StmtParser(AssignmentParser):
             try:
                 result = self.statement(stmt, scope)
             except ParseAbort:
+                _poison_targets(stmt, scope)
                 continue
             if isinstance(result, Scoped):
                 out.append(result.wrap(self.body(stmts[index + 1:], result.scope)))
