@@ -229,8 +229,16 @@ def _resize_legalize(call, context):
     out_dtype = info.dtype
     if not dt.is_float(tensor_info(call, 0).dtype) and call.attrs["method"] != "nearest_neighbor":
         raise call.error(f"{call.attrs['method']} resizing needs a floating-point tensor")
-    return context.call_te(lambda d: resize_compute(call, d, info.shape_values, out_dtype),
-                           call.args[:1], call.arg_info[:1], "resize2d")
+    layout, size = call.attrs["layout"], _size_dims(call)
+
+    def fcompute(data):
+        # The output dims from the placeholder's own shape, so that symbolic sizes
+        # are the kernel's variables, not the caller's.
+        dims = list(data.shape)
+        dims[layout.index("H")], dims[layout.index("W")] = size
+        return resize_compute(call, data, tuple(dims), out_dtype)
+
+    return context.call_te(fcompute, call.args[:1], call.arg_info[:1], "resize2d")
 
 
 register(OpDef(
