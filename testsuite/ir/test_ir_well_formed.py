@@ -73,6 +73,15 @@ def test_dataflow_var_used_outside_its_block():
         "dataflow variable 'lv' is used outside its dataflow block"]
 
 
+def test_notes_point_at_the_definition():
+    x = ir.Var("x", tensor((4,)))
+    lv = ir.DataflowVar("lv", tensor((4,)), span=Span("m.relax", 3, 13))
+    body = ir.SeqExpr((ir.DataflowBlock((ir.VarBinding(lv, ir.Call(op("relax.exp"), (x,))),)),), lv)
+    [diagnostic] = check_well_formed(_module(ir.Function((x,), body)))
+    [note] = diagnostic.notes
+    assert (note.severity, note.message, note.span) == ("note", "'lv' is defined here", lv.span)
+
+
 def test_dataflow_var_defined_outside_a_dataflow_block():
     x = ir.Var("x", tensor((4,)))
     lv = ir.DataflowVar("lv", tensor((4,)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..diagnostics import Diagnostic, Span
+from ..diagnostics import Diagnostic, Span, note
 from . import expr as rx
 from . import tir_expr as tir
 from .node import Node
@@ -31,10 +31,19 @@ class ReportingVisitor(Visitor):
         finally:
             self.spans.pop()
 
-    def error(self, message: str, span: Span | None = None, once: object = None) -> None:
+    def error(self, message: str, span: Span | None = None, once: object = None,
+              notes: tuple[Diagnostic, ...] = ()) -> None:
         """Reports `message`; with `once`, only the first report for that key."""
         if once is not None:
             if once in self.reported:
                 return
             self.reported.add(once)
-        self.diagnostics.append(Diagnostic("error", message, span or (self.spans[-1] if self.spans else None)))
+        where = span or (self.spans[-1] if self.spans else None)
+        self.diagnostics.append(Diagnostic("error", message, where, notes))
+
+    @staticmethod
+    def defined_here(name: str, node: Node, what: str = "defined") -> tuple[Diagnostic, ...]:
+        """A note pointing at where `node` (a variable) was written, when that is known."""
+        if node.span is None:
+            return ()
+        return (note(f"'{name}' is {what} here", node.span),)

@@ -86,7 +86,8 @@ class _RelaxChecker(ReportingVisitor):
 
     def define(self, var: rx.Var) -> None:
         if id(var) in self.defined:
-            self.error(f"variable '{var.name_hint}' is defined twice")
+            self.error(f"variable '{var.name_hint}' is defined twice",
+                       notes=self.defined_here(var.name_hint, var, "first defined"))
         self.defined.add(id(var))
         self.visible[-1].add(id(var))
         if isinstance(var, rx.DataflowVar) and self.dataflow is not None:
@@ -178,7 +179,8 @@ class _RelaxChecker(ReportingVisitor):
         if self._is_visible(var):
             return
         if id(var) in self.expired_dataflow:
-            self.error(f"dataflow variable '{var.name_hint}' is used outside its dataflow block", once=id(var))
+            self.error(f"dataflow variable '{var.name_hint}' is used outside its dataflow block", once=id(var),
+                       notes=self.defined_here(var.name_hint, var))
         else:
             self.error(f"variable '{var.name_hint}' is used but not defined", once=id(var))
 

@@ -45,10 +45,11 @@ class _PrimFuncChecker(ReportingVisitor):
 
     def define(self, var: tir.Var, what: str = "variable") -> None:
         if id(var) in self.defined:
+            notes = self.defined_here(var.name, var, "first defined")
             if what == "loop variable":
-                self.error(f"loop variable '{var.name}' is already defined")
+                self.error(f"loop variable '{var.name}' is already defined", notes=notes)
             else:
-                self.error(f"{what} '{var.name}' is defined twice")
+                self.error(f"{what} '{var.name}' is defined twice", notes=notes)
         self.defined.add(id(var))
         self.visible[-1].add(id(var))
 
