@@ -215,3 +215,10 @@ def test_float_classes_expand_as_in_tvm(scope):
 
 def test_abs_of_an_integer_selects(scope):
     assert ok("T.abs(i)", scope) == ("Select", ("GE", "i:int32", I32(0)), "i:int32", ("Sub", I32(0), "i:int32"))
+
+
+def test_let_uses_a_declared_variable(scope):
+    declared = tir.Var("y", "float32")
+    scope.define("y", declared)
+    result, errors = expr("T.Let(y + T.float32(1), where={y: x})", scope)
+    assert errors == [] and result.var is declared and result.body.a is declared

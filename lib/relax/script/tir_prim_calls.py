@@ -168,7 +168,8 @@ class PrimCallParser:
         return tir.Broadcast(self.parse(node.args[0]), self.lane_count(node.args[1]))
 
     def _let(self, node: ast.Call) -> tir.PrimExpr:
-        """`T.Let(body, where={x: value})`: x is bound while reading body."""
+        """`T.Let(body, where={x: value})`: x is bound while reading body. TVM declares x
+        first (`x = T.float32()`); an undeclared x gets the value's type."""
         where = next((k.value for k in node.keywords if k.arg == "where"), None)
         if len(node.args) != 1 or not isinstance(where, ast.Dict) or len(where.keys) != 1:
             raise self.ctx.fail("T.Let takes a body and where={var: value}", node)
@@ -176,7 +177,12 @@ class PrimCallParser:
         if not isinstance(var_node, ast.Name):
             raise self.ctx.fail("T.Let binds a name", var_node)
         value = self.parse(where.values[0])
-        var = tir.Var(var_node.id, value.dtype, span=self.ctx.span(var_node))
+        declared = self.scope.lookup(var_node.id)
+        if isinstance(declared, tir.Var):
+            var = declared
+            value = tir_ops.cast(var.dtype, value)
+        else:
+            var = tir.Var(var_node.id, value.dtype, span=self.ctx.span(var_node))
         inner = type(self)(self.ctx, self.scope.child(), self.default_int_dtype)
         inner.scope.define(var_node.id, var)
         return tir.Let(var, value, inner.parse(node.args[0]))
