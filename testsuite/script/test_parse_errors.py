@@ -70,3 +70,13 @@ def test_nested_function_errors_and_local_scope():
             return v
     ''')
     assert [m for _, _, m in found] == ["undefined variable 'w'", "undefined variable 'z'"]
+
+
+def test_private_function_with_global_symbol():
+    found = errors('''
+        @R.function(private=True)
+        def f(x: R.Tensor((2,), "float32")):
+            R.func_attr({"global_symbol": "f"})
+            return x
+    ''')
+    assert found == [(4, 5, "a private function has no global symbol; drop private=True or the attribute")]

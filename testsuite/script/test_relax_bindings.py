@@ -153,3 +153,59 @@ def test_closure_call_and_prim_value_bindings():
     assert p.var.struct_info.dtype == "int64"
     assert q.var.struct_info.value is q.value.value
     assert isinstance(s.value, ir.PrimValue) and s.value.value.a is q.value.value
+
+
+def test_branches_may_end_with_calls_made_for_their_effect():
+    func = function('''
+        @R.function(pure=False)
+        def main(c: R.Tensor((), "bool"), x: R.Tensor((), "int32")):
+            if c:
+                R.print(x, format="yes {}")
+            else:
+                R.print(x, format="no {}")
+            return x
+    ''')
+    (binding,) = bindings(func)
+    assert binding.var.name_hint == "_" and isinstance(binding.value, ir.If)
+    then = binding.value.true_branch
+    assert then.blocks[0].bindings[0].var.name_hint == "__then"
+    assert then.blocks[0].bindings[0].value.op.name == "relax.print"
+
+
+def test_symbolic_declarations_in_tuples_and_blocks_and_signature_order():
+    func = function('''
+        @R.function
+        def main(x: R.Tensor(("m + 1",), "float32"), y: R.Tensor(("m",), "float32")):
+            n, k = T.int64(), T.int64()
+            a = R.match_cast(x, R.Tensor((n, k), "float32"))
+            with R.dataflow():
+                j = T.int64()
+                b = R.match_cast(y, R.Tensor((j,), "float32"))
+                R.output(b)
+            c = R.match_cast(b, R.Tensor((j,), "float32"))
+            return c
+    ''')
+    plus_one = func.params[0].struct_info.shape_values[0]
+    (m,) = func.params[1].struct_info.shape_values
+    assert plus_one.a is m
+    a, c = func.body.blocks[0].bindings[0], func.body.blocks[2].bindings[0]
+    assert [v.name for v in a.struct_info.shape_values] == ["n", "k"]
+    (b,) = func.body.blocks[1].bindings
+    assert c.struct_info.shape_values[0] is b.struct_info.shape_values[0]
+
+
+def test_constructor_spellings_and_methods():
+    func = function('''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            t = R.tuple(x, x)
+            a = R.TupleGetItem(t, 1)
+            s = R.ShapeExpr((2, 1))
+            h = a.astype("float16")
+            return (s, h)
+    ''')
+    _, item, shape, cast = bindings(func)
+    assert isinstance(item.value, ir.TupleGetItem) and item.value.index == 1
+    assert isinstance(shape.value, ir.ShapeExpr) and len(shape.value.values) == 2
+    assert cast.value.op.name == "relax.astype" and cast.value.attrs["dtype"] == "float16"
+    assert cast.value.args == (item.var,)

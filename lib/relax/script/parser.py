@@ -21,7 +21,7 @@ from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError, Span
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .relax_literals import attr_dict, attr_value
-from .relax_parser import RelaxFunctionParser, symbolic_declaration
+from .relax_parser import RelaxFunctionParser, symbolic_declarations
 from .tir_parser import parse_prim_func
 
 # `from tvm.script import tirx as T` is what newer TVM prints for the TIR dialect.
@@ -129,14 +129,11 @@ class ModuleParser:
     def _module_assign(self, stmt: ast.Assign) -> None:
         """`n = T.int64()` (or `n = TypeVar("n")`) at module level: a symbolic name
         that each function using it gets its own variable for."""
+        declared = symbolic_declarations(self.ctx, stmt)
         target = stmt.targets[0] if len(stmt.targets) == 1 else None
-        if not isinstance(target, ast.Name):
-            self.ctx.error("only symbolic variable declarations such as `n = T.int64()` may appear here", stmt)
-            return
-        declared = symbolic_declaration(self.ctx, stmt.value)
         if declared is not None:
-            self.symbols[target.id] = declared.dtype
-        elif _is_type_var(stmt.value):
+            self.symbols.update((var.name, var.dtype) for var in declared)
+        elif isinstance(target, ast.Name) and _is_type_var(stmt.value):
             self.symbols[target.id] = "int64"
         else:
             self.ctx.error("only symbolic variable declarations such as `n = T.int64()` may appear here", stmt)

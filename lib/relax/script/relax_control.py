@@ -162,6 +162,9 @@ class ControlFlowParser:
     def _branch_result(self, last: ast.stmt, builder: BindingBlocks, suffix: str) -> _BranchResult:
         if isinstance(last, ast.If):
             name, value, info, target = self._if_expr(last)
+        elif isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+            # A call made for its effect (R.print): the if yields its result, bound to `_`.
+            name, value, info, target = "_", self.expr(last.value), None, last
         else:
             if isinstance(last, ast.Assign):
                 target, annotation = self._single_target(last.targets), None

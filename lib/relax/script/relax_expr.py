@@ -155,6 +155,9 @@ class ExprParser(StructInfoParser):
                 value = self.prim_expr(node)
                 return ir.PrimValue(value, span=self.ctx.span(node))
             raise self.ctx.fail(f"'{_describe(node.func)}' cannot be called in a Relax function", node.func)
+        method = self._method_call(node)
+        if method is not None:
+            return method
         callee = self.global_var(node.func)
         if callee is None:
             callee = self.expr(node.func)
@@ -163,6 +166,22 @@ class ExprParser(StructInfoParser):
         args = tuple(self.expr(a) for a in self.positional(node))
         attrs, sinfo_args = self.keyword_attrs(node)
         return ir.Call(callee, args, attrs, sinfo_args, span=self.ctx.span(node))
+
+    def _method_call(self, node: ast.Call) -> ir.Call | None:
+        """`x.astype("float16")`: the one method of Relax values TVM's printer and
+        tests use, the same call as R.astype(x, dtype="float16")."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "astype" and isinstance(func.value, ast.Name)):
+            return None
+        receiver = self.scope.lookup(func.value.id)
+        if not isinstance(receiver, ir.Var):
+            return None
+        from .relax_special import bind_arguments
+
+        bound = bind_arguments(self, node, "astype", ("dtype",), ("dtype",))
+        attrs = ir.FrozenDict({"dtype": self.dtype_string(bound["dtype"])})
+        span = self.ctx.span(node)
+        return ir.Call(ir.Op("relax.astype", span=span), (receiver,), attrs, span=span)
 
     def operator_call(self, node: ast.Call, op_name: str, first_extern: bool = False) -> ir.Call:
         """A call of a registered operator: positional arguments are Relax values,

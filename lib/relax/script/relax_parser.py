@@ -61,6 +61,31 @@ def symbolic_declaration(ctx: ParseContext, value: ast.expr) -> tir.Var | None:
     return (tir.SizeVar if size_var else tir.Var)("", dialect[1])
 
 
+def symbolic_declarations(ctx: ParseContext, stmt: ast.stmt) -> list[tir.Var] | None:
+    """The variables that `n = T.int64()` or `n, m = T.int64(), T.int64()` declares,
+    named; None if `stmt` is no such declaration."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return None
+    target, value = stmt.targets[0], stmt.value
+    if isinstance(target, ast.Name):
+        pairs = [(target, value)]
+    elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+        pairs = list(zip(target.elts, value.elts))
+    else:
+        return None
+    declared = []
+    for name, call in pairs:
+        var = symbolic_declaration(ctx, call) if isinstance(name, ast.Name) else None
+        if var is None:
+            return None
+        declared.append(var.with_fields(name=name.id, span=ctx.span(name)))
+    return declared
+
+
+# Where shape strings sit in a signature: R.Tensor's shape, R.Shape's values, R.Prim's value.
+_SHAPE_ARGUMENTS = {"Tensor": (0, "shape"), "Shape": (0, "values"), "Prim": (None, "value")}
+
+
 class RelaxFunctionParser(ControlFlowParser, ExprParser):
     def __init__(self, ctx: ParseContext, parent_scope: Scope, module_symbols: dict[str, str] | None = None):
         self.ctx = ctx
@@ -68,6 +93,7 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         self.symbolic_scope = self.scope
         self.string_symbols = {}
         self.attrs: dict = {}
+        self.attrs_node: ast.expr | None = None  # the R.func_attr call, for errors
         # Symbolic names declared at module level get a variable of their own in each function.
         for name, dtype in (module_symbols or {}).items():
             self.scope.define(name, tir.Var(name, dtype))
@@ -76,12 +102,16 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
     def parse_function(self, func_def: ast.FunctionDef, decorator: ast.expr, top_level: bool) -> ir.Function:
         pure, private = function_options(self.ctx, decorator)
         self._declare_symbolic_prelude(func_def.body)
+        self._declare_signature_strings(func_def)
         params = self._params(func_def)
         ret = None
         if func_def.returns is not None:
             ret = self._guarded(lambda: self.struct_info(func_def.returns))
         blocks, result = self._function_body(func_def)
         attrs = {"global_symbol": func_def.name} if top_level and not private else {}
+        if private and "global_symbol" in self.attrs:
+            self.ctx.error("a private function has no global symbol; drop private=True or the attribute",
+                           self.attrs_node)
         attrs.update(self.attrs)
         body = ir.SeqExpr(blocks, result, span=self.ctx.span(func_def))
         return ir.Function(tuple(params), body, ret, pure, ir.FrozenDict(attrs) if attrs else ir.EMPTY,
@@ -96,12 +126,28 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
     def _declare_symbolic_prelude(self, body: list[ast.stmt]) -> None:
         # TVM prints `n = T.int64()` at the top of the body, but the parameters use n.
         for stmt in body:
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
-                continue
-            declared = symbolic_declaration(self.ctx, stmt.value)
-            if declared is not None:
-                name = stmt.targets[0].id
-                self.scope.define(name, declared.with_fields(name=name, span=self.ctx.span(stmt.targets[0])))
+            for var in symbolic_declarations(self.ctx, stmt) or ():
+                self.scope.define(var.name, var)
+
+    def _declare_signature_strings(self, func_def: ast.FunctionDef) -> None:
+        """Defines the symbolic variables that strings name anywhere in the signature,
+        so that `x: R.Tensor(("m + 1",)), y: R.Tensor(("m",))` reads in either order."""
+        annotations = [a.annotation for a in (*func_def.args.posonlyargs, *func_def.args.args) if a.annotation]
+        if func_def.returns is not None:
+            annotations.append(func_def.returns)
+        for annotation in annotations:
+            for call in ast.walk(annotation):
+                dialect = self.ctx.dialect_of(call.func) if isinstance(call, ast.Call) else None
+                if dialect is None or dialect[0] != "relax" or dialect[1] not in _SHAPE_ARGUMENTS:
+                    continue
+                index, keyword = _SHAPE_ARGUMENTS[dialect[1]]
+                dims = call.args[index] if index is not None and len(call.args) > index else None
+                dims = next((k.value for k in call.keywords if k.arg == keyword), dims)
+                elements = dims.elts if isinstance(dims, (ast.Tuple, ast.List)) else [dims]
+                for element in elements:
+                    if isinstance(element, ast.Constant) and isinstance(element.value, str) \
+                            and element.value.strip().isidentifier():
+                        self._string_dim(element)
 
     def _params(self, func_def: ast.FunctionDef) -> list[ir.Var]:
         arguments = func_def.args
@@ -179,6 +225,7 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
             if len(value.args) != 1 or value.keywords or not isinstance(value.args[0], ast.Dict):
                 raise self.ctx.fail("R.func_attr takes one dictionary: R.func_attr({\"key\": value})", value)
             self.attrs.update(attr_dict(value.args[0], self.ctx, self._non_literal_attr))
+            self.attrs_node = value
             return
         if dialect == ("relax", "output"):
             raise self.ctx.fail("R.output(...) must be the last statement of a `with R.dataflow():` block", value)
@@ -186,9 +233,15 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         builder.add(ir.VarBinding(self._make_var("_", None, stmt, dataflow), expr, span=self.ctx.span(stmt)))
 
     def _assign(self, stmt: ast.Assign, builder: BindingBlocks, dataflow) -> None:
+        declared = symbolic_declarations(self.ctx, stmt)
+        if declared is not None:
+            # Those at the top of the body were declared before the parameters were read.
+            for var in declared:
+                known = self.scope.lookup(var.name)
+                if not (isinstance(known, tir.Var) and known.name == var.name):
+                    self.symbolic_scope.define(var.name, var)
+            return
         target = self._single_target(stmt.targets)
-        if symbolic_declaration(self.ctx, stmt.value) is not None:
-            return  # declared before the parameters were read
         if isinstance(stmt.value, ast.Name) and isinstance(self.scope.lookup(stmt.value.id), ModuleRef):
             self.scope.define(target.id, self.scope.lookup(stmt.value.id))
             return

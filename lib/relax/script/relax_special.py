@@ -8,6 +8,7 @@
     R.call_pure_packed("f", a, sinfo_args=S)    -> Call(Op(...), (ExternFunc f, a), ...)
     R.const(1.5, "float32")  R.shape([n, 4])  R.prim_value(n)  R.str("s")  R.dtype("f32")
     R.tuple(a, b)  R.ExternFunc("f")  R.print(a, format="")  R.assert_op(c, a, format="")
+    R.ShapeExpr((m, n))  R.TupleGetItem(t, 0)   (the node constructors' spellings)
 
 A list given as out_sinfo is the fields of one TupleStructInfo. Each handler checks
 its arguments and reports a wrong arity or a missing keyword at the call.
@@ -202,6 +203,24 @@ def prim_value(parser, node: ast.Call) -> ir.PrimValue:
     return ir.PrimValue(parser.symbolic_value(value_node), span=span)
 
 
+def shape_expr(parser, node: ast.Call) -> ir.ShapeExpr:
+    """`R.ShapeExpr((m, n))`, the constructor's spelling of R.shape."""
+    bound = bind_arguments(parser, node, "ShapeExpr", ("values",), ("values",))
+    values = bound["values"]
+    if not isinstance(values, (ast.List, ast.Tuple)):
+        raise parser.ctx.fail("R.ShapeExpr takes a list of dimensions such as [n, 4]", values)
+    return ir.ShapeExpr(tuple(parser.shape_dim(d) for d in values.elts), span=parser.ctx.span(node))
+
+
+def tuple_get_item(parser, node: ast.Call) -> ir.TupleGetItem:
+    """`R.TupleGetItem(t, 1)`, the constructor's spelling of t[1]."""
+    bound = bind_arguments(parser, node, "TupleGetItem", ("tuple_value", "index"), ("tuple_value", "index"))
+    index = bound["index"]
+    if not (isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0):
+        raise parser.ctx.fail("a tuple index must be a non-negative integer literal", index)
+    return ir.TupleGetItem(parser.expr(bound["tuple_value"]), index.value, span=parser.ctx.span(node))
+
+
 def _string_argument(parser, node: ast.Call, name: str) -> str:
     bound = bind_arguments(parser, node, name, ("value",), ("value",))
     value = bound["value"]
@@ -275,6 +294,9 @@ SPECIAL_FORMS = {
     "call_pure_packed": _packed_operator("call_pure_packed"),
     "call_inplace_packed": _packed_operator("call_inplace_packed"),
     "call_builtin_with_ctx": _packed_operator("call_builtin_with_ctx"),
+    "vm.call_tir_dyn": _packed_operator("vm.call_tir_dyn"),
+    "ShapeExpr": shape_expr,
+    "TupleGetItem": tuple_get_item,
     "const": const,
     "shape": shape,
     "prim_value": prim_value,
