@@ -37,3 +37,20 @@ def test_entry_point_and_noalias_body():
 
 def test_emitted_ir_is_deterministic():
     assert emit_llvm_ir(ADD) == emit_llvm_ir(ADD)
+
+
+def test_unrolled_and_vectorized_loops_carry_loop_hints():
+    from codegen_tir import i64, kernel, load, loop, param, store
+
+    def scaled(kind):
+        a, b = param("A", "float32", (8,)), param("B", "float32", (8,))
+        i = tir.Var("i", "int64")
+        return kernel([a, b], loop(i, i64(8), store(b[1], i, tir.Mul(load(a[1], i), load(a[1], i))), kind))
+
+    unoptimized = emit_llvm_ir({"u": scaled("unrolled"), "v": scaled("vectorized")}, optimized=False)
+    for hint in ('!{!"llvm.loop.unroll.full"}', '!{!"llvm.loop.vectorize.enable", i1 true}'):
+        number = re.search(r"^(!\d+) = " + re.escape(hint), unoptimized, re.MULTILINE).group(1)
+        assert re.search(rf"^(!\d+) = distinct !\{{\1, {number}\}}", unoptimized, re.MULTILINE), hint
+    optimized = emit_llvm_ir({"u": scaled("unrolled")})
+    body = optimized.split("@relaxk_u")[1].split("\n}\n")[0]
+    assert "for_i" not in body and "!llvm.loop" not in body  # fully unrolled: no loop left

@@ -26,6 +26,7 @@ from ..runtime.kernels.library import KernelLibrary, load_kernel_library
 from ..runtime.kernels.llvm_compile import optimize
 from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_kernel
 from .kernel_object import CompiledTarget, pack_kernel_object
+from .loop_hints import resolve_loop_hints
 from .llvm_target import TargetSpec, target_machine, target_spec
 from .parallel import LAUNCHER, link_launcher
 
@@ -83,7 +84,7 @@ def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, targe
         lowered = lower(funcs[name], target if not isinstance(target, (TargetSpec, type(None))) else None)
         infos.append(generate_kernel(module, name, lowered, flags))
     try:
-        parsed = llvm.parse_assembly(str(module))
+        parsed = llvm.parse_assembly(resolve_loop_hints(str(module)))
         if LAUNCHER in module.globals:
             link_launcher(parsed)
         parsed.verify()

@@ -15,6 +15,7 @@ import llvmlite.ir as ir
 from ..ir import dtype as dt
 from ..ir import tir
 from ..runtime.kernels import abi
+from .loop_hints import LOOP_HINTS, loop_hint
 from .llvm_types import I32, I64, POINTER, constant, memory_type, opaque
 
 # Constant-size allocations without a storage annotation go on the stack up to this size.
@@ -128,10 +129,15 @@ class StmtCodegen:
             self.emit_stmt(loop.body)
 
         self.counted_loop(begin, end, body, signed=dt.kind(loop.loop_var.dtype) == "int",
-                          name=loop.loop_var.name)
+                          name=loop.loop_var.name, kind=loop.kind)
 
-    def counted_loop(self, begin: ir.Value, end: ir.Value, body, signed: bool = True, name: str = "i") -> None:
-        """for (i = begin; i < end; ++i) body(i), with `body` emitting into the builder."""
+    def counted_loop(self, begin: ir.Value, end: ir.Value, body, signed: bool = True, name: str = "i",
+                     kind: str = "serial") -> None:
+        """for (i = begin; i < end; ++i) body(i), with `body` emitting into the builder.
+
+        `vectorized` and `unrolled` loops carry LLVM loop metadata asking for that
+        (loop_hints.py); other loops are left to LLVM's own judgement.
+        """
         preheader = self.builder.block
         header = self.builder.append_basic_block(f"for_{name}_header")
         body_block = self.builder.append_basic_block(f"for_{name}_body")
@@ -149,7 +155,9 @@ class StmtCodegen:
             if signed:
                 step.flags.append("nsw")
             index.add_incoming(step, self.builder.block)
-            self.builder.branch(header)
+            back_edge = self.builder.branch(header)
+            if kind in LOOP_HINTS:
+                back_edge.set_metadata("llvm.loop", loop_hint(self.module, kind))
         self.builder.position_at_end(done)
 
     # -- memory --------------------------------------------------------------------
