@@ -63,7 +63,14 @@ PASSES: dict[str, type[Pass]] = {}
 
 # Modules that define passes; importing one registers its pass. A list as data, so
 # that `--list-passes` and the pipelines see every pass without importing by hand.
-PASS_MODULES: list[str] = ["normalize", "legalize_ops", "to_non_dataflow", "call_tir_rewrite"]
+PASS_MODULES: list[str] = [
+    "normalize",
+    "legalize_ops",
+    "to_non_dataflow",
+    "call_tir_rewrite",
+    "vm_builtin_lower",
+    "vm_shape_lower",
+]
 
 
 def register_pass(cls: type[Pass]) -> type[Pass]:

@@ -1,0 +1,54 @@
+"""relax.build: an IRModule to an Executable, the one call relaxc and Python users share.
+
+    exe = relax.build(mod, target="llvm", opt_level=2)
+    vm = relax.VirtualMachine(exe, "cpu")
+    out = vm["main"](x)
+
+It runs the -O pipeline (transform/pipeline.py) to the VM-ready form, generates
+bytecode for the Relax functions (vm/codegen.py) and native code for the kernels
+(codegen/), and imports the kernels into the executable when they run on this host.
+The kernel object stays attached as `exe.kernel_objects` for export.
+"""
+
+from __future__ import annotations
+
+from .ir.module import IRModule
+
+
+def lower(mod: IRModule, opt_level: int = 2, context=None) -> IRModule:
+    """The module after the -O pipeline: VM-ready Relax functions and every kernel."""
+    from .transform.pass_infra import PassContext, run_passes
+    from .transform.pipeline import pipeline
+
+    context = context or PassContext(opt_level=opt_level)
+    with context:
+        return run_passes(mod, pipeline(opt_level), context)
+
+
+def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = False):
+    """An Executable for `mod` (already VM-ready when `lowered`), kernels built for `target`."""
+    from .codegen.build_kernels import build_kernel_object
+    from .runtime.kernels.library import load_kernel_library
+    from .target import parse_target
+    from .target.target import Target
+    from .vm.codegen import generate
+
+    target = target if isinstance(target, Target) else parse_target(target)
+    if not lowered:
+        mod = lower(mod, opt_level)
+    exe = generate(mod)
+    exe.kernel_objects = []
+    kernels = mod.prim_funcs()
+    if kernels:
+        kernel_object = build_kernel_object(IRModule.from_functions(kernels), [target])
+        exe.kernel_objects.append(kernel_object)
+        if target.kind == "llvm" and _runs_here(target):
+            exe.import_module(load_kernel_library(kernel_object, "<built>"))
+    return exe
+
+
+def _runs_here(target) -> bool:
+    from .target import host_target
+
+    host = host_target()
+    return getattr(target, "mtriple", None) in (None, "", host.mtriple) or target.mtriple == host.mtriple

@@ -1,0 +1,28 @@
+"""The pass pipelines, one plain list per -O level.
+
+Every level ends in the VM-ready form that CodeGenVM reads; higher levels add the
+optimizing passes before the lowering. `relaxc -O2` (the default) runs PIPELINES[2].
+"""
+
+# Lowering to the VM: legalize operators, leave dataflow form, make allocations
+# explicit, lower them to VM builtins, and route symbolic shapes through the heap.
+LOWER_TO_VM = [
+    "to-non-dataflow",
+    "call-tir-rewrite",
+    "vm-builtin-lower",
+    "vm-shape-lower",
+]
+
+O0 = ["normalize", "legalize-ops", *LOWER_TO_VM]
+O1 = ["normalize", "legalize-ops", *LOWER_TO_VM]
+O2 = ["normalize", "legalize-ops", *LOWER_TO_VM]
+O3 = O2
+
+PIPELINES = {0: O0, 1: O1, 2: O2, 3: O3}
+
+
+def pipeline(opt_level: int) -> list[str]:
+    """The pass names of an -O level (0..3)."""
+    if opt_level not in PIPELINES:
+        raise ValueError(f"optimization level must be 0..3, got {opt_level}")
+    return list(PIPELINES[opt_level])
