@@ -136,3 +136,27 @@ def test_thread_launches_become_thread_bound_loops():
     np.testing.assert_array_equal(a1, a2)
     with pytest.raises(LoweringError, match="needs a cuda target"):
         lower_for_codegen(func, Target.parse("llvm"))
+
+
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+@settings(max_examples=30, deadline=None)
+def test_random_transposes_lowered_match_numpy(shape, data):
+    order = data.draw(st.permutations(range(len(shape))))
+    symbolic = data.draw(st.booleans())
+    dims = [tir.Var(f"d{axis}") if symbolic else extent for axis, extent in enumerate(shape)]
+    A = buffer("A", dims)
+    B = buffer("B", [dims[axis] for axis in order])
+    names = [(f"i{axis}", dims[axis]) for axis in order]
+
+    def body(*out_index):
+        return block("T", [(f"v{p}", dims[axis], "DataPar") for p, axis in enumerate(order)], out_index,
+                     lambda *v: tir.BufferStore(B, tir.BufferLoad(A, tuple(
+                         v[order.index(axis)] for axis in range(len(shape)))), tuple(v)))
+
+    func = prim_func([A, B], loops(names, body))
+    a = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    target = Target.parse("cuda -arch=sm_80 -max_threads_per_block=8") if data.draw(st.booleans()) else None
+    lowered = lower_for_codegen(func, target)
+    b = np.zeros([shape[axis] for axis in order], np.float32)
+    run(lowered, a, b)
+    np.testing.assert_array_equal(b, np.transpose(a, order))
