@@ -144,7 +144,7 @@ class StmtParser(AssignmentParser):
         thread = ""
         if name == "thread_binding":
             if "thread" in keywords:
-                thread = self.headers_string(keywords["thread"])
+                thread = self.string_literal(keywords["thread"])
             elif args and isinstance(args[-1], ast.Constant) and isinstance(args[-1].value, str):
                 thread = args.pop().value
             else:
@@ -163,7 +163,7 @@ class StmtParser(AssignmentParser):
             return start, tir_ops.extent_between(start, stop)
         raise self.ctx.fail("a loop takes an extent or a start and a stop", call)
 
-    def headers_string(self, node: ast.expr) -> str:
+    def string_literal(self, node: ast.expr) -> str:
         if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
             raise self.ctx.fail("expected a string", node)
         return node.value
@@ -267,7 +267,7 @@ class StmtParser(AssignmentParser):
         if len(call.args) != 3:
             raise self.ctx.fail("T.attr takes a node, a key and a value", call)
         node = self.attr_node(call.args[0], scope)
-        key = self.headers_string(call.args[1])
+        key = self.string_literal(call.args[1])
         value = _attr_expr(parse_attr_value(call.args[2], self.ctx, scope))
         return Scoped(lambda body: tir.AttrStmt(node, key, value, body, span=span), scope)
 
@@ -282,7 +282,7 @@ class StmtParser(AssignmentParser):
         """`tx = T.launch_thread("threadIdx.x", 128)`: a thread_extent AttrStmt over the rest."""
         if len(call.args) != 2 or call.keywords:
             raise self.ctx.fail("T.launch_thread takes a thread name and an extent", call)
-        tag = self.headers_string(call.args[0])
+        tag = self.string_literal(call.args[0])
         extent = self.exprs(scope).parse(call.args[1])
         var = tir.Var(target.id, extent.dtype, span=self.ctx.span(target))
         iter_var = tir.IterVar(var, tir.Range(tir_ops.make_const(0, extent.dtype), extent), "ThreadIndex", tag)
@@ -351,9 +351,6 @@ class StmtParser(AssignmentParser):
         self.headers.annotations(self.frame, call, scope)
         return None
 
-    def attr_statement(self, call: ast.Call, scope: Scope) -> Scoped:
-        return self.attr(call, scope)
-
     def assert_call(self, call: ast.Call, scope: Scope) -> Scoped:
         """`T.Assert(condition, message)` as a statement over the rest of the body."""
         if len(call.args) != 2:
@@ -371,7 +368,7 @@ class StmtParser(AssignmentParser):
         "where": where,
         "sblock_attr": block_attr,
         "block_attr": block_attr,
-        "attr": attr_statement,
+        "attr": attr,
         "Assert": assert_call,
     }
     _HANDLERS: dict[type, Callable] = {
