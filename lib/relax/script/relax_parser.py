@@ -82,10 +82,6 @@ def symbolic_declarations(ctx: ParseContext, stmt: ast.stmt) -> list[tir.Var] | 
     return declared
 
 
-# Where shape strings sit in a signature: R.Tensor's shape, R.Shape's values, R.Prim's value.
-_SHAPE_ARGUMENTS = {"Tensor": (0, "shape"), "Shape": (0, "values"), "Prim": (None, "value")}
-
-
 class RelaxFunctionParser(ControlFlowParser, ExprParser):
     def __init__(self, ctx: ParseContext, parent_scope: Scope, module_symbols: dict[str, str] | None = None):
         self.ctx = ctx
@@ -130,24 +126,12 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
                 self.scope.define(var.name, var)
 
     def _declare_signature_strings(self, func_def: ast.FunctionDef) -> None:
-        """Defines the symbolic variables that strings name anywhere in the signature,
-        so that `x: R.Tensor(("m + 1",)), y: R.Tensor(("m",))` reads in either order."""
+        """Strings may name a symbolic variable before the parameter that defines it."""
         annotations = [a.annotation for a in (*func_def.args.posonlyargs, *func_def.args.args) if a.annotation]
         if func_def.returns is not None:
             annotations.append(func_def.returns)
         for annotation in annotations:
-            for call in ast.walk(annotation):
-                dialect = self.ctx.dialect_of(call.func) if isinstance(call, ast.Call) else None
-                if dialect is None or dialect[0] != "relax" or dialect[1] not in _SHAPE_ARGUMENTS:
-                    continue
-                index, keyword = _SHAPE_ARGUMENTS[dialect[1]]
-                dims = call.args[index] if index is not None and len(call.args) > index else None
-                dims = next((k.value for k in call.keywords if k.arg == keyword), dims)
-                elements = dims.elts if isinstance(dims, (ast.Tuple, ast.List)) else [dims]
-                for element in elements:
-                    if isinstance(element, ast.Constant) and isinstance(element.value, str) \
-                            and element.value.strip().isidentifier():
-                        self._string_dim(element)
+            self.declare_shape_strings(annotation)
 
     def _params(self, func_def: ast.FunctionDef) -> list[ir.Var]:
         arguments = func_def.args

@@ -31,6 +31,8 @@ from .context import ParseContext, Scope
 from .prim_expr import is_known_dtype, parse_prim_expr
 
 STRUCT_INFO_NAMES = ("Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable")
+# Where shape strings sit: R.Tensor's shape, R.Shape's values, R.Prim's value (position, keyword).
+_SHAPE_ARGUMENTS = {"Tensor": (0, "shape"), "Shape": (0, "values"), "Prim": (None, "value")}
 _KINDS = "R.Tensor, R.Shape, R.Tuple, R.Prim, R.Callable or R.Any"
 # TVM 0.27 annotates string values with the IR type `I.StringType()`; Relax knows
 # them as objects.
@@ -225,6 +227,21 @@ class StructInfoParser:
 
     def prim_expr(self, node: ast.expr) -> tir.PrimExpr:
         return parse_prim_expr(node, self.ctx, self.scope, "int64")
+
+    def declare_shape_strings(self, annotation: ast.expr) -> None:
+        """Defines the symbolic variables that identifier strings name in an annotation,
+        so that `x: R.Tensor(("m + 1",)), y: R.Tensor(("m",))` reads in either order."""
+        for call in ast.walk(annotation):
+            dialect = self.ctx.dialect_of(call.func) if isinstance(call, ast.Call) else None
+            if dialect is None or dialect[0] != "relax" or dialect[1] not in _SHAPE_ARGUMENTS:
+                continue
+            index, keyword = _SHAPE_ARGUMENTS[dialect[1]]
+            dims = call.args[index] if index is not None and len(call.args) > index else None
+            dims = next((k.value for k in call.keywords if k.arg == keyword), dims)
+            for element in dims.elts if isinstance(dims, (ast.Tuple, ast.List)) else [dims]:
+                if isinstance(element, ast.Constant) and isinstance(element.value, str) \
+                        and element.value.strip().isidentifier():
+                    self._string_dim(element)
 
     def _string_dim(self, node: ast.Constant) -> tir.PrimExpr:
         text = node.value.strip()
