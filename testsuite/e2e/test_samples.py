@@ -13,9 +13,7 @@ from relax.vm import VirtualMachine
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.relax"))
-KNOWN_FAILURES = {
-    "match_cast": "a reshape to a size bound by match_cast passes that size as a kernel scalar, not yet supported",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 @register_func("samples.scale_by_two", override=True)

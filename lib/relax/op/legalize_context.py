@@ -74,7 +74,9 @@ class LegalizeContext:
         """`R.call_tir` of a new PrimFunc computing `fcompute(*placeholders, *extra)`.
 
         Returns None when a tensor argument's shape is not known statically enough
-        (no shape values): the operator then stays as it is.
+        (no shape values): the operator then stays as it is. Symbolic sizes that only
+        an output shape mentions need no scalar parameter: the kernel binds every
+        size from its buffers' shapes, outputs included (as TVM's legalization does).
         """
         leaves = _tensor_leaves(args, arg_info)
         if leaves is None:
@@ -90,20 +92,15 @@ class LegalizeContext:
         grouped = _regroup(placeholders, [group for _, _, group in leaves], len(args))
         result = fcompute(*grouped, *extra)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-        out_shapes = [d for out in outputs for d in out.shape]
-        inner_vars = {id(v) for v in inner_of.values()}
-        extra_vars = [v for v in symbolic_vars(out_shapes) if id(v) not in inner_vars]
         func_name = self.unique_name(name)
-        self.new_functions[func_name] = te.create_prim_func(placeholders + outputs, None, extra_vars)
+        self.new_functions[func_name] = te.create_prim_func(placeholders + outputs)
         outer_of = {id(inner_of[id(v)]): v for v in outer_vars}
         out_infos = [
             TensorStructInfo(rx.ShapeExpr(tuple(substitute_prim(d, outer_of) for d in out.shape)), out.dtype)
             for out in outputs
         ]
         out_sinfo = out_infos[0] if len(out_infos) == 1 and not isinstance(result, (tuple, list)) else TupleStructInfo(tuple(out_infos))
-        call_args: tuple[rx.Expr, ...] = (rx.GlobalVar(func_name), rx.Tuple(tuple(expr for expr, _, _ in leaves)))
-        if extra_vars:
-            call_args += (rx.ShapeExpr(tuple(extra_vars)),)
+        call_args = (rx.GlobalVar(func_name), rx.Tuple(tuple(expr for expr, _, _ in leaves)))
         return rx.Call(rx.Op("relax.call_tir"), call_args, sinfo_args=(out_sinfo,))
 
 
