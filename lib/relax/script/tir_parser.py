@@ -9,7 +9,24 @@ its own int64 variable), then the body (tir_stmt_parser) and wraps it in the
 implicit root block when it has blocks.
 
 Attributes follow TVM: a public function gets attrs["global_symbol"] = its name;
-`s_tir=True` is attrs["s_tir"] = True; `T.func_attr({...})` adds the rest.
+`s_tir=True` is attrs["s_tir"] = True; `T.func_attr({...})` adds the rest
+(`T.target({...})` is a tir_values.TargetAttr).
+
+What the IR looks like, for the passes, codegen and the printer:
+
+    A: T.Buffer(...)          param Var("A", "handle") + buffer_map entry
+    any block in the body     the body is BlockRealize(Block("root")) around it
+    B = T.alloc_buffer(...)   Allocate(B.data, ...) { DeclBuffer(B) { rest } }
+    x: T.int32 = v            the same, B a (1,) "local" buffer, Allocate annotated
+                              {"tir.local_scalar": True}; `x` reads B[0], `x = e` stores
+    x = e / x: T.let[...] = e LetStmt(x, e, rest)
+    A_1 = A.view(16)          DeclBuffer(A_1 with A's data) { rest } (as T.decl_buffer)
+    bx = T.launch_thread(...) AttrStmt(IterVar(bx, ThreadIndex), "thread_extent", n, rest)
+    with T.attr({"k": v}):    AttrStmt(IntImm 0, "k", v, body)
+    assert c, (kind, [parts]) AssertStmt(c, StringImm(joined parts), rest)
+    return v                  Evaluate(Call(dtype, "tir.ret", (v,)))
+    Module.f(args)            Evaluate(Call("int32", GlobalVar("f"), args))
+    block without T.reads     regions inferred as TVM does (tir_access_regions)
 """
 
 from __future__ import annotations
