@@ -132,6 +132,6 @@ def test_resize2d_nhwc():
 
 def test_nearest_keeps_integer_values():
     x = np.arange(20, dtype="int32").reshape(1, 1, 4, 5)
-    got = run_op("image.resize2d", x, shape(8, 10), method="nearest_neighbor", coordinate_transformation_mode="asymmetric",
-                 rounding_method="floor")
+    got = run_op("image.resize2d", x, shape(8, 10), method="nearest_neighbor",
+                 coordinate_transformation_mode="asymmetric", rounding_method="floor")
     np.testing.assert_array_equal(got, np.repeat(np.repeat(x, 2, axis=2), 2, axis=3))

@@ -42,7 +42,8 @@ def test_attention_shapes():
 
 
 @pytest.mark.parametrize("shapes, attrs, message", [
-    (((1, 4, 8), (1, 6, 2, 8), (1, 6, 2, 5)), {}, "query must have rank 4 \\(batch, seq, heads, head_dim\\), got rank 3"),
+    (((1, 4, 8), (1, 6, 2, 8), (1, 6, 2, 5)), {},
+     "query must have rank 4 \\(batch, seq, heads, head_dim\\), got rank 3"),
     (((1, 4, 2, 8), (1, 5, 2, 8), (1, 6, 2, 5)), {}, "sequence length differs: key has 5, value has 6"),
     (((1, 4, 2, 8), (1, 6, 2, 7), (1, 6, 2, 5)), {}, "head dimension differs: query has 8, key has 7"),
     (((1, 4, 2, 8), (1, 6, 1, 8), (1, 6, 1, 5)), {}, "number of heads differs: query has 2, key has 1"),

@@ -81,7 +81,8 @@ def _attention_infer(call) -> TensorStructInfo:
         info.shape_values for info in (query, key, value))
     _require_same(call, "batch size", [(("query", batch), ("key", kb)), (("query", batch), ("value", vb))])
     _require_same(call, "sequence length", [(("key", seq_kv), ("value", v_seq))])
-    _require_same(call, "number of heads", [(("query", heads), ("key", k_heads)), (("query", heads), ("value", v_heads))])
+    _require_same(call, "number of heads",
+                  [(("query", heads), ("key", k_heads)), (("query", heads), ("value", v_heads))])
     _require_same(call, "head dimension", [(("query", head_dim), ("key", k_dim))])
     if len(infos) == 4:
         expected = (batch, heads, seq, seq_kv)

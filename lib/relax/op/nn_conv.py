@@ -17,7 +17,7 @@ from ..ir.struct_info import TensorStructInfo
 from . import te
 from .nn_window import (
     axes_of, dim, fold, if_then_else, in_bounds, int_tuple_check, layout_check, out_dtype_check,
-    padding_check, padding_values, positive, spatial_values, window_out_size,
+    padding_check, padding_values, pick, place, positive, spatial_values, window_out_size,
 )
 from .registry import AttrSpec, OpDef, register
 from .shape import format_shape, int64, make_tensor_info, same_dim, static_value, tensor_info
@@ -74,20 +74,10 @@ class ConvParams:
     def pad_after(self, axis: int) -> int:
         return self.padding[self.rank + axis]
 
-    def to_layout(self, canonical_dims):
-        """Dims given in canonical order (N, C, spatial...) placed in out_layout order."""
-        placed = [None] * len(canonical_dims)
-        for canonical, axis in enumerate(self.out_axes):
-            placed[axis] = canonical_dims[canonical]
-        return tuple(placed)
 
 
 def zero(dtype: str) -> tir.PrimExpr:
     return tir.FloatImm(dtype, 0.0) if dt.is_float(dtype) else tir.IntImm(dtype, 0)
-
-
-def _pick(dims, axes):
-    return tuple(dims[a] for a in axes)
 
 
 def conv_dtype(call, data: TensorStructInfo, weight: TensorStructInfo) -> str:
@@ -99,33 +89,35 @@ def conv_dtype(call, data: TensorStructInfo, weight: TensorStructInfo) -> str:
     return data.dtype if data.dtype != "void" else weight.dtype
 
 
-def _check_channels(call, params: ConvParams, in_channels, kernel_in, kernel_out, transpose: bool) -> None:
-    groups = params.groups
-    if transpose:
-        # The weight is (C_in, C_out / groups, ...): its first axis is the data's channels.
-        if same_dim(in_channels, kernel_in) is False:
-            raise call.error(f"data has {static_value(in_channels)} channels but the weight expects "
-                             f"{static_value(kernel_in)}")
-        if static_value(in_channels) is not None and static_value(in_channels) % groups:
-            raise call.error(f"{static_value(in_channels)} input channels are not divisible by {groups} groups")
-        return
-    expected = static_value(kernel_in)
-    if static_value(in_channels) is not None and expected is not None and static_value(in_channels) != expected * groups:
+def _check_channels(call, groups: int, in_channels, weight_in, weight_out) -> None:
+    """conv: the weight is (C_out, C_in / groups, ...)."""
+    channels, per_group = static_value(in_channels), static_value(weight_in)
+    if channels is not None and per_group is not None and channels != per_group * groups:
+        raise call.error(f"data has {channels} channels but the weight expects "
+                         f"{per_group} per group x {groups} groups = {per_group * groups}")
+    if static_value(weight_out) is not None and static_value(weight_out) % groups:
+        raise call.error(f"{static_value(weight_out)} output channels are not divisible by {groups} groups")
+
+
+def _check_transpose_channels(call, groups: int, in_channels, weight_in) -> None:
+    """conv_transpose: the weight is (C_in, C_out / groups, ...)."""
+    if same_dim(in_channels, weight_in) is False:
         raise call.error(f"data has {static_value(in_channels)} channels but the weight expects "
-                         f"{expected} per group x {groups} groups = {expected * groups}")
-    if static_value(kernel_out) is not None and static_value(kernel_out) % groups:
-        raise call.error(f"{static_value(kernel_out)} output channels are not divisible by {groups} groups")
+                         f"{static_value(weight_in)}")
+    if static_value(in_channels) is not None and static_value(in_channels) % groups:
+        raise call.error(f"{static_value(in_channels)} input channels are not divisible by {groups} groups")
 
 
 def conv_out_dims(call, params: ConvParams, data_dims, weight_dims, transpose: bool = False):
     """Output dims in canonical order (N, C_out, spatial...)."""
-    batch, in_channels, *spatial = _pick(data_dims, params.data_axes)
-    kernel_first, kernel_second, *kernel = _pick(weight_dims, params.kernel_axes)
-    _check_channels(call, params, in_channels, kernel_second if not transpose else kernel_first,
-                    kernel_first, transpose)
+    batch, in_channels, *spatial = pick(data_dims, params.data_axes)
+    # The kernel layout letters are OI... for conv and IO... for conv_transpose.
+    kernel_first, kernel_second, *kernel = pick(weight_dims, params.kernel_axes)
     if transpose:
+        _check_transpose_channels(call, params.groups, in_channels, kernel_first)
         out_channels = fold(kernel_second * int64(params.groups))
     else:
+        _check_channels(call, params.groups, in_channels, kernel_second, kernel_first)
         out_channels = kernel_first
     out_spatial = []
     for axis, (size, extent) in enumerate(zip(spatial, kernel)):
@@ -155,7 +147,7 @@ def _conv_infer(rank: int, transpose: bool = False):
         if data.shape_values is None or weight.shape_values is None:
             return TensorStructInfo(None, dtype, rank + 2)
         dims = conv_out_dims(call, params, data.shape_values, weight.shape_values, transpose)
-        return make_tensor_info(params.to_layout(dims), dtype)
+        return make_tensor_info(place(params.out_axes, dims), dtype)
 
     return infer
 
@@ -164,12 +156,10 @@ def _cast(value: tir.PrimExpr, dtype: str) -> tir.PrimExpr:
     return value if value.dtype == dtype else tir.Cast(dtype, value)
 
 
-def _layout_index(axes, canonical_index):
-    """An index given in canonical order, placed at the layout's axis positions."""
-    placed = [None] * len(axes)
-    for canonical, axis in enumerate(axes):
-        placed[axis] = canonical_index[canonical]
-    return tuple(placed)
+def _window_axes(kernel) -> list[te.ReduceAxis]:
+    """Reduction axes over the kernel's spatial extents: ry, rx (or rx alone in 1-D)."""
+    names = ("ry", "rx")[-len(kernel):]
+    return [te.reduce_axis(extent, name) for extent, name in zip(kernel, names)]
 
 
 def padded(data: te.Tensor, params: ConvParams, fill) -> te.Tensor:
@@ -192,24 +182,24 @@ def padded(data: te.Tensor, params: ConvParams, fill) -> te.Tensor:
 def conv_compute(call, params: ConvParams, data: te.Tensor, weight: te.Tensor, out_dtype: str, name: str):
     has_padding = any(params.padding)
     source = padded(data, params, zero) if has_padding else data
-    kernel_out, kernel_in, *kernel = _pick(weight.shape, params.kernel_axes)
+    kernel_out, kernel_in, *kernel = pick(weight.shape, params.kernel_axes)
     channel = te.reduce_axis(kernel_in, "rc")
-    window = [te.reduce_axis(extent, "r" + letter.lower()) for extent, letter in zip(kernel, "yx" if params.rank == 2 else "x")]
+    window = _window_axes(kernel)
     out_dims = conv_out_dims(call, params, data.shape, weight.shape)
     group_size = kernel_out if params.groups == 1 else fold(tir.FloorDiv(kernel_out, int64(params.groups)))
 
     def body(*out_index):
-        batch, out_channel, *position = _pick(out_index, params.out_axes)
+        batch, out_channel, *position = pick(out_index, params.out_axes)
         in_channel = channel.var
         if params.groups > 1:
             in_channel = tir.FloorDiv(out_channel, group_size) * kernel_in + channel.var
         spatial = [p * int64(params.strides[a]) + k.var * int64(params.dilation[a])
                    for a, (p, k) in enumerate(zip(position, window))]
-        data_value = source[_layout_index(params.data_axes, (batch, in_channel, *spatial))]
-        weight_value = weight[_layout_index(params.kernel_axes, (out_channel, channel.var, *[k.var for k in window]))]
+        data_value = source[place(params.data_axes, (batch, in_channel, *spatial))]
+        weight_value = weight[place(params.kernel_axes, (out_channel, channel.var, *[k.var for k in window]))]
         return te.reduce_sum(tir.Mul(_cast(data_value, out_dtype), _cast(weight_value, out_dtype)), [channel, *window])
 
-    return te.compute(params.to_layout(out_dims), body, name, out_dtype)
+    return te.compute(place(params.out_axes, out_dims), body, name, out_dtype)
 
 
 def conv_transpose_compute(call, params: ConvParams, data: te.Tensor, weight: te.Tensor, out_dtype: str, name: str):
@@ -217,7 +207,7 @@ def conv_transpose_compute(call, params: ConvParams, data: te.Tensor, weight: te
     kernel_in, kernel_out, *kernel = weight.shape
     group_in = in_channels if params.groups == 1 else fold(tir.FloorDiv(in_channels, int64(params.groups)))
     channel = te.reduce_axis(group_in, "rc")
-    window = [te.reduce_axis(extent, "r" + letter) for extent, letter in zip(kernel, "yx" if params.rank == 2 else "x")]
+    window = _window_axes(kernel)
     out_dims = conv_out_dims(call, params, data.shape, weight.shape, transpose=True)
 
     def body(batch, out_channel, *position):

@@ -229,6 +229,10 @@ def _group_norm_legalize(call, context):
                            call.args, call.arg_info, "group_norm")
 
 
+def _positive_int_check(value) -> str | None:
+    return None if isinstance(value, int) and value >= 1 else "expected a positive int"
+
+
 def _axes_check(value) -> str | None:
     if isinstance(value, int) or isinstance(value, tuple) and all(isinstance(v, int) for v in value):
         return None
@@ -239,7 +243,7 @@ register(OpDef(
     name="relax.nn.group_norm",
     args=("data", "gamma", "beta"),
     attrs=(
-        AttrSpec("num_groups", REQUIRED, lambda v: None if isinstance(v, int) and v >= 1 else "expected a positive int"),
+        AttrSpec("num_groups", REQUIRED, _positive_int_check),
         AttrSpec("channel_axis", REQUIRED, lambda v: None if isinstance(v, int) else "expected an int"),
         AttrSpec("axes", REQUIRED, _axes_check),
         AttrSpec("epsilon", 1e-5),

@@ -18,7 +18,7 @@ from ..ir.struct_info import TensorStructInfo
 from . import te
 from .nn_window import (
     axes_of, fold, if_then_else, in_bounds, int_tuple_check, layout_check, padding_check, padding_values,
-    positive, spatial_values, window_out_size,
+    pick, place, positive, spatial_values, window_out_size,
 )
 from .registry import AttrSpec, OpDef, register
 from .shape import format_shape, int64, make_tensor_info, static_value, tensor_info
@@ -49,12 +49,6 @@ class PoolParams:
         self.data_axes = axes_of(self.layout, "NCHW")
         self.out_axes = axes_of(self.out_layout, "NCHW")
 
-    def place(self, canonical_dims):
-        """Dims or indices in canonical order (N, C, H, W) placed in out_layout order."""
-        placed = [None] * 4
-        for canonical, axis in enumerate(self.out_axes):
-            placed[axis] = canonical_dims[canonical]
-        return tuple(placed)
 
 
 def _data_info(call) -> TensorStructInfo:
@@ -66,7 +60,7 @@ def _data_info(call) -> TensorStructInfo:
 
 def pool_out_dims(call, params: PoolParams, dims):
     """Output dims in canonical order (N, C, H, W)."""
-    batch, channels, *spatial = (dims[a] for a in params.data_axes)
+    batch, channels, *spatial = pick(dims, params.data_axes)
     out = []
     for axis, size in enumerate(spatial):
         value = window_out_size(size, params.padding[axis] + params.padding[2 + axis], params.pool_size[axis],
@@ -96,7 +90,7 @@ def _pool_infer(call) -> TensorStructInfo:
     params = PoolParams(call)
     if data.shape_values is None:
         return TensorStructInfo(None, data.dtype, 4)
-    return make_tensor_info(params.place(pool_out_dims(call, params, data.shape_values)), data.dtype)
+    return make_tensor_info(place(params.out_axes, pool_out_dims(call, params, data.shape_values)), data.dtype)
 
 
 def _window(params: PoolParams, out_index, window):
@@ -128,18 +122,16 @@ def _window_count(params: PoolParams, out_index, sizes) -> tir.PrimExpr:
 
 def pool_compute(call, params: PoolParams, data: te.Tensor, kind: str) -> te.Tensor:
     window = [te.reduce_axis(params.pool_size[axis], name) for axis, name in enumerate(("rv0", "rv1"))]
-    sizes = [data.shape[a] for a in params.data_axes[2:]]
-    out_dims = params.place(pool_out_dims(call, params, data.shape))
+    sizes = pick(data.shape, params.data_axes[2:])
+    out_dims = place(params.out_axes, pool_out_dims(call, params, data.shape))
     identity = lowest(data.dtype) if kind == "max" else _zero(data.dtype)
     reducer = te.reduce_max if kind == "max" else te.reduce_sum
 
     def reduce(*out_index):
-        batch, channel, *position = (out_index[a] for a in params.out_axes)
+        batch, channel, *position = pick(out_index, params.out_axes)
         spatial = _window(params, position, window)
-        index = [None] * 4
-        for canonical, axis in enumerate(params.data_axes):
-            index[axis] = (batch, channel, *spatial)[canonical]
-        value = if_then_else(in_bounds(spatial, sizes), data[tuple(index)], identity)
+        index = place(params.data_axes, (batch, channel, *spatial))
+        value = if_then_else(in_bounds(spatial, sizes), data[index], identity)
         return reducer(value, window)
 
     name = f"pool_{kind}"
@@ -148,7 +140,7 @@ def pool_compute(call, params: PoolParams, data: te.Tensor, kind: str) -> te.Ten
         return pooled
 
     def average(*out_index):
-        position = [out_index[a] for a in params.out_axes[2:]]
+        position = pick(out_index, params.out_axes[2:])
         count = _window_count(params, position, sizes)
         return tir.Div(pooled[out_index], tir.Cast(data.dtype, tir.Max(count, int64(1))))
 
@@ -199,8 +191,7 @@ def _output_size_check(value) -> str | None:
 
 
 def _adaptive_out_dims(call, dims, layout):
-    axes = axes_of(layout, "NCHW")
-    batch, channels, *spatial = (dims[a] for a in axes)
+    batch, channels, *spatial = pick(dims, axes_of(layout, "NCHW"))
     output_size = call.attrs["output_size"]
     if output_size is not None:
         spatial = [int64(v) for v in spatial_values(output_size, 2)]
@@ -214,14 +205,7 @@ def _adaptive_infer(call) -> TensorStructInfo:
     if data.shape_values is None:
         return TensorStructInfo(None, data.dtype, 4)
     canonical = _adaptive_out_dims(call, data.shape_values, layout)
-    return make_tensor_info(_place(canonical, out_layout), data.dtype)
-
-
-def _place(canonical, layout):
-    placed = [None] * 4
-    for index, axis in enumerate(axes_of(layout, "NCHW")):
-        placed[axis] = canonical[index]
-    return tuple(placed)
+    return make_tensor_info(place(axes_of(out_layout, "NCHW"), canonical), data.dtype)
 
 
 def _bin_bounds(index, in_size, out_size):
@@ -244,12 +228,12 @@ def adaptive_pool_compute(call, data: te.Tensor) -> te.Tensor:
     out_layout = call.attrs["out_layout"] or layout
     data_axes, out_axes = axes_of(layout, "NCHW"), axes_of(out_layout, "NCHW")
     canonical = _adaptive_out_dims(call, data.shape, layout)
-    sizes = [data.shape[a] for a in data_axes[2:]]
+    sizes = pick(data.shape, data_axes[2:])
     window = [te.reduce_axis(_largest_bin(size, bins), name)
               for size, bins, name in zip(sizes, canonical[2:], ("rv0", "rv1"))]
 
     def bounds(out_index):
-        position = [out_index[a] for a in out_axes[2:]]
+        position = pick(out_index, out_axes[2:])
         return [_bin_bounds(p, size, bins) for p, size, bins in zip(position, sizes, canonical[2:])]
 
     def reduce(*out_index):
@@ -259,18 +243,15 @@ def adaptive_pool_compute(call, data: te.Tensor) -> te.Tensor:
             spatial.append(start + k.var)
             part = tir.LT(start + k.var, end)
             inside = part if inside is None else tir.And(inside, part)
-        index = [None] * 4
-        for canonical_axis, axis in enumerate(data_axes):
-            index[axis] = (batch, channel, *spatial)[canonical_axis]
-        return te.reduce_sum(if_then_else(inside, data[tuple(index)], _zero(data.dtype)), window)
+        index = place(data_axes, (batch, channel, *spatial))
+        return te.reduce_sum(if_then_else(inside, data[index], _zero(data.dtype)), window)
 
-    out_dims = _place(canonical, out_layout)
+    out_dims = place(out_axes, canonical)
     total = te.compute(out_dims, reduce, "adaptive_pool_sum")
 
     def average(*out_index):
-        count: tir.PrimExpr = int64(1)
-        for start, end in bounds(out_index):
-            count = count * (end - start)
+        (top, bottom), (left, right) = bounds(out_index)
+        count = (bottom - top) * (right - left)
         return tir.Div(total[out_index], tir.Cast(data.dtype, count))
 
     return te.compute(out_dims, average, "adaptive_pool_avg")

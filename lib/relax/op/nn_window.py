@@ -105,6 +105,20 @@ def axes_of(layout: str, letters: str) -> tuple[int, ...]:
     return tuple(layout.index(letter) for letter in letters)
 
 
+def place(axes, canonical) -> tuple:
+    """Dims or indices given in canonical order (N, C, spatial...) placed at the
+    layout's axis positions, `axes` being axes_of(layout, canonical letters)."""
+    placed = [None] * len(axes)
+    for position, axis in enumerate(axes):
+        placed[axis] = canonical[position]
+    return tuple(placed)
+
+
+def pick(values, axes) -> tuple:
+    """The inverse of place: values of a layout in canonical order."""
+    return tuple(values[axis] for axis in axes)
+
+
 def in_bounds(indices, sizes) -> tir.PrimExpr:
     """0 <= index < size for every pair, as one condition."""
     condition = None
