@@ -31,7 +31,7 @@ def _func(params, bindings, result, dataflow=False, ret=None):
 
 
 @pytest.mark.parametrize("make", [irbuild.every_node_module, irbuild.module,
-                                  lambda: _module(irbuild.add_function(), irbuild.symbolic_function())])
+                                  lambda: _module(irbuild.add_function(), main=irbuild.symbolic_function())])
 def test_clean_ir_has_no_diagnostics(make):
     assert _messages(make()) == []
 
@@ -131,6 +131,12 @@ def test_unknown_global_function():
     assert _messages(_module(main=func)) == ["function 'main' refers to unknown function 'missing'"]
     known = _func([x], [ir.VarBinding(y, ir.Call(ir.GlobalVar("kernel"), (x,)))], y)
     assert _messages(_module(main=known, kernel=irbuild.prim_func())) == []
+
+
+def test_global_symbol_must_match_the_function_name():
+    func = irbuild.symbolic_function()  # global_symbol "main"
+    assert _messages(_module(main=func)) == []
+    assert _messages(_module(other=func)) == ["function 'other' has the global symbol 'main', not its own name"]
 
 
 def test_recursive_local_function_is_allowed():

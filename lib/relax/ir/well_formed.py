@@ -7,7 +7,8 @@ first), each at the span of the innermost node that has one. For Relax functions
 - a DataflowVar is defined only inside a dataflow block and not used after it
   (TVM's rule: in a dataflow block, the bindings of plain Vars are the outputs);
 - a function parameter is never a DataflowVar, and a dataflow block holds no `if`;
-- every GlobalVar names a function of the module;
+- every GlobalVar names a function of the module, and a function's global symbol
+  (when it has one) is its name in the module;
 - every symbolic variable is defined by the function's signature (a bare variable
   in a parameter's struct info) or by a match_cast before it is used;
 - annotations do not contradict what a value plainly is (struct_info_check).
@@ -220,6 +221,10 @@ def check_well_formed(node: IRModule | rx.Function | PrimFunc) -> list[Diagnosti
         if isinstance(func, PrimFunc):
             diagnostics += check_prim_func(func, name, names)
         else:
+            symbol = func.attrs.get("global_symbol")
+            if symbol is not None and symbol != name:
+                diagnostics.append(Diagnostic(
+                    "error", f"function '{name}' has the global symbol '{symbol}', not its own name", func.span))
             checker = _RelaxChecker(diagnostics, names, name)
             checker.visit(func)
     return diagnostics
