@@ -145,3 +145,31 @@ def test_runtime_loads_kernels_without_the_compiler(host_ko, tmp_path):
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", program], check=True)
+
+
+def test_unresolvable_symbol_is_refused_not_called():
+    """MCJIT would bind a missing symbol to address 0; the loader refuses the object instead."""
+    from relax.runtime.kernels.object_symbols import undefined_symbols
+
+    func = elementwise(4, ["float32"], "float32",
+                       lambda x: tir.Call("float32", "tir.call_extern", (tir.StringImm("relax_no_such_function"), x)))
+    data = build_kernel_object({"bad": func}, [Target.host()])
+    assert "relax_no_such_function" in undefined_symbols(container.read(data).objects[0])
+    with pytest.raises(UserError, match="need relax_no_such_function, which this process does not provide"):
+        load_kernel_library(data, "bad.ko")
+
+
+def test_generic_x86_float16_uses_libgcc_helpers():
+    """Code for a CPU without F16C converts halves through __extendhfsf2/__truncsfhf2."""
+    if triple_arch(host().triple) != "x86_64":
+        pytest.skip("needs an x86_64 host")
+    from relax.runtime.kernels.object_symbols import undefined_symbols
+
+    kernels = {"h": elementwise(64, ["float16", "float16"], "float16", tir.Add)}
+    data = build_kernel_object(kernels, [Target.parse("llvm -mtriple=x86_64-linux-gnu")])
+    assert "__extendhfsf2" in undefined_symbols(container.read(data).objects[0])
+    library = load_kernel_library(data)
+    a = np.linspace(-2, 2, 64).astype(np.float16)
+    out = np.zeros(64, np.float16)
+    library.get_function("h")(a, a, out)
+    np.testing.assert_array_equal(out, a + a)

@@ -12,6 +12,7 @@ the call itself runs without the GIL (ctypes releases it).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 
@@ -24,6 +25,7 @@ from . import abi, container
 from .host import host, host_target_machine, initialize_llvm, runs_natively, same_platform
 from .llvm_compile import compile_bitcode
 from .metadata import KernelInfo, evaluate, format_expr
+from .object_symbols import missing_symbols, undefined_symbols
 
 # Below this many bytes of buffer data a parallel kernel runs on one thread:
 # starting threads would cost more than it saves.
@@ -234,19 +236,40 @@ def load_kernel_library(data, name: str = "<memory>", prefer: str = "native") ->
     kernel_object = data if isinstance(data, container.KernelObject) else container.read(data, name)
     _check_abi(kernel_object, name)
     info = host()
+    unresolved: list[str] = []
     if prefer != "bitcode":
         for index, entry in enumerate(kernel_object.targets):
             if index in kernel_object.objects and runs_natively(entry.triple, entry.cpu, entry.features, info):
-                return KernelLibrary(kernel_object, index, kernel_object.objects[index], compiled=False)
+                code = kernel_object.objects[index]
+                unresolved = _unresolved(code)
+                if not unresolved:
+                    return KernelLibrary(kernel_object, index, code, compiled=False)
     for index, entry in enumerate(kernel_object.targets):
         if index in kernel_object.bitcode and same_platform(entry.triple, info.triple):
             code = compile_bitcode(kernel_object.bitcode[index], host_target_machine())
-            return KernelLibrary(kernel_object, index, code, compiled=True)
+            unresolved = _unresolved(code)
+            if not unresolved:
+                return KernelLibrary(kernel_object, index, code, compiled=True)
+    if unresolved:
+        raise UserError(f"'{name}': its kernels need {', '.join(unresolved)}, which this process does not provide")
     targets = ", ".join(t.describe() for t in kernel_object.targets) or "none"
     raise UserError(
         f"'{name}' has no kernels that run on this host ({info.triple}, cpu {info.cpu}); "
         f"its targets: {targets}"
     )
+
+
+def _unresolved(code: bytes) -> list[str]:
+    """Undefined symbols of a native object that the process cannot provide (MCJIT would bind them to 0)."""
+    _ensure_engine()
+    return missing_symbols(undefined_symbols(code))
+
+
+@functools.cache
+def _ensure_engine():
+    """An MCJIT engine, kept alive, so that symbol lookups search the whole process."""
+    initialize_llvm()
+    return llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
 
 
 def load_kernel_file(path: str, prefer: str = "native") -> KernelLibrary:
