@@ -90,6 +90,9 @@ class ControlFlowParser:
                 self._dataflow_statement(inner, bindings, state)
         finally:
             self.scope = outer
+        for name, var in block_scope.names.items():
+            if name not in state.outputs and isinstance(var, ir.Var):
+                self.hidden_names[name] = ("it is local to its dataflow block; list it in R.output(...)", var.span)
         for name, node in state.outputs.items():
             var = block_scope.names.get(name)
             if not isinstance(var, ir.Var):
@@ -149,6 +152,7 @@ class ControlFlowParser:
 
     def _branch(self, stmts: list[ast.stmt], suffix: str) -> _BranchResult | None:
         outer, self.scope = self.scope, self.scope.child()
+        branch_scope = self.scope
         try:
             builder = BindingBlocks()
             for stmt in stmts[:-1]:
@@ -158,6 +162,9 @@ class ControlFlowParser:
             return None
         finally:
             self.scope = outer
+            for name, var in branch_scope.names.items():
+                if isinstance(var, ir.Var):
+                    self.hidden_names.setdefault(name, (f"it is local to the {suffix} branch of an if", var.span))
 
     def _branch_result(self, last: ast.stmt, builder: BindingBlocks, suffix: str) -> _BranchResult:
         if isinstance(last, ast.If):

@@ -51,7 +51,7 @@ class ExprParser(StructInfoParser):
         if isinstance(found, ModuleRef):
             raise self.ctx.fail(f"the module '{node.id}' is not a value; name one of its functions: {node.id}.f", node)
         if found is None:
-            raise self.ctx.fail(f"undefined variable '{node.id}'", node)
+            raise self.undefined(node.id, node)
         raise self.ctx.fail(f"'{node.id}' is not a Relax value", node)
 
     def _constant(self, node: ast.Constant) -> ir.Expr:
@@ -95,7 +95,7 @@ class ExprParser(StructInfoParser):
             return None
         module = self.scope.lookup(node.value.id)
         if module is None and self.ctx.dialect_of(node) is None:
-            raise self.ctx.fail(f"undefined variable '{node.value.id}'", node.value)
+            raise self.undefined(node.value.id, node.value)
         if not isinstance(module, ModuleRef):
             return None
         found = module.global_vars.get(node.attr)

@@ -88,6 +88,7 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         self.scope = parent_scope.child()
         self.symbolic_scope = self.scope
         self.string_symbols = {}
+        self.hidden_names = {}
         self.attrs: dict = {}
         self.attrs_node: ast.expr | None = None  # the R.func_attr call, for errors
         # Symbolic names declared at module level get a variable of their own in each function.

@@ -20,6 +20,7 @@ expression over such variables.
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 
 from ..ir import Var, tir
@@ -27,7 +28,8 @@ from ..ir.struct_info import (
     FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
     TensorStructInfo, TupleStructInfo,
 )
-from .context import ParseContext, Scope
+from ..diagnostics import Diagnostic
+from .context import ParseAbort, ParseContext, Scope
 from .prim_expr import is_known_dtype, parse_prim_expr
 
 STRUCT_INFO_NAMES = ("Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable")
@@ -51,6 +53,8 @@ class StructInfoParser:
     symbolic_scope: Scope
     # The symbolic variables that strings named in this function, by name.
     string_symbols: dict[str, tir.Var]
+    # Names defined in a dataflow block or if branch that has ended: why, and where.
+    hidden_names: dict[str, tuple[str, object]]
 
     # -- entry point -------------------------------------------------------------
     def is_struct_info(self, node: ast.expr) -> bool:
@@ -100,11 +104,28 @@ class StructInfoParser:
         """`x.struct_info`: the annotated struct info of variable x."""
         found = self.scope.lookup(node.value.id)
         if found is None:
-            raise self.ctx.fail(f"undefined variable '{node.value.id}'", node.value)
+            raise self.undefined(node.value.id, node.value)
         info = getattr(found, "struct_info", None) if isinstance(found, Var) else None
         if info is None:
             raise self.ctx.fail(f"'{node.value.id}' has no annotated struct info to refer to", node)
         return info
+
+    def undefined(self, name: str, node: ast.AST) -> ParseAbort:
+        """Records the error for a name not in scope, saying why when the name was
+        defined in a block or branch that has ended, else suggesting a close name."""
+        hidden = self.hidden_names.get(name)
+        if hidden is not None:
+            reason, span = hidden
+            return self.ctx.fail(f"'{name}' is not visible here: {reason}", node,
+                                 (Diagnostic("note", f"'{name}' is defined here", span),))
+        candidates = []
+        scope = self.scope
+        while scope is not None:
+            candidates.extend(n for n, v in scope.names.items() if isinstance(v, (Var, tir.Var)))
+            scope = scope.parent
+        close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.7)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return self.ctx.fail(f"undefined variable '{name}'{hint}", node)
 
     # -- one reader per kind ---------------------------------------------------------
     def _sinfo_object(self, node, args, kwargs, span) -> StructInfo:
@@ -149,7 +170,7 @@ class StructInfoParser:
             if isinstance(found, Var):
                 return found
             if found is None:
-                raise self.ctx.fail(f"undefined variable '{node.id}'", node)
+                raise self.undefined(node.id, node)
         raise self.ctx.fail("the shape of R.Tensor must be a tuple of dimensions such as (n, 4)", node)
 
     def _sinfo_shape(self, node, args, kwargs, span) -> StructInfo:
