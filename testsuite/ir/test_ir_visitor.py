@@ -183,6 +183,15 @@ def test_free_symbolic_vars():
     assert [v.name for v in free_symbolic_vars(layout)] == ["n"]
 
 
+def test_all_vars_and_global_vars():
+    from relax.ir import all_global_vars, all_vars
+
+    mod = irbuild.every_node_module()
+    assert all_global_vars(mod) == ["kernel"]
+    names = [v.name_hint for v in all_vars(mod["main"])]
+    assert names[:4] == ["x", "shp", "flag", "size"] and "lv" in names and len(names) == len(set(names))
+
+
 def test_collect_is_distinct_and_in_pre_order():
     func = irbuild.add_function()
     names = [v.name_hint for v in collect(func, lambda node: isinstance(node, ir.Var))]

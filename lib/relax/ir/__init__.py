@@ -22,7 +22,9 @@ from .struct_info import (
     TensorStructInfo, TupleStructInfo,
 )
 from .tir_stmt import PrimFunc
-from .analysis import bound_vars, collect, free_symbolic_vars, free_vars, substitute
+from .analysis import (
+    all_global_vars, all_vars, bound_vars, collect, free_symbolic_vars, free_vars, substitute,
+)
 from .json import from_json, to_json
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .visitor import (

@@ -108,6 +108,20 @@ def free_symbolic_vars(node: Node) -> list[tir.Var]:
     return [v for v in _scopes(node).free if isinstance(v, tir.Var)]
 
 
+def all_vars(node: Node) -> list[rx.Var]:
+    """Every distinct Relax variable in `node`, defined or used, in pre-order."""
+    return collect(node, lambda item: isinstance(item, rx.Var))
+
+
+def all_global_vars(node: Node) -> list[str]:
+    """The names of the module functions `node` refers to, each once, in pre-order."""
+    names: dict[str, None] = {}
+    for item in pre_order(node):
+        if isinstance(item, rx.GlobalVar):
+            names.setdefault(item.name_hint)
+    return list(names)
+
+
 def collect(node: Node, predicate: Callable[[Node], bool]) -> list[Node]:
     """The distinct nodes under `node` (itself included) for which `predicate` holds, pre-order."""
     seen: set[int] = set()
