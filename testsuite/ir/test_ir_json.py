@@ -152,6 +152,12 @@ def test_malformed_and_foreign_documents(text, message):
         from_json(text)
 
 
+def test_absurdly_deep_nesting_is_a_user_error():
+    deep = "[" * 200000 + "]" * 200000
+    with pytest.raises(UserError):
+        from_json(_document(root=std_json.loads('{"tuple": []}')).replace('"root": {"tuple": []}', '"root": ' + deep))
+
+
 def test_non_ir_values_are_refused_on_write():
     with pytest.raises(TypeError):
         to_json(ir.Call(ir.Op("x"), (), ir.FrozenDict(bad=object())))

@@ -233,6 +233,13 @@ def _short(value: Any) -> str:
 def from_json(text: str | bytes) -> Any:
     """The IR that `to_json` wrote; UserError for anything else."""
     try:
+        return _load(text)
+    except RecursionError:
+        raise UserError("malformed IR JSON: values are nested too deeply") from None
+
+
+def _load(text: str | bytes) -> Any:
+    try:
         document = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise UserError(f"not valid JSON: {exc}") from None
