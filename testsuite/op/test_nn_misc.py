@@ -51,20 +51,20 @@ def test_reflect_needs_two_elements():
         infer("nn.pad", tensor((1, 3)), pad_width=(1, 0, 0, 0), pad_mode="reflect")
 
 
-def _np_widths(flat):
+def numpy_pad_widths(flat):
     return [(flat[2 * a], flat[2 * a + 1]) for a in range(len(flat) // 2)]
 
 
 @pytest.mark.parametrize("pad_width, pad_value", [((0, 0, 1, 2, 2, 1), 0.0), ((1, 0, 1, 2, 2, 1), 1.5)])
 def test_pad_constant(pad_width, pad_value):
-    expected = np.pad(X, _np_widths(pad_width), constant_values=pad_value)
+    expected = np.pad(X, numpy_pad_widths(pad_width), constant_values=pad_value)
     np.testing.assert_array_equal(run_op("nn.pad", X, pad_width=pad_width, pad_value=pad_value), expected)
 
 
 @pytest.mark.parametrize("mode, numpy_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")])
 @pytest.mark.parametrize("pad_width", [(1, 0, 1, 2, 2, 1), (1, 1, 2, 2, 3, 3)])
 def test_pad_modes(mode, numpy_mode, pad_width):
-    expected = np.pad(X, _np_widths(pad_width), mode=numpy_mode)
+    expected = np.pad(X, numpy_pad_widths(pad_width), mode=numpy_mode)
     np.testing.assert_array_equal(run_op("nn.pad", X, pad_width=pad_width, pad_mode=mode), expected)
 
 
