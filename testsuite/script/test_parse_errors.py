@@ -80,3 +80,14 @@ def test_private_function_with_global_symbol():
             return x
     ''')
     assert found == [(4, 5, "a private function has no global symbol; drop private=True or the attribute")]
+
+
+def test_every_bad_argument_of_a_call_is_reported():
+    found = errors('''
+        @R.function
+        def f(x: R.Tensor((2,), "float32")):
+            y = R.concat((a, x, b), axis=0)
+            z = R.call_packed("f", c, d, sinfo_args=R.Object)
+            return y
+    ''')
+    assert [(line, column) for line, column, _ in found] == [(4, 19), (4, 25), (5, 28), (5, 31)]

@@ -16,7 +16,7 @@ import ast
 
 from .. import ir
 from ..ir import tir
-from .context import ModuleRef
+from .context import ModuleRef, ParseAbort
 from .relax_literals import attr_value
 from .relax_struct_info import METADATA_MESSAGE, StructInfoParser, _describe, _is_metadata
 
@@ -67,7 +67,7 @@ class ExprParser(StructInfoParser):
         raise self.ctx.fail(f"'{_describe(node)}' is not a Relax expression", node)
 
     def _tuple(self, node: ast.Tuple | ast.List) -> ir.Expr:
-        return ir.Tuple(tuple(self.expr(element) for element in node.elts), span=self.ctx.span(node))
+        return ir.Tuple(self.exprs(node.elts), span=self.ctx.span(node))
 
     def _subscript(self, node: ast.Subscript) -> ir.Expr:
         if _is_metadata(node):
@@ -135,6 +135,19 @@ class ExprParser(StructInfoParser):
                     return True
         return False
 
+    def exprs(self, nodes: list[ast.expr]) -> tuple[ir.Expr, ...]:
+        """Reads every node, so that independent errors in several arguments are all
+        reported; abandons the construct afterwards if any failed."""
+        values, failed = [], False
+        for node in nodes:
+            try:
+                values.append(self.expr(node))
+            except ParseAbort:
+                failed = True
+        if failed:
+            raise ParseAbort("an argument has errors")
+        return tuple(values)
+
     # -- calls -------------------------------------------------------------------------
     def _call(self, node: ast.Call) -> ir.Expr:
         from .relax_special import SPECIAL_FORMS
@@ -163,7 +176,7 @@ class ExprParser(StructInfoParser):
             callee = self.expr(node.func)
             if not isinstance(callee, (ir.Var, ir.GlobalVar, ir.ExternFunc)):
                 raise self.ctx.fail(f"'{_describe(node.func)}' is not callable", node.func)
-        args = tuple(self.expr(a) for a in self.positional(node))
+        args = self.exprs(self.positional(node))
         attrs, sinfo_args = self.keyword_attrs(node)
         return ir.Call(callee, args, attrs, sinfo_args, span=self.ctx.span(node))
 
@@ -186,12 +199,11 @@ class ExprParser(StructInfoParser):
     def operator_call(self, node: ast.Call, op_name: str, first_extern: bool = False) -> ir.Call:
         """A call of a registered operator: positional arguments are Relax values,
         keywords are attributes, `sinfo_args=` gives the call's struct info args."""
-        args = []
-        for index, arg in enumerate(self.positional(node)):
-            if index == 0 and first_extern and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                args.append(ir.ExternFunc(arg.value, span=self.ctx.span(arg)))
-            else:
-                args.append(self.expr(arg))
+        positional = self.positional(node)
+        if first_extern and positional and isinstance(positional[0], ast.Constant) and isinstance(positional[0].value, str):
+            args = (ir.ExternFunc(positional[0].value, span=self.ctx.span(positional[0])), *self.exprs(positional[1:]))
+        else:
+            args = self.exprs(positional)
         attrs, sinfo_args = self.keyword_attrs(node)
         # The operator's name starts where the call does: one span serves both.
         span = self.ctx.span(node)

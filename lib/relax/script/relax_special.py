@@ -152,7 +152,7 @@ def call_packed(parser, node: ast.Call) -> ir.Call:
     if not node.args:
         raise parser.ctx.fail("R.call_packed needs the name of the packed function", node)
     callee = _callee(parser, node.args[0], packed=True)
-    args = tuple(parser.expr(a) for a in parser.positional(node)[1:])
+    args = parser.exprs(parser.positional(node)[1:])
     attrs, sinfo_args = parser.keyword_attrs(node, skip=("attrs_type_key",))
     return ir.Call(callee, args, attrs, sinfo_args, span=parser.ctx.span(node))
 
@@ -245,7 +245,7 @@ def extern_func(parser, node: ast.Call) -> ir.ExternFunc:
 def make_tuple(parser, node: ast.Call) -> ir.Tuple:
     if node.keywords:
         raise parser.ctx.fail(f"R.tuple has no argument '{node.keywords[0].arg}'", node.keywords[0])
-    return ir.Tuple(tuple(parser.expr(a) for a in parser.positional(node)), span=parser.ctx.span(node))
+    return ir.Tuple(parser.exprs(parser.positional(node)), span=parser.ctx.span(node))
 
 
 def _format_string(parser, node: ast.Call, name: str) -> tuple[ir.StringImm, list[ast.keyword]]:
@@ -266,7 +266,7 @@ def print_op(parser, node: ast.Call) -> ir.Call:
     fmt, others = _format_string(parser, node, "print")
     if others:
         raise parser.ctx.fail(f"R.print has no argument '{others[0].arg}'", others[0])
-    args = (fmt,) + tuple(parser.expr(a) for a in parser.positional(node))
+    args = (fmt, *parser.exprs(parser.positional(node)))
     return ir.Call(ir.Op("relax.print", span=parser.ctx.span(node.func)), args, span=parser.ctx.span(node))
 
 
