@@ -105,7 +105,8 @@ def test_unknown_shape_keeps_rank():
 
 
 @pytest.mark.parametrize("data, weight, attrs, message", [
-    ((1, 2, 5, 5), (4, 3, 3, 3), {}, "data has 2 channels but the weight expects 3 per group x 1 groups = 3"),
+    ((1, 2, 5, 5), (4, 3, 3, 3), {}, "data has 2 channels but the weight expects 3 in R.nn.conv2d"),
+    ((1, 4, 5, 5), (4, 1, 3, 3), {"groups": 2}, "data has 4 channels but the weight expects 1 per group x 2 groups = 2"),
     ((1, 4, 5, 5), (6, 1, 3, 3), {"groups": 4}, "6 output channels are not divisible by 4 groups"),
     ((1, 2, 5), (4, 2, 3, 3), {}, "data must have rank 4, got rank 3"),
     ((1, 2, 2, 2), (4, 2, 3, 3), {}, "the output would be empty"),

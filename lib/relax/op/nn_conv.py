@@ -93,8 +93,8 @@ def _check_channels(call, groups: int, in_channels, weight_in, weight_out) -> No
     """conv: the weight is (C_out, C_in / groups, ...)."""
     channels, per_group = static_value(in_channels), static_value(weight_in)
     if channels is not None and per_group is not None and channels != per_group * groups:
-        raise call.error(f"data has {channels} channels but the weight expects "
-                         f"{per_group} per group x {groups} groups = {per_group * groups}")
+        expected = str(per_group) if groups == 1 else f"{per_group} per group x {groups} groups = {per_group * groups}"
+        raise call.error(f"data has {channels} channels but the weight expects {expected}")
     if static_value(weight_out) is not None and static_value(weight_out) % groups:
         raise call.error(f"{static_value(weight_out)} output channels are not divisible by {groups} groups")
 
