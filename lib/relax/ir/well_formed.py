@@ -26,9 +26,9 @@ from . import struct_info as si
 from . import tir_expr as tir
 from .module import IRModule
 from .node import Node
+from .reporting_visitor import ReportingVisitor
 from .struct_info_check import conflict, describe, known_struct_info
 from .tir_stmt import PrimFunc
-from .reporting_visitor import ReportingVisitor
 from .well_formed_tir import check_prim_func
 
 
