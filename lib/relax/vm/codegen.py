@@ -23,11 +23,13 @@ from ..diagnostics import DiagnosticError, error
 from ..ir import expr as rx
 from ..ir import tir
 from ..ir.module import IRModule
+from ..ir import struct_info as si
 from ..ir.struct_info import TupleStructInfo
 from ..runtime.dtype import DataType
 from ..runtime.objects import ShapeTuple
 from .builder import ExecBuilder
 from .executable import Executable
+from . import signature
 
 # Relax operators that survive to code generation, and the builtin each becomes.
 # `True` in the second place: the builtin takes the VM as its first argument.
@@ -276,4 +278,58 @@ def generate(mod: IRModule, builder: ExecBuilder | None = None) -> Executable:
                 problems.extend(exc.diagnostics)
     if problems:
         raise DiagnosticError(problems)
+    # After every function, so that the constants the code uses keep their indices.
+    for name, func in mod.functions.items():
+        if isinstance(func, rx.Function):
+            builder.convert_constant(signature_record(name, func))
     return builder.get()
+
+
+# ---- signature records (vm/signature.py) ---------------------------------------------------
+
+_DIM_OPERATORS = {tir.Add: "add", tir.Sub: "sub", tir.Mul: "mul", tir.FloorDiv: "floordiv",
+                  tir.FloorMod: "floormod", tir.Min: "min", tir.Max: "max"}
+
+
+def _dim_record(expr):
+    if isinstance(expr, tir.IntImm):
+        return int(expr.value)
+    if isinstance(expr, tir.Var):
+        return expr.name
+    operator = _DIM_OPERATORS.get(type(expr))
+    if operator is not None:
+        a, b = _dim_record(expr.a), _dim_record(expr.b)
+        return None if a is None or b is None else [operator, a, b]
+    return None
+
+
+def _struct_info_record(info) -> dict:
+    if isinstance(info, si.TensorStructInfo):
+        values = info.shape_values
+        record = {"kind": "tensor", "dtype": info.dtype}
+        if values is not None:
+            record["shape"] = [_dim_record(v) for v in values]
+        else:
+            record["shape"], record["ndim"] = None, info.ndim
+        return record
+    if isinstance(info, si.ShapeStructInfo):
+        if info.values is not None:
+            return {"kind": "shape", "values": [_dim_record(v) for v in info.values]}
+        return {"kind": "shape", "values": None, "ndim": info.ndim}
+    if isinstance(info, si.PrimStructInfo):
+        record = {"kind": "prim", "dtype": info.dtype}
+        if info.value is not None and _dim_record(info.value) is not None:
+            record["value"] = _dim_record(info.value)
+        return record
+    if isinstance(info, si.TupleStructInfo):
+        return {"kind": "tuple", "fields": [_struct_info_record(f) for f in info.fields]}
+    if isinstance(info, si.FuncStructInfo):
+        return {"kind": "func"}
+    return {"kind": "object"}
+
+
+def signature_record(name: str, func: rx.Function) -> str:
+    """The signature constant of a Relax function: parameter and result struct info."""
+    params = [(p.name_hint, _struct_info_record(p.struct_info)) for p in func.params]
+    ret = func.ret_struct_info if func.ret_struct_info is not None else getattr(func.body, "struct_info", None)
+    return signature.encode(name, params, _struct_info_record(ret))
