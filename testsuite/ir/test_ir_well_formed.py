@@ -139,6 +139,15 @@ def test_global_symbol_must_match_the_function_name():
     assert _messages(_module(other=func)) == ["function 'other' has the global symbol 'main', not its own name"]
 
 
+def test_call_arity_of_module_functions():
+    x, y = ir.Var("x"), ir.Var("y")
+    callee = irbuild.add_function()  # two parameters
+    caller = _func([x], [ir.VarBinding(y, ir.Call(ir.GlobalVar("add"), (x,)))], y)
+    assert _messages(_module(main=caller, add=callee)) == ["function 'add' takes 2 arguments but is called with 1"]
+    good = _func([x], [ir.VarBinding(y, ir.Call(ir.GlobalVar("add"), (x, x)))], y)
+    assert _messages(_module(main=good, add=callee)) == []
+
+
 def test_recursive_local_function_is_allowed():
     x, f, y, p, q = ir.Var("x"), ir.Var("f"), ir.Var("y"), ir.Var("p"), ir.Var("q")
     inner = _func([p], [ir.VarBinding(q, ir.Call(f, (p,)))], q)
@@ -327,3 +336,10 @@ def test_tir_call_to_unknown_function():
     call = tir.Evaluate(tir.Call("int32", ir.GlobalVar("helper"), ()))
     assert _messages(_module(k=_prim(call))) == ["function 'k' refers to unknown function 'helper'"]
     assert _messages(_module(k=_prim(call), helper=_prim(tir.Evaluate(i64(0))))) == []
+
+
+def test_tir_buffer_indexed_with_the_wrong_number_of_indices():
+    h = tir.Var("h", "handle")
+    A = tir.Buffer("A", (i64(4), i64(4)), "float32", tir.Var("A_data", "handle"))
+    body = tir.BufferStore(A, tir.BufferLoad(A, (i64(0), i64(1))), (i64(0),))
+    assert _messages(_module(k=_prim(body, [h], [(h, A)]))) == ["buffer 'A' has 2 dimensions but is indexed with 1"]

@@ -7,7 +7,8 @@ first), each at the span of the innermost node that has one. For Relax functions
 - a DataflowVar is defined only inside a dataflow block and not used after it
   (TVM's rule: in a dataflow block, the bindings of plain Vars are the outputs);
 - a function parameter is never a DataflowVar, and a dataflow block holds no `if`;
-- every GlobalVar names a function of the module, and a function's global symbol
+- every GlobalVar names a function of the module, a direct call of a Relax
+  function passes one argument per parameter, and a function's global symbol
   (when it has one) is its name in the module;
 - every symbolic variable is defined by the function's signature (a bare variable
   in a parameter's struct info) or by a match_cast before it is used;
@@ -55,9 +56,10 @@ def _bare_symbols(info: si.StructInfo | None) -> list[tir.Var]:
 
 
 class _RelaxChecker(ReportingVisitor):
-    def __init__(self, diagnostics: list[Diagnostic], function_names: set[str], name: str) -> None:
+    def __init__(self, diagnostics: list[Diagnostic], functions: dict, name: str) -> None:
         super().__init__(diagnostics)
-        self.function_names = function_names
+        self.functions = functions  # name -> Function | PrimFunc of the module
+        self.function_names = set(functions)
         self.name = name
         self.visible: list[set[int]] = [set()]
         self.symbols: list[set[int]] = [set()]
@@ -191,6 +193,7 @@ class _RelaxChecker(ReportingVisitor):
                        once=("global", gvar.name_hint))
 
     def visit_Call(self, call: rx.Call) -> None:
+        self._check_arity(call)
         self.visit(call.op)
         self.visit_value(call.args)
         self.visit_value(call.sinfo_args)
@@ -199,6 +202,15 @@ class _RelaxChecker(ReportingVisitor):
         saved, self.in_attrs = self.in_attrs, True
         self.visit_value(call.attrs)
         self.in_attrs = saved
+
+    def _check_arity(self, call: rx.Call) -> None:
+        """A direct call of a Relax function of the module passes one argument per parameter."""
+        if not isinstance(call.op, rx.GlobalVar):
+            return
+        callee = self.functions.get(call.op.name_hint)
+        if isinstance(callee, rx.Function) and len(callee.params) != len(call.args):
+            self.error(f"function '{call.op.name_hint}' takes {len(callee.params)} "
+                       f"argument{'s' if len(callee.params) != 1 else ''} but is called with {len(call.args)}")
 
     def visit_tir_Var(self, var: tir.Var) -> None:
         if self.in_attrs:
@@ -215,7 +227,8 @@ def check_well_formed(node: IRModule | rx.Function | PrimFunc) -> list[Diagnosti
     else:
         name = node.attrs.get("global_symbol") or "<function>"
         functions = [(name, node)]
-    names = {name for name, _ in functions}
+    by_name = dict(functions)
+    names = set(by_name)
     diagnostics: list[Diagnostic] = []
     for name, func in functions:
         if isinstance(func, PrimFunc):
@@ -225,7 +238,7 @@ def check_well_formed(node: IRModule | rx.Function | PrimFunc) -> list[Diagnosti
             if symbol is not None and symbol != name:
                 diagnostics.append(Diagnostic(
                     "error", f"function '{name}' has the global symbol '{symbol}', not its own name", func.span))
-            checker = _RelaxChecker(diagnostics, names, name)
+            checker = _RelaxChecker(diagnostics, by_name, name)
             checker.visit(func)
     return diagnostics
 

@@ -6,6 +6,7 @@
 - a variable is defined once in a function (SSA); a loop variable defined again
   is reported as such;
 - a call to another function names one of the module (a GlobalVar callee);
+- a buffer is loaded and stored with one index per dimension;
 - every buffer that is loaded, stored or named in a region is declared: by the
   buffer_map, a block's alloc_buffers or match_buffers, a DeclBuffer, or (the
   legacy T.allocate style) backed by the handle of an enclosing Allocate.
@@ -152,6 +153,20 @@ class _PrimFuncChecker(ReportingVisitor):
         if self.function_names is not None and gvar.name_hint not in self.function_names:
             self.error(f"function '{self.name}' refers to unknown function '{gvar.name_hint}'",
                        once=("global", gvar.name_hint))
+
+    def visit_BufferLoad(self, load: tir.BufferLoad) -> None:
+        self._check_indices(load.buffer, load.indices)
+        self.generic_visit(load)
+
+    def visit_BufferStore(self, store: stmt.BufferStore) -> None:
+        self._check_indices(store.buffer, store.indices)
+        self.generic_visit(store)
+
+    def _check_indices(self, buffer: tir.Buffer, indices) -> None:
+        # axis_separators do not change the count: a buffer is indexed per dimension.
+        if len(indices) != len(buffer.shape):
+            self.error(f"buffer '{buffer.name}' has {len(buffer.shape)} dimension"
+                       f"{'s' if len(buffer.shape) != 1 else ''} but is indexed with {len(indices)}")
 
     def visit_Buffer(self, buffer: tir.Buffer) -> None:
         if any(id(buffer) in scope for scope in self.buffers):
