@@ -70,6 +70,9 @@ PASS_MODULES: list[str] = [
     "call_tir_rewrite",
     "vm_builtin_lower",
     "vm_shape_lower",
+    "dead_code_elimination",
+    "canonicalize_bindings",
+    "eliminate_common_subexpr",
 ]
 
 

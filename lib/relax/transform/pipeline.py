@@ -13,9 +13,16 @@ LOWER_TO_VM = [
     "vm-shape-lower",
 ]
 
+# Clean-ups on the Relax program before its operators become kernels.
+SIMPLIFY = [
+    "canonicalize-bindings",
+    "eliminate-common-subexpr",
+    "dead-code-elimination",
+]
+
 O0 = ["normalize", "legalize-ops", *LOWER_TO_VM]
-O1 = ["normalize", "legalize-ops", *LOWER_TO_VM]
-O2 = ["normalize", "legalize-ops", *LOWER_TO_VM]
+O1 = ["normalize", *SIMPLIFY, "legalize-ops", *LOWER_TO_VM]
+O2 = ["normalize", *SIMPLIFY, "legalize-ops", *LOWER_TO_VM]
 O3 = O2
 
 PIPELINES = {0: O0, 1: O1, 2: O2, 3: O3}
