@@ -27,11 +27,11 @@ def _thread_loops(func):
 
 
 def test_elementwise_nest_is_fused_and_split_with_a_guard():
-    after = DefaultGPUSchedule(1024).run(_add_func(64, 1000))
+    after = DefaultGPUSchedule(1024).run(_add_func(16, 300))
     (block_tag, blocks), (thread_tag, threads) = _thread_loops(after)
-    assert (block_tag, blocks.value, thread_tag, threads.value) == ("blockIdx.x", 63, "threadIdx.x", 1024)
+    assert (block_tag, blocks.value, thread_tag, threads.value) == ("blockIdx.x", 5, "threadIdx.x", 1024)
     assert len(collect(after.body, tir.IfThenElse)) == 1
-    a = np.random.default_rng(0).standard_normal((64, 1000)).astype(np.float32)
+    a = np.random.default_rng(0).standard_normal((16, 300)).astype(np.float32)
     b = np.zeros_like(a)
     run(after, a, b)
     np.testing.assert_array_equal(b, a + 1)
