@@ -80,6 +80,12 @@ REFUSED = {
 }
 
 
+# Kernels too big for the Python interpreter in a unit test, with a numpy reference instead.
+NUMPY_REFERENCES = {
+    "tir_sblock_matmul.tvmscript": {"matmul": lambda a, b, c: (a, b, a @ b)},
+}
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
 def test_every_kernel_matches_the_interpreter(path):
     mod = _module(path)
@@ -97,7 +103,11 @@ def test_every_kernel_matches_the_interpreter(path):
         if function.info.ret_dtype:
             continue  # the interpreter has no T.ret; test_scalar_result checks it
         function(*args)
-        interpreter.run(func, *expected)
+        reference = NUMPY_REFERENCES.get(path.name, {}).get(name)
+        if reference is not None:
+            expected = reference(*expected)
+        else:
+            interpreter.run(func, *expected)
         for got, want in zip(args, expected):
             if isinstance(got, np.ndarray):
                 # Float tolerance: reassociated sums and libm vs numpy differ in the last bits.
