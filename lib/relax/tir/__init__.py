@@ -3,7 +3,8 @@
 Sits between the operator legalization (which writes PrimFuncs with blocks) and
 codegen/. `lower_for_codegen(func, target)` (pipeline.py) runs, in order:
 default-gpu-schedule (cuda targets only), convert-blocks-to-loops,
-lower-attr-stmts, flatten-buffers, simplify, annotate-storage, verify-lowered.
+lower-attr-stmts, flatten-buffers, simplify, narrow-division, annotate-storage,
+verify-lowered.
 Each pass is a file named after it.
 interpreter.py runs any PrimFunc (both forms) on numpy arrays, exactly and slowly:
 the reference that tests compare lowered code against.
@@ -31,9 +32,10 @@ THE LOWERED FORM (what the code generators may rely on; verify_lowered.py checks
   scope's allocation is annotated with its scope name ("shared", "local").
 - Integer division keeps TVM's node semantics: Div/Mod on integers truncate toward
   zero (C's / and %), FloorDiv/FloorMod round toward negative infinity (Python's //
-  and %). The simplifier turns Div/Mod into FloorDiv/FloorMod only where the
-  dividend is provably non-negative and the divisor a positive constant (they agree
-  there); codegen implements all four as defined. On floats, Div is true division,
+  and %). Where the dividend is provably non-negative and the divisor a positive
+  constant the two agree: simplify works with the floor forms there, and
+  narrow-division then writes Div/Mod (one sdiv/srem, no sign fix-up). Codegen
+  implements all four as defined. On floats, Div is true division,
   FloorDiv is floor(a / b), Mod is fmod and FloorMod is a - floor(a / b) * b.
 - Index expressions are simplified with the loop ranges known; floats are never
   reassociated.

@@ -14,6 +14,7 @@ from .convert_blocks_to_loops import ConvertBlocksToLoops
 from .default_gpu_schedule import DefaultGPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .lower_attr_stmts import LowerAttrStmts
+from .narrow_division import NarrowDivision
 from .simplify import Simplify
 from .verify_lowered import VerifyLowered
 
@@ -26,6 +27,7 @@ def passes(target=None) -> list:
         LowerAttrStmts(),
         FlattenBuffers(),
         Simplify(),
+        NarrowDivision(),
         AnnotateStorage(),
         VerifyLowered(target),
     ]
