@@ -100,3 +100,27 @@ def test_chunks_run_on_distinct_native_threads(threads):
     assert len(set(ids.tolist())) == threads
     # Chunks are contiguous: each thread ran one block of 64 / threads iterations.
     assert all(len(set(ids[k:k + 64 // threads].tolist())) == 1 for k in range(0, 64, 64 // threads))
+
+
+def test_workspace_allocation_inside_a_parallel_loop_is_per_thread():
+    """B[i, :] = reversed(A[i, :]) * 2 through a symbolic-size scratch row allocated in the parallel body."""
+    m, n = tir.Var("m", "int64"), tir.Var("n", "int64")
+    a, b = param("A", "float32", (m, n)), param("B", "float32", (m, n))
+    fa, fb = flat(a[1], tir.Mul(m, n)), flat(b[1], tir.Mul(m, n))
+    row_var = tir.Var("row", "handle")
+    row = tir.Buffer("row", (n,), "float32", data=row_var)
+    i, j = tir.Var("i", "int64"), tir.Var("j", "int64")
+    body = tir.SeqStmt((
+        loop(j, n, store(row, j, load(fa, tir.Add(tir.Mul(i, n), tir.Sub(tir.Sub(n, j), i64(1)))))),
+        loop(j, n, store(fb, tir.Add(tir.Mul(i, n), j), tir.Mul(load(row, j), tir.FloatImm("float32", 2.0)))),
+    ))
+    scratch = tir.Allocate(row_var, "float32", (n,), tir.const(True), tir.DeclBuffer(row, body),
+                           annotations=tir.FrozenDict(storage="workspace"))
+    lib = build_host_library({"rev": kernel([a, b], loop(i, m, scratch, "parallel"))})
+    assert lib.get_function("rev").info.workspace_bytes == 0  # nothing comes from the caller's workspace
+    lib.parallel_threshold_bytes = 0
+    lib.num_threads = 3
+    x = np.random.default_rng(5).standard_normal((37, 50)).astype(np.float32)
+    out = np.zeros_like(x)
+    lib.get_function("rev")(x, out)
+    np.testing.assert_array_equal(out, x[:, ::-1] * 2)

@@ -4,7 +4,8 @@ Loops become a header with a phi, a body and a latch; `parallel` loops are hande
 to parallel.py (outlined and run on threads), other kinds are serial loops that
 LLVM's loop vectorizer and unroller then transform. Allocate puts constant-size
 buffers on the stack (one alloca in the entry block) or carves them out of the
-caller's workspace. A failed AssertStmt stores its message in the context and
+caller's workspace; a workspace allocation inside a parallel loop is malloc'ed
+by each thread instead (the threads cannot share one region). A failed AssertStmt stores its message in the context and
 returns ASSERTION_FAILED.
 """
 
@@ -175,16 +176,31 @@ class StmtCodegen:
                                               name=stmt.buffer_var.name)
                 pointer.align = 64
                 opaque(pointer)
-        else:
-            offset = self.workspace_offsets.get(stmt)
-            if offset is None:
-                raise self.error(f"workspace allocation '{stmt.buffer_var.name}' inside a parallel loop; "
-                                 "allocate it outside the loop or on the stack")
+        elif stmt in self.workspace_offsets:
+            offset = self.workspace_offsets[stmt]
             base = self.load_context("workspace")
             pointer = self.builder.gep(base, [self.cast(self.emit(offset), offset.dtype, "int64")],
                                        inbounds=True, source_etype=ir.IntType(8))
+        else:
+            self._heap_allocate(stmt)
+            return
         self.vars[stmt.buffer_var] = pointer
         self.emit_stmt(stmt.body)
+
+    def _heap_allocate(self, stmt: tir.Allocate) -> None:
+        """A workspace allocation inside a parallel loop: each thread mallocs its own, freed after the body."""
+        count = ir.Constant(I64, dt.itemsize(stmt.dtype))
+        for extent in stmt.extents:
+            count = self.builder.mul(count, self.cast(self.emit(extent), extent.dtype, "int64"))
+        malloc = self.declare("malloc", ir.FunctionType(POINTER, [I64]))
+        pointer = self.builder.call(malloc, [count])
+        failed = self.builder.icmp_unsigned("==", self.builder.ptrtoint(pointer, I64), ir.Constant(I64, 0))
+        with self.builder.if_then(failed, likely=False):
+            self.fail(abi.OUT_OF_MEMORY, f"{self.kernel_name}: cannot allocate '{stmt.buffer_var.name}'")
+        self.vars[stmt.buffer_var] = pointer
+        self.emit_stmt(stmt.body)
+        if not self.builder.block.is_terminated:
+            self.builder.call(self.declare("free", ir.FunctionType(ir.VoidType(), [POINTER])), [pointer])
 
     def storage_of(self, stmt: tir.Allocate) -> str:
         """"stack" or "workspace": the annotation if any, else by size."""

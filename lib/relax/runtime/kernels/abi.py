@@ -66,11 +66,13 @@ RETURN_CODES = {
     1: "assertion failed",
     2: "workspace too small",
     3: "unsupported ABI version in the context",
+    4: "out of memory",
 }
 SUCCESS = 0
 ASSERTION_FAILED = 1
 WORKSPACE_TOO_SMALL = 2
 BAD_CONTEXT = 3
+OUT_OF_MEMORY = 4
 
 KERNEL_CFUNCTYPE = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(KernelContext)
