@@ -18,7 +18,7 @@ from .. import ir
 from ..ir import tir
 from .context import ModuleRef, ParseAbort
 from .relax_literals import attr_value
-from .relax_struct_info import METADATA_MESSAGE, StructInfoParser, _describe, _is_metadata
+from .relax_struct_info import METADATA_MESSAGE, StructInfoParser, describe, is_metadata
 
 # Python operators on Relax values are the elementwise operators, as TVM's do.
 _BINARY_OPERATORS = {
@@ -39,7 +39,7 @@ class ExprParser(StructInfoParser):
     def expr(self, node: ast.expr) -> ir.Expr:
         reader = _READERS.get(type(node))
         if reader is None:
-            raise self.ctx.fail(f"'{_describe(node)}' is not a Relax expression", node)
+            raise self.ctx.fail(f"'{describe(node)}' is not a Relax expression", node)
         return reader(self, node)
 
     def _name(self, node: ast.Name) -> ir.Expr:
@@ -64,13 +64,13 @@ class ExprParser(StructInfoParser):
             return ir.PrimValue(tir.FloatImm("float64", value, span=span), span=span)
         if isinstance(value, str):
             return ir.StringImm(value, span=span)
-        raise self.ctx.fail(f"'{_describe(node)}' is not a Relax expression", node)
+        raise self.ctx.fail(f"'{describe(node)}' is not a Relax expression", node)
 
     def _tuple(self, node: ast.Tuple | ast.List) -> ir.Expr:
         return ir.Tuple(self.exprs(node.elts), span=self.ctx.span(node))
 
     def _subscript(self, node: ast.Subscript) -> ir.Expr:
-        if _is_metadata(node):
+        if is_metadata(node):
             raise self.ctx.fail(METADATA_MESSAGE, node)
         tuple_value = self.expr(node.value)
         index = node.slice
@@ -86,8 +86,8 @@ class ExprParser(StructInfoParser):
             return global_var
         dialect = self.ctx.dialect_of(node)
         if dialect is not None:
-            raise self.ctx.fail(f"'{_describe(node)}' is not a Relax value; did you mean to call it?", node)
-        raise self.ctx.fail(f"'{_describe(node)}' is not a Relax expression", node)
+            raise self.ctx.fail(f"'{describe(node)}' is not a Relax value; did you mean to call it?", node)
+        raise self.ctx.fail(f"'{describe(node)}' is not a Relax expression", node)
 
     def global_var(self, node: ast.expr) -> ir.GlobalVar | None:
         """`cls.f` or `Module.f` as the module's GlobalVar; None if `node` is not of that form."""
@@ -123,7 +123,7 @@ class ExprParser(StructInfoParser):
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARISONS:
             op = ir.Op("relax." + _COMPARISONS[type(node.ops[0])])
             return ir.Call(op, (self.expr(node.left), self.expr(node.comparators[0])), span=span)
-        raise self.ctx.fail(f"operator in '{_describe(node)}' is not supported on Relax values", node)
+        raise self.ctx.fail(f"operator in '{describe(node)}' is not supported on Relax values", node)
 
     def _mentions_relax_value(self, node: ast.AST) -> bool:
         for inner in ast.walk(node):
@@ -167,7 +167,7 @@ class ExprParser(StructInfoParser):
             if kind == "tir":
                 value = self.prim_expr(node)
                 return ir.PrimValue(value, span=self.ctx.span(node))
-            raise self.ctx.fail(f"'{_describe(node.func)}' cannot be called in a Relax function", node.func)
+            raise self.ctx.fail(f"'{describe(node.func)}' cannot be called in a Relax function", node.func)
         method = self._method_call(node)
         if method is not None:
             return method
@@ -175,7 +175,7 @@ class ExprParser(StructInfoParser):
         if callee is None:
             callee = self.expr(node.func)
             if not isinstance(callee, (ir.Var, ir.GlobalVar, ir.ExternFunc)):
-                raise self.ctx.fail(f"'{_describe(node.func)}' is not callable", node.func)
+                raise self.ctx.fail(f"'{describe(node.func)}' is not callable", node.func)
         args = self.exprs(self.positional(node))
         attrs, sinfo_args = self.keyword_attrs(node)
         return ir.Call(callee, args, attrs, sinfo_args, span=self.ctx.span(node))

@@ -29,7 +29,7 @@ from .prim_expr import is_known_dtype
 from .relax_control import BindingBlocks, ControlFlowParser, DataflowState
 from .relax_expr import ExprParser
 from .relax_literals import attr_dict
-from .relax_struct_info import _describe
+from .relax_struct_info import describe
 
 
 def function_options(ctx: ParseContext, decorator: ast.expr) -> tuple[bool, bool]:
@@ -314,4 +314,4 @@ _STATEMENT_KINDS = {
 
 
 def _statement_kind(stmt: ast.stmt) -> str:
-    return _STATEMENT_KINDS.get(type(stmt), f"'{_describe(stmt)}'")
+    return _STATEMENT_KINDS.get(type(stmt), f"'{describe(stmt)}'")

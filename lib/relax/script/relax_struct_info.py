@@ -77,11 +77,11 @@ class StructInfoParser:
         target = node.func if call is not None else node
         dialect = self.ctx.dialect_of(target)
         if not self.is_struct_info(node):
-            if _is_metadata(node):
+            if is_metadata(node):
                 raise self.ctx.fail(METADATA_MESSAGE, node)
             if dialect is not None and dialect[0] == "relax":
                 raise self.ctx.fail(f"unknown struct info 'R.{dialect[1]}'; expected {_KINDS}", target)
-            raise self.ctx.fail(f"expected struct info such as {_KINDS}, got '{_describe(node)}'", node)
+            raise self.ctx.fail(f"expected struct info such as {_KINDS}, got '{describe(node)}'", node)
         span = self.ctx.span(node)
         if dialect[0] == "tir":
             return PrimStructInfo(dialect[1], span=span)
@@ -348,7 +348,7 @@ METADATA_MESSAGE = (
 )
 
 
-def _is_metadata(node: ast.expr) -> bool:
+def is_metadata(node: ast.expr) -> bool:
     """`metadata["kind"][i]`: a reference into TVM's metadata section."""
     return (
         isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript)
@@ -363,7 +363,7 @@ def _take(args: list, index: int, kwargs: dict, key: str):
     return kwargs.get(key)
 
 
-def _describe(node: ast.AST) -> str:
+def describe(node: ast.AST) -> str:
     try:
         text = ast.unparse(node)
     except Exception:  # noqa: BLE001 - describing a node must never fail
