@@ -18,6 +18,7 @@ from .. import ir
 from ..ir import tir
 from .context import ModuleRef, ParseAbort
 from .relax_literals import attr_value
+from .relax_special import SPECIAL_FORMS, bind_arguments
 from .relax_struct_info import METADATA_MESSAGE, StructInfoParser, describe, is_metadata
 
 # Python operators on Relax values are the elementwise operators, as TVM's do.
@@ -150,8 +151,6 @@ class ExprParser(StructInfoParser):
 
     # -- calls -------------------------------------------------------------------------
     def _call(self, node: ast.Call) -> ir.Expr:
-        from .relax_special import SPECIAL_FORMS
-
         dialect = self.ctx.dialect_of(node.func)
         if dialect is not None:
             kind, name = dialect
@@ -189,8 +188,6 @@ class ExprParser(StructInfoParser):
         receiver = self.scope.lookup(func.value.id)
         if not isinstance(receiver, ir.Var):
             return None
-        from .relax_special import bind_arguments
-
         bound = bind_arguments(self, node, "astype", ("dtype",), ("dtype",))
         attrs = ir.FrozenDict({"dtype": self.dtype_string(bound["dtype"])})
         span = self.ctx.span(node)

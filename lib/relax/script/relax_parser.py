@@ -29,6 +29,7 @@ from .prim_expr import is_known_dtype
 from .relax_control import BindingBlocks, ControlFlowParser, DataflowState
 from .relax_expr import ExprParser
 from .relax_literals import attr_dict
+from .relax_special import bind_arguments
 from .relax_struct_info import describe
 
 
@@ -260,8 +261,6 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         return ir.VarBinding(self._make_var(target.id, info, target, dataflow), value, span=span)
 
     def _match_cast(self, node: ast.Call) -> tuple[ir.Expr, ir.StructInfo]:
-        from .relax_special import bind_arguments
-
         if len(node.args) + len(node.keywords) != 2:
             raise self.ctx.fail("R.match_cast takes a value and the struct info to match: R.match_cast(x, R.Tensor(...))", node)
         # TVM 0.27 names the second parameter `ty`; older releases `struct_info`.

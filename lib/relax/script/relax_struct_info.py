@@ -23,7 +23,7 @@ import ast
 import difflib
 import re
 
-from ..ir import Var, tir
+from ..ir import ShapeExpr, Var, tir
 from ..ir.struct_info import (
     FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
     TensorStructInfo, TupleStructInfo,
@@ -161,8 +161,6 @@ class StructInfoParser:
         if isinstance(node, ast.Constant) and node.value is None:
             return None
         if isinstance(node, (ast.Tuple, ast.List)):
-            from ..ir import ShapeExpr
-
             return ShapeExpr(tuple(self.shape_dim(d) for d in node.elts), span=self.ctx.span(node))
         # A variable of shape struct info: `R.Tensor(s, dtype="float32")`.
         if isinstance(node, ast.Name):
