@@ -10,8 +10,10 @@
     R.tuple(a, b)  R.ExternFunc("f")  R.print(a, format="")  R.assert_op(c, a, format="")
     R.ShapeExpr((m, n))  R.TupleGetItem(t, 0)   (the node constructors' spellings)
 
-A list given as out_sinfo is the fields of one TupleStructInfo. Each handler checks
-its arguments and reports a wrong arity or a missing keyword at the call.
+The output struct info may come by position or as `out_sinfo=` (TVM 0.27 prints
+`out_ty=`); a list of them is the fields of one TupleStructInfo. `sinfo_args=` is
+also spelled `ty_args=`. Each handler checks its arguments and reports a wrong
+arity or a missing argument at the call.
 """
 
 from __future__ import annotations
