@@ -9,6 +9,9 @@ from relax.driver.runner import run_command
 
 EPILOG = """\b
 Examples:
+  relaxc model.relax -o model.vmx                   one shot: a runnable artifact for this host
+  relaxc -S model.relax -o model.vms                the lowered module (input of relaxas)
+  relaxc -O0 --target "llvm -mtriple=aarch64-linux-gnu" model.relax -o model.vmx
   relaxc --emit ir model.relax                      print the parsed module
   relaxc --emit json model.relax -o model.json      the IR as JSON
   relaxc --emit kernels --target llvm model.relax -o model.ko
@@ -17,7 +20,7 @@ Examples:
   relaxc --list-targets | relaxc --list-ops
 """
 
-EMIT_KINDS = ["ir", "json", "kernels", "llvm", "asm"]
+EMIT_KINDS = ["ir", "json", "kernels", "llvm", "asm", "vms", "vmo", "vmx"]
 
 
 def _list_callback(kind: str):
@@ -35,10 +38,16 @@ def _list_callback(kind: str):
 @click.command(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.argument("source", metavar="FILE")
 @click.option(
-    "--emit", type=click.Choice(EMIT_KINDS), default="ir", show_default=True,
+    "--emit", type=click.Choice(EMIT_KINDS), default=None,
     help="ir: TVMScript text; json: the IR as JSON; kernels: a .ko kernel object; "
-         "llvm: LLVM IR of the kernels; asm: their assembly.",
+         "llvm: LLVM IR of the kernels; asm: their assembly; vms: the lowered module (-S); "
+         "vmo: bytecode; vmx: a linked artifact. Default: from -o's suffix (.vmx, .vmo, .vms), else ir.",
 )
+@click.option("-S", "lowered_text", is_flag=True, help="Write the lowered module (.vms) after the -O pipeline.")
+@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=2, show_default=True, metavar="LEVEL",
+              help="Optimization level of the pass pipeline, -O0 to -O3.")
+@click.option("--allow-undefined", "allow_undefined", metavar="NAME", multiple=True,
+              help="With -o X.vmx: a function registered at run time (repeatable; globs), as relaxld takes it.")
 @click.option("--target", "targets", metavar="TARGET", multiple=True,
               help='Target ("llvm -mcpu=native", a JSON dictionary or a tag); repeat for a fat kernel object.')
 @click.option("--list-targets", is_flag=True, expose_value=False, is_eager=True,
@@ -58,13 +67,17 @@ def _list_callback(kind: str):
 @click.option("--time-passes", is_flag=True, help="Print a table of time per pass, on stderr.")
 @options.output_file_option
 @options.common_options("relaxc")
-def command(source, emit, targets, passes, disabled, print_after_all, print_before, print_after, verify_each,
-            pass_config, time_passes, output, traceback, error_limit, color, verbose):
+def command(source, emit, lowered_text, opt_level, allow_undefined, targets, passes, disabled, print_after_all,
+            print_before, print_after, verify_each, pass_config, time_passes, output, traceback, error_limit, color,
+            verbose):
     """Compile TVMScript (Relax functions and TIR PrimFuncs)."""
-    from relax.driver.compile import CompileOptions, compile_main
+    from relax.driver.compile import CompileOptions, choose_emit, compile_main
 
+    if lowered_text and emit not in (None, "vms"):
+        raise click.UsageError(f"-S writes the lowered module; it does not combine with --emit {emit}")
     return compile_main(CompileOptions(
-        source=source, emit=emit, output=output, verbose=verbose, targets=tuple(targets),
+        source=source, emit=choose_emit(emit, lowered_text, output), output=output, verbose=verbose,
+        targets=tuple(targets), opt_level=opt_level, allow_undefined=tuple(allow_undefined),
         passes=tuple(p for p in passes.split(",") if p) if passes is not None else None,
         disabled=tuple(disabled), print_after_all=print_after_all, print_before=tuple(print_before),
         print_after=tuple(print_after), verify_each=verify_each, pass_config=tuple(pass_config),

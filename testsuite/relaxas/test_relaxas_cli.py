@@ -31,9 +31,12 @@ def test_dump_and_assemble_exit_codes(tmp_path, capsys):
 
 def test_vms_input_is_dispatched(tmp_path, capsys):
     source = tmp_path / "m.vms"
-    source.write_text("@I.ir_module\nclass Module:\n    pass\n")
-    assert main([str(source), "-o", str(tmp_path / "m.vmo")]) == 1
-    assert "TVMScript (.vms)" in capsys.readouterr().err
+    source.write_text("@I.ir_module\nclass Module:\n    @R.function\n"
+                      "    def main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
+                      "        return x\n")
+    assert main([str(source), "-o", str(tmp_path / "m.vmo")]) == 0
+    assert main(["--dump", "text", str(tmp_path / "m.vmo")]) == 0
+    assert capsys.readouterr().out.startswith("@main:\n  ret   %0\n")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

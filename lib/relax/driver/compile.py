@@ -6,6 +6,7 @@ calls `compile_main`; every stage lives in the library.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -29,6 +30,12 @@ class CompileOptions:
     verify_each: bool = False
     pass_config: tuple[str, ...] = ()
     time_passes: bool = False
+    opt_level: int = 2
+    allow_undefined: tuple[str, ...] = ()  # the one-shot -o model.vmx links like relaxld
+
+
+# Outputs after the -O pipeline: the lowered text, bytecode, the linked artifact (driver/artifact.py).
+ARTIFACT_EMITS = ("vms", "vmo", "vmx")
 
 
 def parse_source(path: str):
@@ -130,15 +137,16 @@ def _pass_config(items: tuple[str, ...]) -> dict:
     return config
 
 
-def run_pipeline(mod, options: CompileOptions):
-    """Runs the passes the options ask for, with their printing, checking and timing."""
+def run_pipeline(mod, options: CompileOptions, names: tuple[str, ...] | None = None):
+    """Runs the passes the options ask for (or `names`), with their printing, checking and timing."""
     from ..transform.pass_infra import (
         PassContext, PassTimingInstrument, PrintInstrument, VerifyInstrument, get_pass, run_passes,
     )
 
-    if options.passes is None:
+    names = options.passes if names is None else names
+    if names is None:
         return mod
-    passes = [get_pass(name) for name in options.passes]  # unknown names fail before any pass runs
+    passes = [get_pass(name) for name in names]  # unknown names fail before any pass runs
     instruments = []
     if options.print_after_all or options.print_before or options.print_after:
         instruments.append(PrintInstrument(options.print_before, options.print_after, options.print_after_all))
@@ -147,8 +155,8 @@ def run_pipeline(mod, options: CompileOptions):
     timing = PassTimingInstrument() if options.time_passes else None
     if timing is not None:
         instruments.append(timing)
-    context = PassContext(config=_pass_config(options.pass_config), disabled=set(options.disabled),
-                          instruments=instruments)
+    context = PassContext(opt_level=options.opt_level, config=_pass_config(options.pass_config),
+                          disabled=set(options.disabled), instruments=instruments)
     with context:
         mod = run_passes(mod, passes, context)
     if timing is not None:
@@ -156,7 +164,24 @@ def run_pipeline(mod, options: CompileOptions):
     return mod
 
 
+# Output suffixes that choose what to emit when --emit is not given.
+EMIT_BY_SUFFIX = {".vmx": "vmx", ".vmo": "vmo", ".vms": "vms"}
+
+
+def choose_emit(emit: str | None, lowered_text: bool, output: str | None) -> str:
+    """What to emit: --emit, else -S (.vms), else by the suffix of -o (`-o model.vmx`), else ir."""
+    if emit is not None:
+        return emit
+    if lowered_text:
+        return "vms"
+    return EMIT_BY_SUFFIX.get(os.path.splitext(output or "")[1], "ir")
+
+
 def compile_main(options: CompileOptions) -> int:
+    if options.emit in ARTIFACT_EMITS:
+        from .artifact import compile_artifact
+
+        return compile_artifact(options)
     mod = parse_source(options.source)
     if options.check:
         check_module(mod)

@@ -4,8 +4,8 @@
     relaxas LISTING.vmasm [-o X.vmo]                       assemble
 
 Inputs are told apart by content (a binary file by its magic number), so `-` works
-for every kind. A lowered TVMScript module (.vms) is another input kind: its entry in
-INPUT_KINDS is filled in by the code generator when it exists.
+for every kind. A lowered TVMScript module (.vms, what `relaxc -S` writes) is another
+input kind: relax.driver.assemble generates its bytecode.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ class AssembleOptions:
 
 
 def _lower_vms(text: str, source: str) -> Executable:
-    raise UserError(f"'{source}': generating bytecode from TVMScript (.vms) is not available yet")
+    from ..driver.assemble import assemble_vms  # the compiler side (parser, passes, CodeGenVM)
+
+    return assemble_vms(text, source)
 
 
 # input kind -> reader(text, source) -> Executable
@@ -52,10 +54,19 @@ def _text_kind(text: str, source: str) -> str:
 
 
 def read_executable(source: str) -> tuple[Executable, bool]:
-    """An executable from a binary file or a listing, whichever `source` holds; and whether it was binary."""
+    """An executable from a binary file or a listing, whichever `source` holds; and whether it was binary.
+
+    A .vmx is read whole and checked, but its kernels are not loaded: dumping works on
+    an artifact built for another machine."""
     data = read_bytes(source)
     name = "<stdin>" if source == "-" else source
     if _is_binary(data):
+        from .vmx import is_vmx
+
+        if is_vmx(data):
+            from .link_load import load_artifact
+
+            return load_artifact(data, name, import_kernels=False), True
         return load_bytes(data, name), True
     try:
         text = data.decode("utf-8")
@@ -71,7 +82,11 @@ def _dump(exe: Executable, options: AssembleOptions) -> str:
         if not exe.has_function(options.func):
             raise UserError(f"no function '{options.func}' in '{options.source}'")
         return exe.as_text(options.func)
-    return {"text": exe.as_text, "python": exe.as_python, "stats": exe.stats}[options.dump]()
+    text = {"text": exe.as_text, "python": exe.as_python, "stats": exe.stats}[options.dump]()
+    link_info = getattr(exe, "link_info", None)  # set on executables read from a .vmx
+    if options.dump == "stats" and link_info is not None:
+        text += link_info.describe()
+    return text
 
 
 def _default_output(source: str) -> str | None:

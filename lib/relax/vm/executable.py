@@ -88,6 +88,8 @@ class Executable:
     def export(self, path: str) -> None:
         """Writes the executable to `path`: .vmo bytes, or what the exporter of its suffix writes."""
         suffix = os.path.splitext(path)[1]
+        if suffix == ".vmx" and suffix not in EXPORTERS:
+            from . import vmx  # noqa: F401 - registers the .vmx exporter (the linker)
         if suffix in EXPORTERS:
             EXPORTERS[suffix](self, path)
             return

@@ -1,0 +1,91 @@
+"""relaxc's lowered outputs: `-S` (.vms), `--emit vmo`, and the one-shot `-o model.vmx`.
+
+    relaxc -S model.relax -o model.vms        parse, -O pipeline, print
+    relaxc model.relax -o model.vmx           ... then bytecode, kernels and link, in one process
+
+The one-shot runs exactly the staged pipeline in memory, so its .vmx is byte-identical
+to the Makefile's:
+
+    relaxc -S model.relax -o model.vms        (the same text as stage 3 below)
+    relaxas model.vms -o model.vmo            (read_vms + generate_bytecode, stage 4)
+    relaxc --emit kernels --target T model.vms -o model.ko     (stage 5)
+    relaxld model.vmo model.ko -o model.vmx   (stage 6)
+
+Going through the printed text, rather than straight from the lowered IR, is what
+makes the two agree: both read the same .vms. The intermediates are named after the
+output (`-o out/mlp.vmx`: mlp.vms, mlp.vmo, mlp.ko), as a Makefile names them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .compile import CompileOptions, check_module, parse_source, resolve_targets, run_pipeline
+from .io import write_bytes, write_text
+from .progress import StageProgress
+
+# --emit kind -> number of stages it runs
+STAGES = {"vms": 3, "vmo": 4, "vmx": 6}
+
+
+def intermediate_stem(options: CompileOptions) -> str:
+    """The base name the one-shot gives its in-memory .vms/.vmo/.ko."""
+    path = options.output if options.output not in (None, "-") else options.source
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return stem if stem and path != "-" else "stdin"
+
+
+def lower_to_text(options: CompileOptions, progress: StageProgress) -> str:
+    """Stages 1-3: parse, the -O pipeline (or --passes), print: what `relaxc -S` writes."""
+    from ..script import script
+    from ..transform.pipeline import pipeline
+
+    progress.stage(f"parse {options.source}")
+    mod = parse_source(options.source)
+    if options.check:
+        check_module(mod)
+    passes = options.passes if options.passes is not None else tuple(pipeline(options.opt_level))
+    progress.stage(f"passes (-O{options.opt_level})")
+    mod = run_pipeline(mod, options, passes)
+    progress.stage("print .vms")
+    return script(mod)
+
+
+def compile_artifact(options: CompileOptions) -> int:
+    """`relaxc -S`, `--emit vmo` and the one-shot `-o model.vmx`."""
+    from .assemble import generate_bytecode, read_vms
+
+    targets = resolve_targets(options.targets, options.verbose) if options.emit == "vmx" else []
+    stem = intermediate_stem(options)
+    with StageProgress("relaxc", STAGES[options.emit]) as progress:
+        text = lower_to_text(options, progress)
+        if options.emit == "vms":
+            write_text(options.output, text)
+        else:
+            progress.stage("bytecode")
+            mod = read_vms(text, f"{stem}.vms")
+            bytecode = generate_bytecode(mod, f"{stem}.vms").save_to_bytes()
+            if options.emit == "vmo":
+                write_bytes(options.output, bytecode, "a bytecode object")
+            else:
+                _build_and_link(options, mod, bytecode, targets, stem, progress)
+    if options.verbose:
+        sys.stderr.write(progress.report())
+    return 0
+
+
+def _build_and_link(options: CompileOptions, mod, bytecode: bytes, targets, stem: str, progress) -> None:
+    """Stages 5-6: kernels for every target, then the link (relaxld's checks and all)."""
+    from ..codegen.build_kernels import build_kernel_object
+    from ..vm.linker import LinkInput, link
+    from .link import describe_link
+
+    progress.stage("kernels for " + ", ".join(getattr(t, "mtriple", "") or str(t) for t in targets))
+    kernels = build_kernel_object(mod, targets)
+    progress.stage("link")
+    result = link(LinkInput(f"{stem}.vmo", bytecode), [LinkInput(f"{stem}.ko", kernels)], options.allow_undefined)
+    write_bytes(options.output, result.data, "a linked artifact")
+    if options.verbose:
+        names = [f"{stem}.vmo", f"{stem}.ko"]
+        sys.stderr.write(describe_link(result, options.verbose, options.output or "<stdout>", names, "relaxc"))

@@ -1,0 +1,100 @@
+"""What `relaxld` does: read a .vmo and .ko files, link them, write the .vmx.
+
+    relaxld A.vmo K.ko [K2.ko ...] -o X.vmx [--allow-undefined NAME]... [--target-check] [-v]
+
+Inputs are told apart by their magic number, not their names; exactly one must be a
+bytecode object. The linking itself is relax.vm.linker.link; this module reads and
+writes files and says what was linked.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from ..diagnostics import Diagnostic, DiagnosticError, UserError
+from .io import read_bytes, write_bytes
+
+DEFAULT_OUTPUT = "a.vmx"
+
+
+@dataclass(frozen=True)
+class LinkOptions:
+    inputs: tuple[str, ...]
+    output: str | None = None
+    allow_undefined: tuple[str, ...] = ()
+    target_check: bool = False
+    verbose: int = 0
+
+
+def _kind(data: bytes) -> str | None:
+    from ..runtime.kernels.container import MAGIC as KO_MAGIC
+    from ..vm.serialization import MAGIC_BYTES as VMO_MAGIC
+    from ..vm.vmx import MAGIC as VMX_MAGIC
+
+    for kind, magic in (("vmo", VMO_MAGIC), ("ko", KO_MAGIC), ("vmx", VMX_MAGIC)):
+        if data[:len(magic)] == magic:
+            return kind
+    return None
+
+
+def read_inputs(paths: tuple[str, ...]):
+    """The bytecode object and the kernel objects among `paths`, in order; every problem reported."""
+    from ..vm.linker import LinkInput
+
+    problems, bytecode, kernels = [], [], []
+    for path in paths:
+        try:
+            data = read_bytes(path)
+        except UserError as exc:
+            problems.append(str(exc))
+            continue
+        kind = _kind(data)
+        if kind == "vmo":
+            bytecode.append(LinkInput(path, data))
+        elif kind == "ko":
+            kernels.append(LinkInput(path, data))
+        elif kind == "vmx":
+            problems.append(f"'{path}' is already a linked artifact (.vmx); link the .vmo and .ko files it came from")
+        else:
+            problems.append(f"'{path}': not a bytecode object (.vmo) or a kernel object (.ko)")
+    if not problems and not bytecode:
+        problems.append("no bytecode object (.vmo) among the inputs")
+    if len(bytecode) > 1:
+        problems.append("more than one bytecode object: " + ", ".join(f"'{item.name}'" for item in bytecode))
+    if problems:
+        raise DiagnosticError([Diagnostic("error", message) for message in problems])
+    return bytecode[0], kernels
+
+
+def describe_link(result, verbose: int, output: str, names: list[str], tool: str = "relaxld") -> str:
+    """The -v lines: inputs, targets, symbol counts, the output (-vv: every symbol)."""
+    info = result.info
+    exe = result.executable
+    lines = [f"{tool}: bytecode '{names[0]}': {len(exe.func_table)} functions, {len(exe.constants)} constants"]
+    for name, kernel_object in zip(names[1:], result.kernel_objects):
+        targets = ", ".join(t.describe() for t in kernel_object.targets) or "no targets"
+        lines.append(f"{tool}: kernels '{name}': {len(kernel_object.kernels)} kernels for {targets}")
+    counts = {r: len(info.symbols_resolved_as(r)) for r in ("kernel", "runtime", "undefined")}
+    lines.append(f"{tool}: symbols: {counts['kernel']} kernel, {counts['runtime']} runtime, "
+                 f"{counts['undefined']} left undefined")
+    if verbose > 1:
+        for symbol in info.symbols:
+            where = {"runtime": "runtime", "undefined": "undefined (allowed; registered at run time)"}.get(
+                symbol["resolution"], ", ".join(f"'{names[1 + i]}'" for i in symbol.get("kernel_objects", [])))
+            lines.append(f"{tool}:   {symbol['name']} -> {where}")
+    lines.append(f"{tool}: wrote '{output}' ({len(result.data)} bytes)")
+    return "\n".join(lines) + "\n"
+
+
+def relaxld_main(options: LinkOptions) -> int:
+    from ..vm.linker import link
+
+    bytecode, kernels = read_inputs(options.inputs)
+    result = link(bytecode, kernels, options.allow_undefined, options.target_check)
+    output = options.output or DEFAULT_OUTPUT
+    write_bytes(output, result.data, "a linked artifact")
+    if options.verbose:
+        names = [bytecode.name] + [item.name for item in kernels]
+        sys.stderr.write(describe_link(result, options.verbose, "<stdout>" if output == "-" else output, names))
+    return 0
