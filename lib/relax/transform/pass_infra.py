@@ -73,6 +73,7 @@ PASS_MODULES: list[str] = [
     "dead_code_elimination",
     "canonicalize_bindings",
     "eliminate_common_subexpr",
+    "annotate_tir_op_pattern",
 ]
 
 
