@@ -47,6 +47,7 @@ class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodege
         self.float_flags = tuple(float_flags)
         self.in_parallel = in_parallel
         self.noalias = False
+        self.parallel_used = False  # set by ParallelCodegen when a loop is outlined onto threads
         self.vars: dict = {}
         self.workspace_offsets: dict = {}
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
@@ -145,7 +146,7 @@ def generate_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
     if not codegen.builder.block.is_terminated:
         codegen.builder.ret(ir.Constant(I32, 0))
     _entry(module, name, impl, buffers, scalars, symbolic, workspace, codegen)
-    return kernel_info(name, func, symbolic, workspace, getattr(codegen, "parallel_used", False))
+    return kernel_info(name, func, symbolic, workspace, codegen.parallel_used)
 
 
 def _entry(module, name, impl, buffers, scalars, symbolic, workspace, body_codegen) -> None:

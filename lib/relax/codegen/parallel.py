@@ -142,7 +142,8 @@ class ParallelCodegen:
     def emit_parallel_for(self, loop: tir.For, begin: ir.Value, end: ir.Value) -> None:
         keys = [k for k in referenced_keys(loop.body, {}) if k in self.vars and k is not loop.loop_var]
         captured = [self.vars[k] for k in keys]
-        index = self.parallel_count = getattr(self, "parallel_count", 0) + 1
+        counts = self.module.__dict__.setdefault("_relax_parallel_count", {})
+        index = counts[self.function.name] = counts.get(self.function.name, 0) + 1
         worker = self.outline_worker(loop, keys, captured, begin.type, f"{self.function.name}.parallel{index}")
         closure_type = ir.LiteralStructType([I32, begin.type, begin.type, POINTER] + [v.type for v in captured])
         trampoline = self._trampoline(worker, closure_type)
