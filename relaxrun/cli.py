@@ -1,4 +1,4 @@
-"""relaxrun command line."""
+"""relaxrun: runs a compiled artifact (.vmx, or a .vmo with no kernels) in the Relax VM."""
 
 from __future__ import annotations
 
@@ -7,12 +7,63 @@ import click
 from relax.driver import options
 from relax.driver.runner import run_command
 
+EPILOG = """\b
+Inputs (--input and --expected-output, repeatable, in parameter order or by name):
+  x.npy | @x.npy          one array from a .npy file ('-': standard input)
+  @inputs.npz             every array of an .npz, bound by parameter name
+  name=@x.npy             bound by parameter name (tuple leaves: t.0, t.1)
+  2x3xf32=1,2,3,4,5,6     inline values; 2x3xf32=1 splats; 2x3xf32 is zeros
+  f32=3.5                 a scalar (float32, int64, bool, f32, i64, i1 ...)
+\b
+Examples:
+  relaxrun model.vmx --input x.npy --output y.npy
+  relaxrun model.vmx --input @inputs.npz --expected-output @expected.npz --atol 1e-4
+  relaxrun model.vmx --input 1x784xf32=0.5 --repeat 100 --warmup 10 --print-time
+  relaxrun model.vmx --input @inputs.npz --profile --json
+  relaxrun model.vmx --list-functions
+  relaxrun packed.vmx --plugin my_funcs.py --input 2x3xf32=1
+"""
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
+@click.argument("artifact", metavar="FILE")
+@options.func_option
+@click.option("--input", "inputs", metavar="VALUE", multiple=True, help="An input (see below); repeatable.")
+@click.option("--output", "outputs", metavar="FILE", multiple=True,
+              help="Write result i to the i-th FILE (.npy); one .npz or '-' (text) takes all.")
+@click.option("--output-dir", metavar="DIR", default=None, help="Write results as DIR/00.npy, DIR/01.npy, ...")
+@click.option("--expected-output", "expected", metavar="VALUE", multiple=True,
+              help="Compare results with these (same syntax as --input); exit 3 on mismatch.")
+@click.option("--atol", type=float, default=1e-5, show_default=True, help="Absolute tolerance of the comparison.")
+@click.option("--rtol", type=float, default=1e-4, show_default=True, help="Relative tolerance of the comparison.")
+@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]", help="Device to run on.")
+@click.option("--memory", type=click.Choice(["pooled", "naive"]), default="pooled", show_default=True,
+              help="Allocator: pooled reuses freed buffers; naive allocates each time.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Timed runs.")
+@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Untimed runs first.")
+@click.option("--print-time", is_flag=True, help="Print min/median/max time of the timed runs, on stderr.")
+@click.option("--profile", is_flag=True, help="Print time per called function (one extra run), on stderr.")
+@click.option("--trace", is_flag=True, help="Print every executed instruction, on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print results (and time, check, profile) as JSON.")
+@click.option("--list-functions", is_flag=True, help="List the functions with their signatures, then exit.")
+@click.option("--print-max-elements", type=click.IntRange(min=0), default=1024, show_default=True,
+              help="Elide printed results with more elements than this.")
+@click.option("--plugin", "plugins", metavar="FILE.py", multiple=True,
+              help="Run this Python file first (it registers host functions); repeatable.")
 @options.common_options("relaxrun")
-def command(traceback, error_limit, color, verbose):
-    """relaxrun (under construction)."""
-    raise click.UsageError("not available yet")
+def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, device, memory, repeat, warmup,
+            print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, traceback,
+            error_limit, color, verbose):
+    """Run a function of a compiled artifact on inputs."""
+    from relax.driver.run import RunOptions, run_main
+
+    return run_main(RunOptions(
+        artifact=artifact, func=func, inputs=tuple(inputs), outputs=tuple(outputs), output_dir=output_dir,
+        expected=tuple(expected), atol=atol, rtol=rtol, device=device, memory=memory, repeat=repeat,
+        warmup=warmup, print_time=print_time, profile=profile, trace=trace, json=as_json,
+        list_functions=list_functions, print_max_elements=print_max_elements, plugins=tuple(plugins),
+        verbose=verbose,
+    ))
 
 
 def main(argv=None) -> int:

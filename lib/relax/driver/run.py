@@ -1,0 +1,258 @@
+"""What `relaxrun` does, as a library function: load, check inputs, run, report.
+
+The click command in relaxrun/cli.py gathers options into RunOptions and calls
+`run_main`. Only the runtime is imported (relax.vm, relax.runtime), never the
+compiler, so an artifact runs where only the runtime's needs are installed. Steps:
+
+    plugins -> load the artifact -> pick the function -> bind and check the inputs
+    (before anything runs) -> warm-up and timed runs -> results: text, files, JSON,
+    comparison with --expected-output -> --profile table
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+from ..diagnostics import UserError
+from ..runtime.errors import VMError
+from .run_check import bind_inputs, parameters
+from .run_compare import compare
+from .run_inputs import parse_values
+from .run_outputs import flatten, json_result, results_text, write_output_dir, write_outputs
+from .runner import EXIT_ERROR, EXIT_MISMATCH, ToolExit
+
+TOOL = "relaxrun"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    artifact: str
+    func: str | None = None
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    output_dir: str | None = None
+    expected: tuple[str, ...] = ()
+    atol: float = 1e-5
+    rtol: float = 1e-4
+    device: str = "cpu"
+    memory: str = "pooled"
+    repeat: int = 1
+    warmup: int = 0
+    print_time: bool = False
+    profile: bool = False
+    trace: bool = False
+    json: bool = False
+    list_functions: bool = False
+    print_max_elements: int = 1024
+    plugins: tuple[str, ...] = ()
+    verbose: int = 0
+
+
+def run_main(options: RunOptions) -> int:
+    for plugin in options.plugins:
+        load_plugin(plugin)
+    exe = load_artifact(options.artifact)
+    if options.list_functions:
+        sys.stdout.write(list_functions_text(exe))
+        return 0
+    from ..vm.signature import function_signatures
+
+    func = options.func or "main"
+    info = _function_info(exe, func, options.artifact)
+    record = function_signatures(exe).get(func)
+    params = parameters(record, info.param_names, info.num_args)
+    args = bind_inputs(func, params, parse_values(options.inputs))
+    expected = parse_values(options.expected, "--expected-output")
+    vm = make_vm(exe, options)
+    result, seconds = _run(vm, func, args, options)
+    arrays = flatten(result, record.get("ret") if record else None)
+    problems = compare(arrays, expected, options.atol, options.rtol) if options.expected else []
+    report = _profile(vm, func, args) if options.profile else None
+    if options.json:
+        _print_json(options, func, arrays, seconds, problems, report)
+    else:
+        _print_results(options, arrays, seconds, problems, report, func)
+    return EXIT_MISMATCH if problems else 0
+
+
+# ---- set-up ------------------------------------------------------------------------------
+
+def load_plugin(path: str) -> None:
+    """Runs a Python file the user names (it registers functions with relax.runtime.register_func)."""
+    if not os.path.isfile(path):
+        raise UserError(f"--plugin '{path}': no such file")
+    name = "relaxrun_plugin_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(path))
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UserError(f"--plugin '{path}': not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except UserError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the user's code failing is a user error
+        raise UserError(f"--plugin '{path}' failed: {type(error).__name__}: {error}") from None
+
+
+def load_artifact(path: str):
+    from ..vm.loader import load, load_bytes
+
+    if path == "-":
+        return load_bytes(sys.stdin.buffer.read(), "<stdin>")
+    try:
+        return load(path)
+    except UserError as error:
+        if path.endswith((".relax", ".py", ".vms")):
+            raise UserError(f"{error} (relaxrun runs compiled artifacts: "
+                            f"relaxc {path} -o {os.path.splitext(path)[0]}.vmx first)") from None
+        raise
+
+
+def _function_info(exe, func: str, artifact: str):
+    from ..vm.isa import FuncKind
+
+    functions = [info for info in exe.func_table if info.kind == FuncKind.VM_FUNC]
+    for info in functions:
+        if info.name == func:
+            return info
+    names = ", ".join(info.name for info in functions) or "none"
+    raise UserError(f"'{artifact}' has no function '{func}' (functions: {names}; see --list-functions)")
+
+
+def list_functions_text(exe) -> str:
+    from ..vm.isa import FuncKind
+    from ..vm.signature import format_signature, function_signatures
+
+    signatures = function_signatures(exe)
+    lines = []
+    for info in exe.func_table:
+        if info.kind != FuncKind.VM_FUNC:
+            continue
+        record = signatures.get(info.name)
+        lines.append(format_signature(record) if record else f"{info.name}({', '.join(info.param_names)})")
+    return "".join(line + "\n" for line in lines)
+
+
+def cuda_problem() -> str | None:
+    """Why CUDA cannot be used here, or None when cupy sees a GPU."""
+    if importlib.util.find_spec("cupy") is None:
+        return "cupy is not installed (pip install '.[cuda]')"
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA GPU is visible"
+    except Exception as error:  # noqa: BLE001 - any driver failure means no GPU
+        return f"no CUDA GPU is usable ({type(error).__name__})"
+    return None
+
+
+def make_vm(exe, options: RunOptions):
+    from ..runtime.device import CUDA, Device
+    from ..vm.machine import VirtualMachine
+
+    device = Device.parse(options.device)
+    if device.device_type == CUDA:
+        problem = cuda_problem()
+        if problem is not None:
+            raise UserError(f"device {device} is not available: {problem}")
+    vm = VirtualMachine(exe, device, memory=options.memory)
+    if vm.unresolved_functions:
+        names = ", ".join(f"'{name}'" for name in vm.unresolved_functions[:6])
+        more = f" and {len(vm.unresolved_functions) - 6} more" if len(vm.unresolved_functions) > 6 else ""
+        raise UserError(f"'{options.artifact}' calls functions that are neither in it nor registered: {names}{more} "
+                        "(link kernels with relaxld, or register host functions with --plugin FILE.py)")
+    return vm
+
+
+# ---- running -----------------------------------------------------------------------------
+
+def _run(vm, func: str, args: list, options: RunOptions):
+    """The result of the last run and the seconds of each timed run."""
+    try:
+        if options.trace:
+            from .run_trace import trace_call
+
+            return trace_call(vm, func, tuple(args)), []
+        function = vm[func]
+        for _ in range(options.warmup):
+            function(*args)
+        seconds = []
+        result = None
+        for _ in range(max(options.repeat, 1)):
+            start = time.perf_counter()
+            result = function(*args)
+            seconds.append(time.perf_counter() - start)
+        return result, seconds
+    except VMError as error:
+        _report_runtime_error(error)
+        raise ToolExit(EXIT_ERROR) from None
+
+
+def _report_runtime_error(error: VMError) -> None:
+    sys.stderr.write(f"{TOOL}: error: {error.message}\n")
+    if error.backtrace:
+        sys.stderr.write("VM backtrace (outermost first):\n" + error.format_backtrace())
+
+
+def _profile(vm, func: str, args: list):
+    try:
+        vm.profile(func, *args)  # once untimed: the instrumented code's first-call effects stay out
+        return vm.profile(func, *args)
+    except VMError as error:
+        _report_runtime_error(error)
+        raise ToolExit(EXIT_ERROR) from None
+
+
+# ---- reporting ---------------------------------------------------------------------------
+
+def timing_line(func: str, seconds: list[float]) -> str:
+    ms = [s * 1e3 for s in seconds]
+    return (f"{TOOL}: time: {func}: min {min(ms):.4f} ms, median {statistics.median(ms):.4f} ms, "
+            f"max {max(ms):.4f} ms ({len(ms)} run{'s' if len(ms) != 1 else ''})\n")
+
+
+def _print_results(options: RunOptions, arrays, seconds, problems, report, func: str) -> None:
+    if options.output_dir is not None:
+        write_output_dir(arrays, options.output_dir)
+    if options.outputs:
+        write_outputs(arrays, options.outputs, options.print_max_elements)
+    if options.output_dir is None and not options.outputs and not options.expected:
+        sys.stdout.write(results_text(arrays, options.print_max_elements))
+    if options.expected:
+        sys.stdout.write("".join(f"{problem}\n" for problem in problems) if problems else "[SUCCESS]\n")
+    sys.stdout.flush()
+    if options.print_time and seconds:
+        sys.stderr.write(timing_line(func, seconds))
+    if report is not None:
+        sys.stderr.write(str(report))
+
+
+def _print_json(options: RunOptions, func: str, arrays, seconds, problems, report) -> None:
+    written = []
+    if options.output_dir is not None:
+        written = write_output_dir(arrays, options.output_dir)
+    if options.outputs:
+        write_outputs(arrays, options.outputs, options.print_max_elements)
+        written = list(options.outputs)
+    document = {"function": func, "results": [json_result(i, a, not written) for i, a in enumerate(arrays)]}
+    if written:
+        document["files"] = written
+    if seconds and (options.print_time or options.repeat > 1):
+        document["time_ms"] = {"min": min(seconds) * 1e3, "median": statistics.median(seconds) * 1e3,
+                               "max": max(seconds) * 1e3, "runs": len(seconds)}
+    if options.expected:
+        document["check"] = {"success": not problems, "atol": options.atol, "rtol": options.rtol,
+                             "failures": [{"index": p.index, "message": p.message} for p in problems]}
+    if report is not None:
+        document["profile"] = [{"name": row.name, "calls": row.calls, "total_us": row.seconds * 1e6,
+                                "mean_us": row.seconds * 1e6 / row.calls,
+                                "percent": 100.0 * row.seconds / report.total if report.total else 0.0}
+                               for row in sorted(report.rows, key=lambda r: -r.seconds)]
+    sys.stdout.write(json.dumps(document, allow_nan=False) + "\n")
