@@ -209,3 +209,19 @@ def test_constructor_spellings_and_methods():
     assert isinstance(shape.value, ir.ShapeExpr) and len(shape.value.values) == 2
     assert cast.value.op.name == "relax.astype" and cast.value.attrs["dtype"] == "float16"
     assert cast.value.args == (item.var,)
+
+
+def test_only_the_last_binding_of_an_output_name_leaves_the_dataflow_block():
+    func = function('''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            with R.dataflow():
+                gv = R.add(x, x)
+                y = R.add(gv, gv)
+                gv = R.multiply(y, y)
+                R.output(gv)
+            return gv
+    ''')
+    first, y, last = func.body.blocks[0].bindings
+    assert type(first.var) is ir.DataflowVar and type(y.var) is ir.DataflowVar
+    assert type(last.var) is ir.Var and func.body.body is last.var

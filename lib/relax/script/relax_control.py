@@ -48,9 +48,27 @@ class BindingBlocks:
 
 @dataclass
 class DataflowState:
-    """The dataflow block being parsed: the names its R.output makes visible after it."""
+    """The dataflow block being parsed: the names its R.output makes visible after it,
+    and the assignments that define them (the last one of each name; an earlier
+    binding of the same name stays a DataflowVar, as in TVM)."""
 
     outputs: dict[str, ast.expr]
+    output_targets: set[int] = field(default_factory=set)  # ids of the assignment targets
+
+    def is_output(self, target: ast.AST) -> bool:
+        return id(target) in self.output_targets
+
+
+def _last_assignments(body: list[ast.stmt], names: dict[str, ast.expr]) -> set[int]:
+    last: dict[str, ast.AST] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            last[stmt.targets[0].id] = stmt.targets[0]
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            last[stmt.target.id] = stmt.target
+        elif isinstance(stmt, ast.FunctionDef):
+            last[stmt.name] = stmt
+    return {id(target) for name, target in last.items() if name in names}
 
 
 @dataclass
@@ -81,7 +99,8 @@ class ControlFlowParser:
         if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and \
                 self.ctx.dialect_of(last.value.func) == ("relax", "output"):
             body, output_call = body[:-1], last.value
-        state = DataflowState(self._output_names(output_call) if output_call is not None else {})
+        outputs = self._output_names(output_call) if output_call is not None else {}
+        state = DataflowState(outputs, _last_assignments(body, outputs))
         outer, self.scope = self.scope, self.scope.child()
         block_scope = self.scope
         bindings = BindingBlocks()

@@ -271,7 +271,7 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         return self.expr(bound["value"]), self.struct_info(info_node)
 
     def _make_var(self, name: str, info, node: ast.AST, dataflow: DataflowState | None) -> ir.Var:
-        kind = ir.DataflowVar if dataflow is not None and name not in dataflow.outputs else ir.Var
+        kind = ir.DataflowVar if dataflow is not None and not dataflow.is_output(node) else ir.Var
         return kind(name, info, span=self.ctx.span(node))
 
     # -- local functions ---------------------------------------------------------------------
