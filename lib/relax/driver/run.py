@@ -68,6 +68,8 @@ def run_main(options: RunOptions) -> int:
     record = function_signatures(exe).get(func)
     params = parameters(record, info.param_names, info.num_args)
     args = bind_inputs(func, params, parse_values(options.inputs))
+    if options.verbose:
+        _say_what(options, func, record, params, args)
     expected = parse_values(options.expected, "--expected-output")
     vm = make_vm(exe, options)
     result, seconds = _run(vm, func, args, options)
@@ -169,6 +171,17 @@ def make_vm(exe, options: RunOptions):
         raise UserError(f"'{options.artifact}' calls functions that are neither in it nor registered: {names}{more} "
                         "(link kernels with relaxld, or register host functions with --plugin FILE.py)")
     return vm
+
+
+def _say_what(options: RunOptions, func: str, record, params, args) -> None:
+    from ..vm.signature import format_signature
+    from .run_trace import describe
+
+    sys.stderr.write(f"{TOOL}: running {format_signature(record) if record else func}\n")
+    for (name, _), value in zip(params, args):
+        sys.stderr.write(f"{TOOL}:   {name} = {describe(value)}\n")
+    sys.stderr.write(f"{TOOL}: device {options.device}, memory {options.memory}, "
+                     f"{options.warmup} warm-up and {options.repeat} timed run(s)\n")
 
 
 # ---- running -----------------------------------------------------------------------------
