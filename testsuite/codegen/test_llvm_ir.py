@@ -54,3 +54,28 @@ def test_unrolled_and_vectorized_loops_carry_loop_hints():
     optimized = emit_llvm_ir({"u": scaled("unrolled")})
     body = optimized.split("@relaxk_u")[1].split("\n}\n")[0]
     assert "for_i" not in body and "!llvm.loop" not in body  # fully unrolled: no loop left
+
+
+def _exp_kernels():
+    return {"e": elementwise(4096, ["float32"], "float32", lambda x: tir.Call("float32", "tir.exp", (x,))),
+            "t": elementwise(4096, ["float64"], "float64", lambda x: tir.Call("float64", "tir.tanh", (x,)))}
+
+
+def test_vector_math_calls_libmvec_on_x86_64_linux():
+    text = emit_llvm_ir(_exp_kernels(), "llvm -mtriple=x86_64-linux-gnu -mcpu=haswell -mattr=+avx2")
+    assert "@_ZGVdN8v_expf(" in text and "@_ZGVdN4v_tanh(" in text
+    assert "llvm.exp.v8f32" not in text
+
+
+def test_vector_math_stays_libm_elsewhere():
+    text = emit_llvm_ir(_exp_kernels(), "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1")
+    assert "_ZGV" not in text and re.search(r"llvm.exp.v\d+f32", text)
+
+
+def test_libmvec_names_follow_the_vector_function_abi():
+    from relax.codegen.vector_math import map_to_libmvec
+
+    text = "call <16 x float> @llvm.exp.v16f32(<16 x float> %x)\ncall <2 x double> @llvm.pow.v2f64(<2 x double> %a, <2 x double> %b)"
+    mapped = map_to_libmvec(text, "+avx512f")
+    assert "@_ZGVeN16v_expf(" in mapped and "@_ZGVbN2vv_pow(" in mapped
+    assert "@llvm.fabs.v8f32" in map_to_libmvec("@llvm.fabs.v8f32", "+avx2")  # no libmvec version: unchanged

@@ -29,6 +29,7 @@ from .kernel_object import CompiledTarget, pack_kernel_object
 from .loop_hints import resolve_loop_hints
 from .llvm_target import TargetSpec, target_machine, target_spec
 from .parallel import LAUNCHER, link_launcher
+from .vector_math import map_to_libmvec, uses_libmvec
 
 
 def prim_funcs(mod) -> dict[str, tir.PrimFunc]:
@@ -103,6 +104,12 @@ def _compile(mod, target):
     machine = target_machine(spec)
     bitcode = module.as_bitcode()
     optimize(module, machine, spec.opt_level)
+    if uses_libmvec(spec.triple):
+        text = str(module)
+        mapped = map_to_libmvec(text, spec.features)
+        if mapped != text:
+            module = llvm.parse_assembly(mapped)
+            module.verify()
     return spec, machine, module, bitcode, infos
 
 

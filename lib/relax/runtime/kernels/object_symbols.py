@@ -3,7 +3,8 @@
 MCJIT binds an unresolved symbol to address 0, so a kernel calling it would crash
 the process. The loader therefore reads the object's undefined symbols first (ELF64
 little-endian objects; other formats are not inspected) and looks each one up,
-loading SUPPORT_LIBRARIES when needed: the C math library, and libgcc for the
+loading SUPPORT_LIBRARIES when needed: the C math library, glibc's vector math
+library (libmvec, see relax/codegen/vector_math.py), and libgcc for the
 float16 conversion helpers (__extendhfsf2, __truncsfhf2) that code for CPUs
 without half-precision instructions calls.
 """
@@ -15,7 +16,7 @@ import struct
 
 import llvmlite.binding as llvm
 
-SUPPORT_LIBRARIES = ("libm.so.6", "libgcc_s.so.1", "libm.dylib", "libSystem.B.dylib")
+SUPPORT_LIBRARIES = ("libm.so.6", "libmvec.so.1", "libgcc_s.so.1", "libm.dylib", "libSystem.B.dylib")
 
 _SHT_SYMTAB = 2
 _STB_GLOBAL, _STB_WEAK = 1, 2
