@@ -93,7 +93,8 @@ class LegalizeContext:
         result = fcompute(*grouped, *extra)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         func_name = self.unique_name(name)
-        self.new_functions[func_name] = te.create_prim_func(placeholders + outputs)
+        func = te.create_prim_func(placeholders + outputs)
+        self.new_functions[func_name] = _own_symbolic_vars(func, outer_vars, inner_of)
         outer_of = {id(inner_of[id(v)]): v for v in outer_vars}
         out_infos = [
             TensorStructInfo(rx.ShapeExpr(tuple(substitute_prim(d, outer_of) for d in out.shape)), out.dtype)
@@ -102,6 +103,21 @@ class LegalizeContext:
         out_sinfo = out_infos[0] if len(out_infos) == 1 and not isinstance(result, (tuple, list)) else TupleStructInfo(tuple(out_infos))
         call_args = (rx.GlobalVar(func_name), rx.Tuple(tuple(expr for expr, _, _ in leaves)))
         return rx.Call(rx.Op("relax.call_tir"), call_args, sinfo_args=(out_sinfo,))
+
+
+def _own_symbolic_vars(func: tir.PrimFunc, outer_vars: list[tir.Var], inner_of: dict[int, tir.Var]) -> tir.PrimFunc:
+    """The PrimFunc using only its own symbolic variables: a size the legalization
+    computed from the caller's variables (a reshape to (n * m,)) is rewritten to the
+    kernel's copies, and a variable only an output shape mentions gets its own copy."""
+    from ..ir.analysis import substitute
+
+    inner = {id(v) for v in inner_of.values()}
+    shapes = [d for _, buffer in func.buffer_map for d in buffer.shape]
+    mapping = {v: inner_of[id(v)] for v in outer_vars}
+    for var in symbolic_vars(shapes):
+        if id(var) not in inner and var not in mapping:
+            mapping[var] = tir.Var(var.name, var.dtype)
+    return substitute(func, mapping) if mapping else func
 
 
 def _is_static_tensor(info) -> bool:

@@ -57,8 +57,11 @@ def _shape_argument(call, position: int):
 
 
 def flat_offset(index, dims) -> tir.PrimExpr:
-    offset: tir.PrimExpr = int64(0)
-    for i, d in zip(index, dims):
+    """The row-major offset of `index` in a tensor of shape `dims`."""
+    if not index:
+        return int64(0)
+    offset: tir.PrimExpr = index[0]
+    for i, d in zip(index[1:], dims[1:]):
         offset = offset * d + i
     return offset
 
