@@ -219,7 +219,9 @@ class _FunctionShapeLowerer:
         if isinstance(binding, rx.MatchCast):
             source = self.lower_arg(value, out)
             self.match(source, binding.struct_info, f"loc=match_cast, var={binding.var.name_hint}", out)
-            out.append(rx.VarBinding(binding.var, source, span=binding.span))
+            # The binding stays a match_cast, as in TVM: CodeGenVM treats it as an alias, and the
+            # printed module (.vms) still defines the symbolic variables it annotates.
+            out.append(dataclasses.replace(binding, value=source))
             return
         if isinstance(value, rx.Call):
             args = tuple(self.lower_arg(a, out) for a in value.args)
