@@ -114,7 +114,7 @@ class ModuleParser:
     # -- header --------------------------------------------------------------------------
     def _import(self, stmt: ast.Import | ast.ImportFrom) -> None:
         if isinstance(stmt, ast.ImportFrom):
-            if stmt.module in ("tvm.script", "tvm"):
+            if stmt.module in ("tvm.script", "tvm.script.parser", "tvm"):
                 for alias in stmt.names:
                     dialect = _DIALECT_MODULES.get(alias.name)
                     if dialect is not None:
