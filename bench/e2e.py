@@ -10,7 +10,8 @@ For each sample, in one run on one machine:
              relaxc -S -> relaxas -> relaxc --emit kernels -> relaxld
   one-shot   wall time of `relaxc model.relax -o model.vmx`
   relaxrun   median of `relaxrun model.vmx --repeat N --warmup 10` (the VM call only, as
-             relaxrun --json reports it; process start-up and loading are not in it)
+             relaxrun --json reports it; process start-up and loading are not in it);
+             check: the results against the sample's expected outputs (atol 1e-4)
   numpy      median of N calls of a numpy implementation of the same model, written here
              from the sample's weights (mlp, cnn, transformer; checked against the
              expected outputs first)
@@ -145,16 +146,19 @@ def build_times(name: str, work: pathlib.Path) -> tuple[float | None, float | No
     return staged, one_shot, vmx
 
 
-def relaxrun_median(name: str, vmx: pathlib.Path, repeat: int) -> float | None:
+def relaxrun_median(name: str, vmx: pathlib.Path, repeat: int) -> tuple[float | None, str]:
+    """Median seconds of the VM call, and whether the results matched the expected outputs."""
     command = [tool("relaxrun"), str(vmx), "--input", f"@{DATA / f'{name}.inputs.npz'}", "--repeat", str(repeat),
-               "--warmup", "10", "--json", "--output-dir", f"{vmx}.out"]  # files keep values out of the JSON
+               "--warmup", "10", "--json", "--output-dir", f"{vmx}.out",  # files keep values out of the JSON
+               "--expected-output", f"@{DATA / f'{name}.expected.npz'}", "--atol", "1e-4"]
     if name == "packed_call":
         command += ["--plugin", str(PLUGIN)]
     result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
+    if result.returncode not in (0, 3):
         sys.stderr.write(f"e2e: relaxrun failed on {name}:\n{result.stderr[-2000:]}")
-        return None
-    return json.loads(result.stdout)["time_ms"]["median"] / 1e3
+        return None, "error"
+    document = json.loads(result.stdout)
+    return document["time_ms"]["median"] / 1e3, "ok" if document["check"]["success"] else "MISMATCH"
 
 
 def numpy_median(name: str, repeat: int) -> tuple[float | None, float | None]:
@@ -189,17 +193,17 @@ def main(argv=None) -> int:
     names = args.samples or (sorted(p.name.split(".")[0] for p in DATA.glob("*.inputs.npz")) if args.all
                              else list(DEFAULT))
     header = (f"{'sample':<16} {'staged (s)':>10} {'one-shot (s)':>12} {'relaxrun (ms)':>14} "
-              f"{'numpy (ms)':>11} {'ratio':>7} {'numpy err':>10}")
+              f"{'check':>8} {'numpy (ms)':>11} {'ratio':>7} {'numpy err':>10}")
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, relaxrun median of --repeat {args.repeat}")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory(prefix="relax-e2e-") as directory:
         for name in names:
             staged, one_shot, vmx = build_times(name, pathlib.Path(directory))
-            run = relaxrun_median(name, vmx, args.repeat) if vmx.exists() else None
+            run, check = relaxrun_median(name, vmx, args.repeat) if vmx.exists() else (None, "n/a")
             numpy_time, error = numpy_median(name, args.repeat)
             ratio = f"{run / numpy_time:.1f}x" if run and numpy_time else "n/a"
-            print(f"{name:<16} {fmt(staged):>10} {fmt(one_shot):>12} {fmt(run, 1e3):>14} "
+            print(f"{name:<16} {fmt(staged):>10} {fmt(one_shot):>12} {fmt(run, 1e3):>14} {check:>8} "
                   f"{fmt(numpy_time, 1e3):>11} {ratio:>7} {'n/a' if error is None else f'{error:.1e}':>10}",
                   flush=True)
     return 0
