@@ -1,16 +1,7 @@
 """annotate-storage: decides where each intermediate allocation lives.
 
-Before:
-
-    A = T.allocate([256], "float32", "global")           # 1 KiB
-    B = T.allocate([n * 1024], "float32", "global")      # symbolic
-
-After (the annotation the code generator reads, key STORAGE_KEY):
-
-    A = T.allocate([256], "float32", "global", annotations={"storage": "stack"})
-    B = T.allocate([n * 1024], "float32", "global", annotations={"storage": "workspace"})
-
-"stack": a constant size of at most STACK_LIMIT_BYTES; the code generator makes it
+Each Allocate gets `annotations["storage"]` (STORAGE_KEY), which the code generator
+reads. "stack": a constant size of at most STACK_LIMIT_BYTES; the code generator makes it
 a stack slot (alloca) in the kernel's entry block. "workspace": a larger or symbolic
 size; the code generator takes it from the runtime's workspace allocator and gives
 it back when the Allocate's body ends. Allocations in a GPU memory scope ("shared",
@@ -55,7 +46,18 @@ class _Annotator(Rewriter):
 
 
 class AnnotateStorage:
-    """The pass object: `AnnotateStorage().run(func)`."""
+    """The pass object: `AnnotateStorage().run(func)`.
+
+    Before:
+
+        A = T.allocate([256], "float32", "global")           # 1 KiB
+        B = T.allocate([n * 1024], "float32", "global")      # symbolic
+
+    After (the annotation the code generator reads, key STORAGE_KEY):
+
+        A = T.allocate([256], "float32", "global", annotations={"storage": "stack"})
+        B = T.allocate([n * 1024], "float32", "global", annotations={"storage": "workspace"})
+    """
 
     name = "annotate-storage"
 

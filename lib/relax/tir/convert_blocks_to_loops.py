@@ -1,23 +1,5 @@
 """convert-blocks-to-loops: blocks become the plain statements they stand for.
 
-Before:
-
-    for i, k in T.grid(4, 8):
-        with T.block("sum"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            T.where(i < 3)
-            with T.init():
-                B[vi] = 0.0
-            B[vi] = B[vi] + A[vi, vk]
-
-After:
-
-    for i, k in T.grid(4, 8):
-        if i < 3:
-            if k == 0:
-                B[i] = 0.0
-            B[i] = B[i] + A[i, k]
-
 Block iterators are replaced by their bound values; `init` runs when every
 reduction (CommReduce) iterator is at the start of its domain (always, if the
 block has none); a predicate other than `True` becomes an IfThenElse around the
@@ -89,7 +71,26 @@ class _Converter(Rewriter):
 
 
 class ConvertBlocksToLoops:
-    """The pass object: `ConvertBlocksToLoops().run(func)`."""
+    """The pass object: `ConvertBlocksToLoops().run(func)`.
+
+    Before:
+
+        for i, k in T.grid(4, 8):
+            with T.block("sum"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                T.where(i < 3)
+                with T.init():
+                    B[vi] = 0.0
+                B[vi] = B[vi] + A[vi, vk]
+
+    After:
+
+        for i, k in T.grid(4, 8):
+            if i < 3:
+                if k == 0:
+                    B[i] = 0.0
+                B[i] = B[i] + A[i, k]
+    """
 
     name = "convert-blocks-to-loops"
 

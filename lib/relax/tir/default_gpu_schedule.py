@@ -1,22 +1,5 @@
 """default-gpu-schedule: unscheduled loop nests get GPU threads (cuda targets only).
 
-Before:
-
-    for i, j in T.grid(64, 1000):
-        with T.block("add"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = A[vi, vj] + B[vi, vj]
-
-After (max_threads_per_block = 1024):
-
-    for bx in T.thread_binding(63, thread="blockIdx.x"):
-        for tx in T.thread_binding(1024, thread="threadIdx.x"):
-            if bx * 1024 + tx < 64000:
-                with T.block("add"):
-                    vi = T.axis.spatial(64, (bx * 1024 + tx) // 1000)
-                    vj = T.axis.spatial(1000, (bx * 1024 + tx) % 1000)
-                    ...
-
 Each top-level loop nest of a function without thread bindings is scheduled on its
 own. Its leading perfectly nested loops that feed only spatial (DataPar) block
 iterators can run in any order, so they are fused into one index and split into
@@ -154,7 +137,25 @@ def _top_level(stmt):
 
 
 class DefaultGPUSchedule:
-    """The pass object: `DefaultGPUSchedule(max_threads_per_block).run(func)`."""
+    """The pass object: `DefaultGPUSchedule(max_threads_per_block).run(func)`.
+
+    Before:
+
+        for i, j in T.grid(64, 1000):
+            with T.block("add"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = A[vi, vj] + B[vi, vj]
+
+    After (max_threads_per_block = 1024):
+
+        for bx in T.thread_binding(63, thread="blockIdx.x"):
+            for tx in T.thread_binding(1024, thread="threadIdx.x"):
+                if bx * 1024 + tx < 64000:
+                    with T.block("add"):
+                        vi = T.axis.spatial(64, (bx * 1024 + tx) // 1000)
+                        vj = T.axis.spatial(1000, (bx * 1024 + tx) % 1000)
+                        ...
+    """
 
     name = "default-gpu-schedule"
 

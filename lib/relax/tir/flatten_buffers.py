@@ -1,18 +1,5 @@
 """flatten-buffers: every buffer access becomes a 1-D access at its row-major offset.
 
-Before:
-
-    A = T.match_buffer(a, (n, 128))
-    for i, j in T.grid(n, 128):
-        A[i, j] = 0.0
-
-After:
-
-    A = T.match_buffer(a, (n, 128))          # buffer_map: unchanged, N-D
-    A_1 = T.decl_buffer((n * 128,), data=A.data)
-    for i, j in T.grid(n, 128):
-        A_1[i * 128 + j] = 0.0
-
 What the lowered function keeps (the codegen relies on it):
 
 - `buffer_map` keeps the ORIGINAL N-D buffers, so the kernel ABI still knows each
@@ -167,7 +154,21 @@ class _Flattener(Rewriter):
 
 
 class FlattenBuffers:
-    """The pass object: `FlattenBuffers().run(func)`."""
+    """The pass object: `FlattenBuffers().run(func)`.
+
+    Before:
+
+        A = T.match_buffer(a, (n, 128))
+        for i, j in T.grid(n, 128):
+            A[i, j] = 0.0
+
+    After:
+
+        A = T.match_buffer(a, (n, 128))          # buffer_map: unchanged, N-D
+        A_1 = T.decl_buffer((n * 128,), data=A.data)
+        for i, j in T.grid(n, 128):
+            A_1[i * 128 + j] = 0.0
+    """
 
     name = "flatten-buffers"
 

@@ -1,16 +1,5 @@
 """lower-attr-stmts: thread launches become thread-bound loops; other hints go away.
 
-Before:
-
-    bx = T.launch_thread("blockIdx.x", 8)          # AttrStmt "thread_extent"
-    with T.attr(0, "pragma_unroll", 1):
-        B[bx] = A[bx]
-
-After:
-
-    for bx in T.thread_binding(8, thread="blockIdx.x"):
-        B[bx] = A[bx]
-
 The lowered form states launches one way only (For of kind "thread_binding" with its
 `thread_tag`), and carries no other AttrStmt: loop kinds, thread tags and storage
 annotations hold every fact a code generator needs. "virtual_thread" launches
@@ -38,7 +27,19 @@ class _Lowerer(Rewriter):
 
 
 class LowerAttrStmts:
-    """The pass object: `LowerAttrStmts().run(func)`."""
+    """The pass object: `LowerAttrStmts().run(func)`.
+
+    Before:
+
+        bx = T.launch_thread("blockIdx.x", 8)          # AttrStmt "thread_extent"
+        with T.attr(0, "pragma_unroll", 1):
+            B[bx] = A[bx]
+
+    After:
+
+        for bx in T.thread_binding(8, thread="blockIdx.x"):
+            B[bx] = A[bx]
+    """
 
     name = "lower-attr-stmts"
 

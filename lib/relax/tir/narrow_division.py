@@ -1,15 +1,5 @@
 """narrow-division: floor division becomes C division where the two agree.
 
-Before:
-
-    for i in range(64):
-        B[i // 4] = A[i % 4]            # FloorDiv, FloorMod
-
-After:
-
-    for i in range(64):
-        B[T.truncdiv(i, 4)] = A[T.truncmod(i, 4)]     # Div, Mod
-
 For a dividend that is provably non-negative (from loop ranges and sizes, as in
 simplify) and a positive constant divisor, floor and truncating division give the
 same result, and the truncating one is a single machine instruction (sdiv/srem,
@@ -54,7 +44,18 @@ class _Narrower(_Simplifier):
 
 
 class NarrowDivision:
-    """The pass object: `NarrowDivision().run(func)`."""
+    """The pass object: `NarrowDivision().run(func)`.
+
+    Before:
+
+        for i in range(64):
+            B[i // 4] = A[i % 4]            # FloorDiv, FloorMod
+
+    After:
+
+        for i in range(64):
+            B[T.truncdiv(i, 4)] = A[T.truncmod(i, 4)]     # Div, Mod
+    """
 
     name = "narrow-division"
 

@@ -1,19 +1,5 @@
 """simplify: arithmetic simplification of every expression, knowing loop ranges.
 
-Before:
-
-    for i in range(16):
-        for j in range(128):
-            for k in range(1):
-                if i < 16:
-                    B[floordiv(i * 128 + j, 128) * 128 + floormod(i * 128 + j, 128) + k * 0] = A[...]
-
-After:
-
-    for i in range(16):
-        for j in range(128):
-            B[i * 128 + j] = A[...]
-
 Expressions are rewritten by arith.ExprSimplifier with the interval of every loop
 variable in scope (`min <= v < min + extent`, from whatever bounds of min and extent
 are known), symbolic buffer extents known to be non-negative, and the bounds a
@@ -176,7 +162,22 @@ def _shape_env(func: tir.PrimFunc) -> dict:
 
 
 class Simplify:
-    """The pass object: `Simplify().run(func)`."""
+    """The pass object: `Simplify().run(func)`.
+
+    Before:
+
+        for i in range(16):
+            for j in range(128):
+                for k in range(1):
+                    if i < 16:
+                        B[floordiv(i * 128 + j, 128) * 128 + floormod(i * 128 + j, 128) + k * 0] = A[...]
+
+    After:
+
+        for i in range(16):
+            for j in range(128):
+                B[i * 128 + j] = A[...]
+    """
 
     name = "simplify"
 
