@@ -1,7 +1,6 @@
 """Host functions that samples/packed_call.relax calls by name, registered at run time.
 
-    relaxrun out/packed_call.vmx --plugin host_functions.py ...
-    python check_outputs.py --plugin host_functions.py ...
+    relaxrun out/llvm/packed_call.vmx --plugin host_functions.py --input @data/packed_call.inputs.npz
 
 The artifact is linked with `--allow-undefined 'samples.*'`: these names are the
 user's, not the toolchain's, and are bound when the VM is created.
