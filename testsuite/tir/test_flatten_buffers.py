@@ -90,3 +90,25 @@ def test_matmul_flattened_agrees_with_the_original():
     run(func, a, b, c1)
     run(after, a, b, c2)
     np.testing.assert_array_equal(c1, c2)
+
+
+def test_one_dimensional_parameters_get_their_own_view():
+    A, B = buffer("A", (8,)), buffer("B", (8,))
+    func = prim_func([A, B], loops([("i", 8)], lambda i: tir.BufferStore(B, tir.BufferLoad(A, (i,)), (i,))))
+    after = FlattenBuffers().run(func)
+    views = [after.body.buffer, after.body.body.buffer]
+    assert views[0] is not A and views[0].data is A.data and views[1] is not B
+    for access in collect(after.body, (tir.BufferLoad, tir.BufferStore)):
+        assert access.buffer in views
+
+
+def test_allocation_without_decl_buffer_gets_one():
+    A = buffer("A", (4,))
+    data = tir.Var("tmp", "handle")
+    scratch = tir.Buffer("tmp", (i32(2), i32(2)), "float32", data)
+    copy = loops([("i", 4)], lambda i: tir.BufferStore(
+        scratch, tir.BufferLoad(A, (i,)), (tir.FloorDiv(i, i32(2)), tir.FloorMod(i, i32(2)))))
+    func = prim_func([A], tir.Allocate(data, "float32", (i32(4),), tir.IntImm("bool", 1), copy))
+    alloc = collect(FlattenBuffers().run(func).body, tir.Allocate)[0]
+    assert isinstance(alloc.body, tir.DeclBuffer) and alloc.body.buffer.data is data
+    assert len(alloc.body.buffer.shape) == 1

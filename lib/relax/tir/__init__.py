@@ -23,7 +23,8 @@ THE LOWERED FORM (what the code generators may rely on; verify_lowered.py checks
 - `buffer_map` keeps each parameter's ORIGINAL buffer (N-D shape, dtype, symbolic
   shape variables): that is the kernel ABI. The body begins with one DeclBuffer per
   parameter buffer declaring its flat view: a 1-D buffer over the same `data` var
-  whose extent is the element count (the buffer itself when it was already 1-D).
+  whose extent is the element count (a new buffer even when the parameter is 1-D:
+  the body never uses buffer_map's buffers).
   Buffers are compact and row-major (the VM hands kernels compact buffers).
 - Allocate has one extent (elements of its dtype) and is directly followed by the
   DeclBuffer of its flat view; `annotations["storage"]` is "stack" (a constant size

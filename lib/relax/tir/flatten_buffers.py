@@ -9,7 +9,8 @@ What the lowered function keeps (the codegen relies on it):
   extent is the product of the shape. Every access in the body goes through a flat
   view.
 - `Allocate` extents become one element count, and its `DeclBuffer` declares the
-  flat view of the allocated buffer.
+  flat view of the allocated buffer (one is added for an allocation written the
+  older way, with a `T.Buffer` over its pointer and no DeclBuffer).
 
 A buffer with strides is addressed as `elem_offset + sum(index_k * stride_k)`;
 otherwise row-major `sum(index_k * prod(shape[k+1:]))`. A vector index (`Ramp` in one
@@ -21,7 +22,7 @@ from __future__ import annotations
 from ..ir import tir
 from .convert_blocks_to_loops import _BufferData
 from .errors import LoweringError
-from .rewrite import Rewriter
+from .rewrite import Rewriter, collect
 
 
 def _product(values):
@@ -130,10 +131,11 @@ class _Flattener(Rewriter):
         self.views: dict[int, tir.Buffer] = {}
 
     def view(self, buffer: tir.Buffer) -> tir.Buffer:
+        if id(buffer) in self.views:
+            return self.views[id(buffer)]
         if len(buffer.shape) == 1 and not buffer.strides and _is_zero(buffer.elem_offset):
             return buffer
-        if id(buffer) not in self.views:
-            self.views[id(buffer)] = flat_view(buffer)
+        self.views[id(buffer)] = flat_view(buffer)
         return self.views[id(buffer)]
 
     def visit_BufferLoad(self, load):
@@ -150,7 +152,19 @@ class _Flattener(Rewriter):
 
     def visit_Allocate(self, alloc):
         count = _product(list(alloc.extents)) if alloc.extents else tir.IntImm("int32", 1)
-        return alloc.with_fields(extents=(count,), body=self.visit(alloc.body))
+        body = self.visit(alloc.body)
+        if not (isinstance(body, tir.DeclBuffer) and body.buffer.data is alloc.buffer_var):
+            body = tir.DeclBuffer(_declared_view(alloc, count, body), body)
+        return alloc.with_fields(extents=(count,), body=body)
+
+
+def _declared_view(alloc: tir.Allocate, count, body) -> tir.Buffer:
+    """The buffer to declare for an allocation written the older way (T.allocate and a
+    T.Buffer over its pointer, no DeclBuffer): the first flat buffer the body uses."""
+    for access in collect(body, (tir.BufferLoad, tir.BufferStore)):
+        if access.buffer.data is alloc.buffer_var:
+            return access.buffer
+    return tir.Buffer(alloc.buffer_var.name, (count,), alloc.dtype, alloc.buffer_var, scope=alloc.scope)
 
 
 class FlattenBuffers:
@@ -176,6 +190,9 @@ class FlattenBuffers:
         data = _BufferData()
         buffer_map = tuple((var, data.visit(buffer)) for var, buffer in func.buffer_map)
         flattener = _Flattener()
+        for _, buffer in buffer_map:
+            # Even a 1-D parameter gets its own view: the body never touches buffer_map's buffers.
+            flattener.views[id(buffer)] = flat_view(buffer)
         body = flattener.visit(data.visit(func.body))
         for _, buffer in reversed(buffer_map):
             body = tir.DeclBuffer(flattener.view(buffer), body)

@@ -37,6 +37,8 @@ def verify_lowered(func: tir.PrimFunc, target=None) -> list[str]:
         if isinstance(node, tir.Allocate):
             if len(node.extents) != 1:
                 problems.append(f"allocation '{node.buffer_var.name}' has {len(node.extents)} extents")
+            if not (isinstance(node.body, tir.DeclBuffer) and node.body.buffer.data is node.buffer_var):
+                problems.append(f"allocation '{node.buffer_var.name}' is not followed by its DeclBuffer")
             if STORAGE_KEY not in node.annotations:
                 problems.append(f"allocation '{node.buffer_var.name}' has no '{STORAGE_KEY}' annotation")
         if isinstance(node, tir.For) and node.kind == "thread_binding" and not gpu:
