@@ -45,9 +45,11 @@ def test_cross_compiled_object_is_elf_for_the_machine(target):
         assert symbols[name]["st_info"]["type"] == "STT_FUNC"
         assert symbols[name]["st_info"]["bind"] == "STB_GLOBAL"
         assert symbols[name]["st_shndx"] != "SHN_UNDEF"
-    # libm and pthreads stay undefined: the loading process resolves them.
-    for name in ("erff", "pthread_create", "pthread_join"):
-        assert symbols[name]["st_shndx"] == "SHN_UNDEF", name
+    # libm (or on x86-64 Linux libmvec's vector erff) and pthreads stay undefined:
+    # the loading process resolves them.
+    undefined = {name for name, s in symbols.items() if s["st_shndx"] == "SHN_UNDEF"}
+    assert {"pthread_create", "pthread_join"} <= undefined
+    assert any(name == "erff" or name.startswith("_ZGV") and name.endswith("_erff") for name in undefined)
     assert ko.bitcode[0][:4] == b"BC\xc0\xde"
     assert [k.name for k in ko.kernels] == ["add", "erf_kernel", "square_parallel"]
 

@@ -79,3 +79,11 @@ def test_libmvec_names_follow_the_vector_function_abi():
     mapped = map_to_libmvec(text, "+avx512f")
     assert "@_ZGVeN16v_expf(" in mapped and "@_ZGVbN2vv_pow(" in mapped
     assert "@llvm.fabs.v8f32" in map_to_libmvec("@llvm.fabs.v8f32", "+avx2")  # no libmvec version: unchanged
+
+
+def test_libm_calls_in_loops_use_libmvec_variants():
+    erf = {"erf": elementwise(4096, ["float32"], "float32", lambda x: tir.Call("float32", "tir.erf", (x,)))}
+    avx2 = emit_llvm_ir(erf, "llvm -mtriple=x86_64-linux-gnu -mcpu=haswell -mattr=+avx,+avx2")
+    assert "call <8 x float> @_ZGVdN8v_erff(" in avx2
+    plain = emit_llvm_ir(erf, "llvm -mtriple=riscv64-linux-gnu")
+    assert "_ZGV" not in plain and "@erff(" in plain

@@ -29,7 +29,7 @@ from .kernel_object import CompiledTarget, pack_kernel_object
 from .loop_hints import resolve_loop_hints
 from .llvm_target import TargetSpec, target_machine, target_spec
 from .parallel import LAUNCHER, link_launcher
-from .vector_math import map_to_libmvec, uses_libmvec
+from .vector_math import declare_vector_variants, map_to_libmvec, uses_libmvec
 
 
 def prim_funcs(mod) -> dict[str, tir.PrimFunc]:
@@ -85,7 +85,10 @@ def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, targe
         lowered = lower(funcs[name], target if not isinstance(target, (TargetSpec, type(None))) else None)
         infos.append(generate_kernel(module, name, lowered, flags))
     try:
-        parsed = llvm.parse_assembly(resolve_loop_hints(str(module)))
+        text = resolve_loop_hints(str(module))
+        if uses_libmvec(spec.triple):
+            text = declare_vector_variants(text, spec.features)
+        parsed = llvm.parse_assembly(text)
         if LAUNCHER in module.globals:
             link_launcher(parsed)
         parsed.verify()

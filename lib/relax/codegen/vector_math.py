@@ -1,14 +1,19 @@
 """Vector math through glibc's libmvec for x86-64 Linux targets.
 
-LLVM's loop vectorizer turns `llvm.exp.f32` in a loop into `llvm.exp.v8f32`, and
-the backend then splits it into eight scalar `expf` calls. glibc ships vector
-versions of these functions (libmvec, names in the x86-64 vector function ABI:
-`_ZGVdN8v_expf` is expf on 8 lanes with AVX2). After optimization, calls to
-vectorized math intrinsics whose libmvec version exists are renamed to it; the
-loader loads libmvec like libm. Results are within libmvec's 4 ulp.
+glibc ships vector versions of its math functions (libmvec, named by the x86-64
+vector function ABI: `_ZGVdN8v_expf` is expf on 8 lanes with AVX2). Two routes
+lead there, because llvmlite cannot hand LLVM's own vector-library setting to
+the optimizer and the code generator:
 
-llvmlite offers no way to give LLVM's own vector-library setting to the code
-generator, hence this rewrite of the optimized module text.
+- LLVM math intrinsics (llvm.exp, ...): the loop vectorizer turns them into
+  `llvm.exp.v8f32`, which the backend would split into eight `expf` calls;
+  `map_to_libmvec` renames them in the optimized module text.
+- libm calls (erff, log1pf, ...): `declare_vector_variants` gives their
+  declarations, before optimization, LLVM's `vector-function-abi-variant`
+  attribute and the vector functions' declarations, so the loop vectorizer
+  calls those itself.
+
+The loader loads libmvec like libm. Results are within libmvec's 4 ulp.
 """
 
 from __future__ import annotations
@@ -53,3 +58,52 @@ def map_to_libmvec(text: str, features: str) -> str:
         return f"@_ZGV{letter}N{lanes}{'v' * arity}_{name}{'f' if bits == 32 else ''}"
 
     return _VECTOR_INTRINSIC.sub(rename, text)
+
+
+# libm functions called directly (intrinsics.py "libm" entries) with a libmvec version.
+LIBMVEC_CALLS = {"erf": 1, "expm1": 1, "log1p": 1, "cbrt": 1, "asinh": 1, "acosh": 1, "atanh": 1,
+                 "atan2": 2, "hypot": 2}
+
+_SCALAR_TYPES = {"float": (32, "f"), "double": (64, "")}
+_DECLARATION = re.compile(r'^declare (float|double) @"?(\w+?)"?\((.*)\)$', re.MULTILINE)
+
+
+def _variants(features: str) -> list[tuple[str, int]]:
+    """(ISA letter, vector bits) of the libmvec variants these features can call."""
+    flags = set(features.split(","))
+    found = [("b", 128)]
+    if "+avx2" in flags:
+        found.append(("d", 256))
+    elif "+avx" in flags:
+        found.append(("c", 256))
+    if "+avx512f" in flags:
+        found.append(("e", 512))
+    return found
+
+
+def declare_vector_variants(text: str, features: str) -> str:
+    """Unoptimized module text whose libm declarations name their libmvec vector variants."""
+    extra: list[str] = []
+
+    def annotate(match: re.Match) -> str:
+        type_name, symbol = match.group(1), match.group(2)
+        bits, suffix = _SCALAR_TYPES[type_name]
+        base = symbol[:-1] if suffix and symbol.endswith(suffix) else symbol
+        arity = LIBMVEC_CALLS.get(base)
+        if arity is None or base + suffix != symbol:
+            return match.group(0)
+        names = []
+        for letter, vector_bits in _variants(features):
+            lanes = vector_bits // bits
+            vector = f"_ZGV{letter}N{lanes}{'v' * arity}_{symbol}"
+            names.append(f"{vector}({vector})")
+            vector_type = f"<{lanes} x {type_name}>"
+            extra.append(f"declare {vector_type} @{vector}({', '.join([vector_type] * arity)})")
+        return f'{match.group(0)} nounwind memory(none) "vector-function-abi-variant"="{",".join(names)}"'
+
+    annotated = _DECLARATION.sub(annotate, text)
+    if not extra:
+        return text
+    used = ", ".join(f"ptr @{line.split('@')[1].split('(')[0]}" for line in extra)
+    extra.append(f'@llvm.compiler.used = appending global [{len(extra)} x ptr] [{used}], section "llvm.metadata"')
+    return annotated + "\n" + "\n".join(extra) + "\n"
