@@ -74,7 +74,8 @@ def describe_link(result, verbose: int, output: str, names: list[str], tool: str
     lines = [f"{tool}: bytecode '{names[0]}': {len(exe.func_table)} functions, {len(exe.constants)} constants"]
     for name, kernel_object in zip(names[1:], result.kernel_objects):
         targets = ", ".join(t.describe() for t in kernel_object.targets) or "no targets"
-        lines.append(f"{tool}: kernels '{name}': {len(kernel_object.kernels)} kernels for {targets}")
+        count = len(kernel_object.kernels)
+        lines.append(f"{tool}: kernels '{name}': {count} kernel{'' if count == 1 else 's'} for {targets}")
     counts = {r: len(info.symbols_resolved_as(r)) for r in ("kernel", "runtime", "undefined")}
     lines.append(f"{tool}: symbols: {counts['kernel']} kernel, {counts['runtime']} runtime, "
                  f"{counts['undefined']} left undefined")
