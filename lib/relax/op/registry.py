@@ -100,6 +100,7 @@ FAMILY_MODULES = (
     "nn_attention",
     "image",
     "indexing",
+    "sorting",
 )
 
 

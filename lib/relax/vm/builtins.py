@@ -19,6 +19,7 @@ import numpy as np
 from ..runtime.dtype import DataType
 from ..runtime.errors import VMError
 from ..runtime.objects import Closure, ShapeTuple, Storage, type_key
+from ..runtime import host_ops  # noqa: F401 - registers relax.run.* (sorting, unique, nonzero)
 from ..runtime.registry import register_func
 
 ASSERT_EQUAL_TO_IMM, STORE_TO_HEAP, NO_OP, ASSERT_EQUAL_TO_LOAD = range(4)
