@@ -7,6 +7,9 @@ Reports, measured side by side in one run:
   - elementwise add of two float32 vectors (serial loop), as a fraction of that ceiling
   - the same add as a parallel loop on 1 and on 2 threads (speed-up)
   - a sum reduction (serial, and parallel in two stages) against np.sum
+  - a libm-heavy elementwise tanh (vectorized through libmvec on x86-64 Linux)
+  - a control: sha256 in two Python threads, showing how much parallelism the
+    machine offers at that moment (on a loaded machine, speed-ups cannot show)
   - the build time of samples/custom_kernel.relax (parse, lower, O3, object, load)
 Times are the best of --repeat runs. Bandwidth counts the bytes each kernel must
 move: two reads and one write for add, one read and one write for copy.
@@ -179,6 +182,23 @@ def main(argv=None) -> int:
         note = "" if threads == 1 else f"speed-up {tanh_times[1] / tanh_times[2]:.2f}x over 1 thread"
         rows.append((f"kernel tanh, parallel loop, {threads} thread(s)", tanh_times[threads],
                      2 * small.nbytes / tanh_times[threads] / 1e9, note))
+
+    # Control: what two threads give on this machine right now, without our code:
+    # hashlib releases the GIL for large inputs, so two Python threads hash in parallel.
+    import hashlib
+    import threading
+
+    def two_hashes_threaded():
+        threads = [threading.Thread(target=hashlib.sha256, args=(x.data,)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    one = best(lambda: hashlib.sha256(x.data), repeat)
+    two = best(two_hashes_threaded, repeat)
+    rows.append(("control: 2x sha256 (64 MB) on 2 Python threads", two, 2 * x.nbytes / two / 1e9,
+                 f"speed-up {2 * one / two:.2f}x over 1 thread (the machine's parallel capacity)"))
 
     print(f"{n} float32 elements ({megabytes:.0f} MB per vector), best of {repeat}")
     print(f"{'what':44} {'ms':>8} {'GB/s':>7}  notes")
