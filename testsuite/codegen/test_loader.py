@@ -101,3 +101,11 @@ def test_scalar_type_errors():
         fill(1.0, 2.5, out)
     with pytest.raises(KernelCallError, match="parameter 'alpha' expects a float32 scalar"):
         fill("x", 2, out)
+
+
+def test_misaligned_buffer_is_refused(library):
+    raw = np.zeros(4 * 8 + 1, np.uint8)
+    misaligned = np.frombuffer(raw.data, dtype=np.float32, count=8, offset=1)
+    assert misaligned.flags.c_contiguous
+    with pytest.raises(KernelCallError, match="parameter 'A' is not aligned to its 4-byte elements"):
+        library.get_function("add")(misaligned, np.zeros(8, np.float32), np.zeros(8, np.float32))

@@ -86,6 +86,8 @@ class KernelFunction:
             )
         if not value.flags.c_contiguous:
             raise self._fail(f"parameter '{param.name}' must be a C-contiguous (compact row-major) array")
+        if value.ctypes.data % value.dtype.itemsize:
+            raise self._fail(f"parameter '{param.name}' is not aligned to its {value.dtype.itemsize}-byte elements")
         for axis, dim in enumerate(param.shape):
             if isinstance(dim, str) and dim not in values:
                 values[dim] = int(value.shape[axis])
