@@ -74,6 +74,8 @@ PASS_MODULES: list[str] = [
     "canonicalize_bindings",
     "eliminate_common_subexpr",
     "annotate_tir_op_pattern",
+    "fuse_ops",
+    "fuse_tir",
 ]
 
 

@@ -22,7 +22,14 @@ SIMPLIFY = [
 
 O0 = ["normalize", "legalize-ops", *LOWER_TO_VM]
 O1 = ["normalize", *SIMPLIFY, "legalize-ops", *LOWER_TO_VM]
-O2 = ["normalize", *SIMPLIFY, "legalize-ops", *LOWER_TO_VM]
+# Operator fusion: kernels tagged with their loop pattern, grouped, then merged.
+FUSE = [
+    "annotate-tir-op-pattern",
+    "fuse-ops",
+    "fuse-tir",
+]
+
+O2 = ["normalize", *SIMPLIFY, "legalize-ops", *FUSE, *LOWER_TO_VM]
 O3 = O2
 
 PIPELINES = {0: O0, 1: O1, 2: O2, 3: O3}
