@@ -15,7 +15,7 @@ import llvmlite.ir as ir
 from ..diagnostics import UserError
 from ..ir import dtype as dt
 from ..ir import tir
-from .llvm_types import I1, I32, I64, POINTER, alignment, constant, is_signed, memory_type, scalar_type, value_type
+from .llvm_types import I1, I32, I64, alignment, constant, is_signed, memory_type, value_type
 
 _ICMP = {tir.EQ: "==", tir.NE: "!=", tir.LT: "<", tir.LE: "<=", tir.GT: ">", tir.GE: ">="}
 
@@ -362,4 +362,3 @@ def _type_suffix(llvm_type: ir.Type) -> str:
     raise TypeError(f"no intrinsic suffix for {llvm_type}")
 
 
-__all__ = ["ExprCodegen", "POINTER", "scalar_type"]

@@ -17,7 +17,7 @@ from ..ir import dtype as dt
 from ..ir import tir
 from ..runtime.kernels import abi
 from .loop_hints import LOOP_HINTS, loop_hint
-from .llvm_types import I32, I64, POINTER, constant, memory_type, opaque
+from .llvm_types import I32, I64, POINTER, memory_type, opaque
 
 # Constant-size allocations without a storage annotation go on the stack up to this size.
 STACK_LIMIT_BYTES = 1 << 16
@@ -219,4 +219,3 @@ class StmtCodegen:
         return "workspace"
 
 
-__all__ = ["StmtCodegen", "POINTER", "constant"]
