@@ -50,3 +50,35 @@ def test_topk_checks_k():
     text = SOURCE.replace("k=2", "k=9")
     with pytest.raises(DiagnosticError, match="k=9 is outside 1..5"):
         build(parse(text))
+
+
+EFFECTS = '''
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main(x: R.Tensor((6,), dtype="float32"), begin: R.Tensor((1,), dtype="int64"), end: R.Tensor((1,), dtype="int64"), step: R.Tensor((1,), dtype="int64")):
+        s = R.dynamic_strided_slice(x, begin, end, step)
+        t = R.shape_to_tensor(R.shape([2, 3]))
+        R.print(x, format=R.str("x = {}"))
+        R.assert_op(R.const(True, "bool"), format=R.str("never"))
+        return (s, t)
+'''
+
+
+def test_effects_and_runtime_slices(capfd):
+    x = np.arange(6, dtype="float32")
+    vm = VirtualMachine(build(parse(EFFECTS)), "cpu")
+    s, t = vm["main"](x, np.array([1]), np.array([6]), np.array([2]))
+    np.testing.assert_array_equal(s, x[1:6:2])
+    np.testing.assert_array_equal(t, np.array([2, 3]))
+    assert "x = [0. 1. 2. 3. 4. 5.]" in capfd.readouterr().out
+
+
+def test_assert_op_fails_the_run():
+    text = EFFECTS.replace('R.const(True, "bool"), format=R.str("never")', 'R.const(False, "bool"), x, format=R.str("x is {}")')
+    vm = VirtualMachine(build(parse(text)), "cpu")
+    with pytest.raises(Exception, match=r"AssertionError: x is \[0\. 1\."):
+        vm["main"](np.arange(6, dtype="float32"), np.array([0]), np.array([6]), np.array([1]))

@@ -53,3 +53,13 @@ def test_every_registered_operator_has_a_known_pattern_and_signature():
     for name in ("relax.add", "relax.exp", "relax.nn.gelu", "relax.clip"):
         op = get(name)
         assert op.signature().startswith(op.script_name + "(")
+
+
+def test_importing_one_family_first_still_loads_all():
+    import subprocess
+    import sys
+
+    code = ("import relax.op.manipulation\n"
+            "from relax.op.registry import get\n"
+            "assert get('relax.sort') is not None and get('relax.nn.conv2d') is not None\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

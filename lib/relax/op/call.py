@@ -98,10 +98,10 @@ _op("vm.kill_object", ("obj",), lambda call: VOID, "drop the VM's reference to a
 _op("vm.call_tir_dyn", ("func", "args"), lambda call: VOID,
     "call a TIR function with symbolic sizes passed at the end of its arguments", pure=False)
 _op("null_value", (), lambda call: ObjectStructInfo(), "the null object")
-_op("print", ("*values",), lambda call: VOID, "print values (format string first)", (AttrSpec("format", ""),),
-    pure=False)
-_op("assert_op", ("condition", "*format_args"), lambda call: VOID, "fail at run time unless condition holds",
-    (AttrSpec("format", ""),), pure=False)
+# As in TVM, the format string is an argument: first for print, after the condition for assert_op.
+_op("print", ("format", "*values"), lambda call: VOID, "print values through a format string", pure=False)
+_op("assert_op", ("condition", "format", "*format_args"), lambda call: VOID,
+    "fail at run time unless condition holds, with a formatted message", pure=False)
 _op("shape_of", ("x",), _shape_of, "the shape of a tensor as a shape value")
 _op("shape_to_tensor", ("shape",), _shape_to_tensor, "a shape value as a 1-D int64 tensor")
 _op("tensor_to_shape", ("x",), _tensor_to_shape, "a 1-D int64 tensor as a shape value")

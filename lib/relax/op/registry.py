@@ -104,7 +104,16 @@ FAMILY_MODULES = (
 )
 
 
+_families_loaded = False
+
+
 def _load_families() -> None:
+    """Imports every family module once. (Not "when the registry is empty": importing
+    one family directly must not hide the others.)"""
+    global _families_loaded
+    if _families_loaded:
+        return
+    _families_loaded = True
     import importlib
 
     for module in FAMILY_MODULES:
@@ -112,21 +121,18 @@ def _load_families() -> None:
 
 
 def get(name: str) -> OpDef | None:
-    if not REGISTRY:
-        _load_families()
+    _load_families()
     return REGISTRY.get(name)
 
 
 def all_ops() -> list[OpDef]:
-    if not REGISTRY:
-        _load_families()
+    _load_families()
     return sorted(REGISTRY.values(), key=lambda op: op.name)
 
 
 def suggest(name: str) -> str | None:
     """The registered name closest to an unknown one, for 'did you mean' hints."""
-    if not REGISTRY:
-        _load_families()
+    _load_families()
     matches = difflib.get_close_matches(name, REGISTRY.keys(), n=1, cutoff=0.6)
     return matches[0] if matches else None
 

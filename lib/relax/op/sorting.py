@@ -1,4 +1,5 @@
-"""Sorting and data-dependent shapes: sort, argsort, topk, unique, nonzero.
+"""Sorting and data-dependent shapes: sort, argsort, topk, unique, nonzero,
+dynamic_strided_slice.
 
 They are computed by the runtime on the host (runtime/host_ops.py), reached by
 name: sort, argsort and topk in destination-passing style (their output shapes are
@@ -152,4 +153,20 @@ register(OpDef(
     "relax.nonzero", ("x",), (), _nonzero_infer, "opaque",
     lambda call, context: _pure_call("relax.run.nonzero", call.args, _nonzero_infer(call)),
     "the indices of the non-zero elements, one row per dimension (a size known only at run time)",
+))
+
+
+def _dynamic_slice_infer(call):
+    info = tensor_info(call, 0)
+    for position in (1, 2, 3):
+        bound = tensor_info(call, position)
+        if bound.dtype != "void" and not dt.is_int(bound.dtype):
+            raise call.error(f"argument {position + 1} must be an integer tensor, got {bound.dtype}")
+    return TensorStructInfo(None, info.dtype, info.ndim)
+
+
+register(OpDef(
+    "relax.dynamic_strided_slice", ("x", "begin", "end", "strides"), (), _dynamic_slice_infer, "opaque",
+    lambda call, context: _pure_call("relax.run.dynamic_strided_slice", call.args, _dynamic_slice_infer(call)),
+    "a strided slice whose begin, end and strides are tensors known at run time",
 ))

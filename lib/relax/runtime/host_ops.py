@@ -1,8 +1,10 @@
 """Operators the runtime computes on the host: sorting and data-dependent shapes.
 
     relax.run.sort, relax.run.argsort, relax.run.topk    destination-passing: outputs given
-    relax.run.unique, relax.run.nonzero                  return new tensors (their size is
-                                                          known only once the data is seen)
+    relax.run.unique, relax.run.nonzero,                 return new tensors (their size is
+    relax.run.dynamic_strided_slice                       known only once the data is seen)
+    relax.run.print, relax.run.assert_op                 effects: print, fail the run
+    relax.run.shape_to_tensor                            a shape value as an int64 tensor
 
 Legalization calls them by these names (op/sorting.py); the VM reaches them through
 the PackedFunc registry like any builtin. numpy does the work: these are not loop
@@ -76,12 +78,42 @@ def nonzero(x):
     return np.ascontiguousarray(np.stack(np.nonzero(x)).astype("int64"))
 
 
+def print_values(format_string, *values):
+    """R.print: the values, through `format_string` when one is given, on stdout."""
+    shown = [str(np.asarray(v)) if isinstance(v, np.ndarray) else str(v) for v in values]
+    print(format_string.format(*shown) if format_string else " ".join(shown), flush=True)
+
+
+def assert_op(condition, format_string, *values):
+    """R.assert_op: fails the run with the formatted message unless condition holds."""
+    from .errors import VMError
+
+    if not bool(np.asarray(condition)):
+        shown = [str(np.asarray(v)) if isinstance(v, np.ndarray) else str(v) for v in values]
+        message = format_string.format(*shown) if format_string else "assertion failed"
+        raise VMError(f"AssertionError: {message}")
+
+
+def shape_to_tensor(shape):
+    return np.asarray(tuple(shape), dtype="int64")
+
+
+def dynamic_strided_slice(x, begin, end, strides):
+    """A slice whose bounds are tensors known only at run time (numpy clamping rules)."""
+    slices = tuple(slice(int(b), int(e), int(s)) for b, e, s in zip(begin, end, strides))
+    return np.ascontiguousarray(x[slices])
+
+
 HOST_OPS = {
     "relax.run.sort": sort,
     "relax.run.argsort": argsort,
     "relax.run.topk": topk,
     "relax.run.unique": unique,
     "relax.run.nonzero": nonzero,
+    "relax.run.print": print_values,
+    "relax.run.assert_op": assert_op,
+    "relax.run.shape_to_tensor": shape_to_tensor,
+    "relax.run.dynamic_strided_slice": dynamic_strided_slice,
 }
 
 for _name, _func in HOST_OPS.items():

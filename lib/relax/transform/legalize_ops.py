@@ -56,7 +56,8 @@ class LegalizeOps(Pass):
         functions = {}
         for name, func in mod.functions.items():
             functions[name] = _Legalizer(mod, context).visit(func) if isinstance(func, rx.Function) else func
-        if not context.new_functions:
+        unchanged = all(functions[name] is func for name, func in mod.functions.items())
+        if unchanged and not context.new_functions:
             return mod
         functions.update(context.new_functions)
         return IRModule.from_functions(functions, attrs=mod.attrs, global_infos=mod.global_infos)

@@ -7,7 +7,8 @@ becomes
 
 and likewise R.memory.alloc_storage/alloc_tensor -> R.vm.*, kills -> R.vm.kill_object,
 R.call_pure_packed -> a plain packed call, shape_of / tensor_to_shape / null_value /
-make_closure / invoke_closure -> the vm.builtin.* functions of the same names.
+make_closure / invoke_closure -> the vm.builtin.* functions of the same names, and
+R.print / R.assert_op / R.shape_to_tensor -> the runtime's relax.run.* host operations.
 Symbolic sizes stay PrimExprs inside ShapeExprs; VMShapeLower computes them.
 """
 
@@ -100,6 +101,12 @@ class _Lowerer:
         if name == "relax.tensor_to_shape":
             info = var.struct_info or ShapeStructInfo(ndim=-1)
             return [dataclasses.replace(binding, value=_packed("vm.builtin.tensor_to_shape", args, info, span))]
+        if name in ("relax.print", "relax.assert_op"):
+            runtime_name = "relax.run." + name.removeprefix("relax.")
+            return [dataclasses.replace(binding, value=_packed(runtime_name, args, VOID, span))]
+        if name == "relax.shape_to_tensor":
+            info = var.struct_info or ObjectStructInfo()
+            return [dataclasses.replace(binding, value=_packed("relax.run.shape_to_tensor", args, info, span))]
         if name == "relax.null_value":
             return [dataclasses.replace(binding, value=_packed("vm.builtin.null_value", (), ObjectStructInfo(), span))]
         if name == "relax.make_closure":
