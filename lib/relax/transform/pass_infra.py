@@ -76,6 +76,9 @@ PASS_MODULES: list[str] = [
     "annotate_tir_op_pattern",
     "fuse_ops",
     "fuse_tir",
+    "static_plan_block_memory",
+    "kill_after_last_use",
+    "fold_constant",
 ]
 
 

@@ -20,8 +20,19 @@ SIMPLIFY = [
     "dead-code-elimination",
 ]
 
+# The same lowering with planned memory: intermediate tensors share storages by
+# lifetime, and every intermediate is dropped right after its last use.
+LOWER_TO_VM_PLANNED = [
+    "to-non-dataflow",
+    "call-tir-rewrite",
+    "static-plan-block-memory",
+    "kill-after-last-use",
+    "vm-builtin-lower",
+    "vm-shape-lower",
+]
+
 O0 = ["normalize", "legalize-ops", *LOWER_TO_VM]
-O1 = ["normalize", *SIMPLIFY, "legalize-ops", *LOWER_TO_VM]
+O1 = ["normalize", *SIMPLIFY, "legalize-ops", "fold-constant", *LOWER_TO_VM]
 # Operator fusion: kernels tagged with their loop pattern, grouped, then merged.
 FUSE = [
     "annotate-tir-op-pattern",
@@ -29,7 +40,7 @@ FUSE = [
     "fuse-tir",
 ]
 
-O2 = ["normalize", *SIMPLIFY, "legalize-ops", *FUSE, *LOWER_TO_VM]
+O2 = ["normalize", *SIMPLIFY, "legalize-ops", "fold-constant", *FUSE, *LOWER_TO_VM_PLANNED]
 O3 = O2
 
 PIPELINES = {0: O0, 1: O1, 2: O2, 3: O3}
