@@ -109,3 +109,18 @@ def test_misaligned_buffer_is_refused(library):
     assert misaligned.flags.c_contiguous
     with pytest.raises(KernelCallError, match="parameter 'A' is not aligned to its 4-byte elements"):
         library.get_function("add")(misaligned, np.zeros(8, np.float32), np.zeros(8, np.float32))
+
+
+def test_size_parameter_must_agree_with_the_arrays():
+    """fill(A: (n,), n: int64): the kernel loops to the parameter n, so A's length must be n."""
+    n = tir.Var("n", "int64")
+    a = param("A", "float32", (n,))
+    i = tir.Var("i", "int64")
+    lib = build_host_library({"fill": kernel([a, n], loop(i, n, store(a[1], i, tir.FloatImm("float32", 1.0))))})
+    fill = lib.get_function("fill")
+    assert fill.info.symbolic_vars == ()  # n is a parameter, not a size passed after the scalars
+    out = np.zeros(5, np.float32)
+    fill(out, 5)
+    assert out.tolist() == [1.0] * 5
+    with pytest.raises(KernelCallError, match=r"parameter 'A' dimension 0 must be n = 9, got shape \(5,\)"):
+        fill(out, 9)

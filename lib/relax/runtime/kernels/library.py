@@ -137,15 +137,15 @@ class KernelFunction:
         if len(args) != len(info.params):
             raise self._fail(f"expects {len(info.params)} arguments, got {len(args)}")
         values: dict[str, int] = {}
-        buffers, scalars = [], []
+        scalars = []
+        # Integer scalar parameters bind first: a buffer whose shape names one is checked against it.
         for param, value in zip(info.params, args):
-            if param.kind == "buffer":
-                buffers.append((param, self._bind_buffer(param, value, values)))
-            else:
-                word = self._scalar_word(param, value)
-                scalars.append(word)
-                if not param.dtype.startswith("float"):  # an integer parameter may size a buffer
-                    values.setdefault(param.name, word)
+            if param.kind == "scalar":
+                scalars.append(self._scalar_word(param, value))
+                if not param.dtype.startswith("float"):
+                    values[param.name] = scalars[-1]
+        buffers = [(param, self._bind_buffer(param, value, values))
+                   for param, value in zip(info.params, args) if param.kind == "buffer"]
         self._check_shapes(buffers, values)
         if info.noalias:
             self._check_overlap(buffers)
