@@ -124,3 +124,26 @@ def test_workspace_allocation_inside_a_parallel_loop_is_per_thread():
     out = np.zeros_like(x)
     lib.get_function("rev")(x, out)
     np.testing.assert_array_equal(out, x[:, ::-1] * 2)
+
+
+def test_concurrent_calls_from_python_threads(library):
+    """Calls run without the GIL and keep their own context: four Python threads at once."""
+    import threading
+
+    library.num_threads = 2
+    x = np.random.default_rng(9).standard_normal((300, 33)).astype(np.float32)
+    expected = np.zeros(300, np.float32)
+    library.get_function("serial")(x, 0.5, 1.0, expected)
+    outputs = [np.zeros(300, np.float32) for _ in range(4)]
+
+    def work(out):
+        for _ in range(20):
+            library.get_function("parallel")(x, 0.5, 1.0, out)
+
+    threads = [threading.Thread(target=work, args=(out,)) for out in outputs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for out in outputs:
+        np.testing.assert_array_equal(out, expected)
