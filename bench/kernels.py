@@ -7,6 +7,7 @@ Reports, measured side by side in one run:
   - elementwise add of two float32 vectors (serial loop), as a fraction of that ceiling
   - the same add as a parallel loop on 1 and on 2 threads (speed-up)
   - a sum reduction (serial, and parallel in two stages) against np.sum
+  - the fixed cost of a call, and of starting and joining one more thread
   - a libm-heavy elementwise tanh (vectorized through libmvec on x86-64 Linux)
   - a control: sha256 in two Python threads, showing how much parallelism the
     machine offers at that moment (on a loaded machine, speed-ups cannot show)
@@ -26,6 +27,7 @@ import numpy as np
 
 from relax.codegen import build_host_library
 from relax.ir import FrozenDict, tir
+from relax.runtime.kernels.library import PARALLEL_THRESHOLD_BYTES
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -182,6 +184,18 @@ def main(argv=None) -> int:
         note = "" if threads == 1 else f"speed-up {tanh_times[1] / tanh_times[2]:.2f}x over 1 thread"
         rows.append((f"kernel tanh, parallel loop, {threads} thread(s)", tanh_times[threads],
                      2 * small.nbytes / tanh_times[threads] / 1e9, note))
+
+    # The fixed cost of a parallel loop: starting and joining one more thread, on a 64-element add.
+    tiny = x[:64], y[:64], out[:64]
+    library.parallel_threshold_bytes = 0
+    launch = {}
+    for threads in (1, 2):
+        library.num_threads = threads
+        launch[threads] = best(lambda: add_parallel(*tiny), repeat * 5)
+    library.parallel_threshold_bytes = PARALLEL_THRESHOLD_BYTES
+    rows.append(("kernel add, 64 elements, parallel, 1 thread", launch[1], 0.0, "the call's own cost"))
+    rows.append(("kernel add, 64 elements, parallel, 2 threads", launch[2], 0.0,
+                 f"+{(launch[2] - launch[1]) * 1e6:.0f} us to start and join a thread"))
 
     # Control: what two threads give on this machine right now, without our code:
     # hashlib releases the GIL for large inputs, so two Python threads hash in parallel.
