@@ -1,7 +1,7 @@
 """Byte sizes of tensors for the memory passes: static, symbolic, and the upper
 bound a function's `tir_var_upper_bound` attribute gives to a symbolic size.
 
-    tensor_bytes((n, 32), "float32")                 -> n * 128   (a PrimExpr)
+    tensor_bytes((n, 32), "float32")                   -> n * 128   (a PrimExpr)
     upper_bound_bytes((n, 32), "float32", {"n": 1024}) -> 131072
 """
 
@@ -27,7 +27,7 @@ def tensor_bytes(shape: Sequence[tir.PrimExpr], dtype: str) -> tir.PrimExpr:
     static *= dt.itemsize(dtype)
     if symbolic is None:
         return int64(static)
-    return int64(static) * symbolic if static != 1 else symbolic
+    return symbolic * int64(static) if static != 1 else symbolic
 
 
 def _upper(expr: tir.PrimExpr, bounds: Mapping[str, int]) -> int | None:
