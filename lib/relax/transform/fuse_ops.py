@@ -42,7 +42,7 @@ from ..ir.structural import structural_equal
 from ..ir.visitor import ExprMutator, ExprVisitor
 from .annotate_tir_op_pattern import INJECTIVE, OPAQUE
 from .fusion_graph import MAX_FUSE_DEPTH, DataflowGraph, Group, GraphPartitioner
-from .pass_infra import Pass, PassContext, register_pass
+from .pass_infra import Pass, PassContext, get_pass, register_pass
 
 CALL_TIR = "relax.call_tir"
 
@@ -160,12 +160,22 @@ def _operands(value: rx.Expr) -> list[rx.Expr]:
 class _Fusor(ExprMutator):
     """Rewrites the dataflow blocks of one function, adding group functions to `new_functions`."""
 
-    def __init__(self, group_of: dict[int, Group], module_names: set[str], created: list[tuple[str, rx.Function]]):
+    def __init__(self, group_of: dict[int, Group], module_names: set[str], created: list[tuple[str, rx.Function]],
+                 names: dict[str, int]):
         super().__init__()
         self.group_of = group_of
         self.module_names = module_names
         self.created = created
-        self.counter = 0
+        self.names = names
+
+    def fresh(self, like: rx.Var, info) -> rx.Var:
+        """A new variable named as TVM's block builder names them: lv, lv1, ... (gv for outputs)."""
+        dataflow = isinstance(like, rx.DataflowVar)
+        base = "lv" if dataflow else "gv"
+        count = self.names.get(base, 0)
+        self.names[base] = count + 1
+        name = base if count == 0 else f"{base}{count}"
+        return rx.DataflowVar(name, info) if dataflow else rx.Var(name, info)
 
     def visit_Function(self, func: rx.Function) -> rx.Function:
         return self.generic_visit(func)
@@ -173,14 +183,15 @@ class _Fusor(ExprMutator):
     def visit_DataflowBlock(self, block: rx.DataflowBlock) -> rx.DataflowBlock:
         groups = self._groups(block)
         if not groups:
-            return block
+            # Variables of earlier groups may still need their new names here.
+            return self.generic_visit(block)
         units = self._units(block, groups)
         bindings: list[rx.Binding] = []
         for unit in units:
             if isinstance(unit, _GroupFunction):
                 bindings.extend(self._call_group(unit))
             else:
-                bindings.append(unit)
+                bindings.append(self.visit(unit))
         return dataclasses.replace(block, bindings=tuple(bindings))
 
     def _groups(self, block: rx.DataflowBlock) -> dict[int, _GroupFunction]:
@@ -234,24 +245,30 @@ class _Fusor(ExprMutator):
 
     def _call_group(self, group: _GroupFunction) -> list[rx.Binding]:
         if not group.outputs:  # nothing uses the group: leave it for dead-code elimination
-            return list(group.bindings)
+            return [self.visit(binding) for binding in group.bindings]
         func, arguments = _make_function(group)
         name = self._add_function(group.name, func)
         bindings: list[rx.Binding] = []
+        arguments = [self.visit(argument) for argument in arguments]
         # Call arguments must be leaves: a tuple field passed alone is bound first.
         for position, argument in enumerate(arguments):
             if isinstance(argument, rx.TupleGetItem):
-                var = rx.DataflowVar(func.params[position].name_hint, func.params[position].struct_info)
+                var = self.fresh(rx.DataflowVar(""), func.params[position].struct_info)
                 bindings.append(rx.VarBinding(var, argument))
                 arguments[position] = var
         call = rx.Call(rx.GlobalVar(name), tuple(arguments))
+        last = group.bindings[-1].var
         if len(group.outputs) == 1:
-            return bindings + [rx.VarBinding(group.outputs[0], call)]
-        self.counter += 1
-        result = rx.DataflowVar("lv" if self.counter == 1 else f"lv{self.counter - 1}", func.ret_struct_info)
+            (output,) = group.outputs
+            result = self.fresh(last, output.struct_info or func.ret_struct_info)
+            self.remember(output, result)
+            return bindings + [rx.VarBinding(result, call)]
+        result = self.fresh(last, func.ret_struct_info)
         bindings.append(rx.VarBinding(result, call))
         for index, output in enumerate(group.outputs):
-            bindings.append(rx.VarBinding(output, rx.TupleGetItem(result, index)))
+            item = self.fresh(output, output.struct_info or func.ret_struct_info.fields[index])
+            self.remember(output, item)
+            bindings.append(rx.VarBinding(item, rx.TupleGetItem(result, index)))
         return bindings
 
     def _add_function(self, base: str, func: rx.Function) -> str:
@@ -379,6 +396,8 @@ class FuseOps(Pass):
     name = "fuse-ops"
 
     def run(self, mod: IRModule) -> IRModule:
+        # Fusion reads the struct info of every binding: make sure it is there.
+        mod = get_pass("normalize").run(mod)
         builder = _GraphBuilder(mod)
         for func in mod.functions.values():
             if _is_fusable_function(func):
@@ -387,11 +406,11 @@ class FuseOps(Pass):
         groups = GraphPartitioner(builder.graph, depth).partition()
         group_of = {id(node.ref): groups[node.index].find_root() for node in builder.graph.nodes}
         created: list[tuple[str, rx.Function]] = []
-        names = set(mod.functions)
+        names, variable_names = set(mod.functions), {}
         functions = dict(mod.functions)
         for name, func in mod.functions.items():
             if _is_fusable_function(func):
-                functions[name] = _Fusor(group_of, names, created).visit(func)
+                functions[name] = _Fusor(group_of, names, created, variable_names).visit(func)
         if not created:
             return mod
         functions.update(created)
