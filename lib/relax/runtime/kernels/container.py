@@ -110,8 +110,9 @@ def write(kernel_object: KernelObject) -> bytes:
         start = offset - HEADER.size - SECTION.size * len(sections)
         payload += b"\0" * (start - len(payload)) + data
         offset = _align(offset + len(data))
-    body = b"".join(table)
-    body += b"\0" * (_align(HEADER.size + len(body)) - HEADER.size - len(body)) + bytes(payload)
+    # `payload` starts right after the table and already holds the padding to the first
+    # aligned offset (with an even number of sections the table does not end aligned).
+    body = b"".join(table) + bytes(payload)
     size = HEADER.size + len(body)
     digest = hashlib.sha256(body).digest()
     header = HEADER.pack(MAGIC, FORMAT_VERSION[0], FORMAT_VERSION[1], len(sections), size, digest)

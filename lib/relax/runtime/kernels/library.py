@@ -69,42 +69,52 @@ class KernelFunction:
         self.info = info
         self.name = info.name
         self._cfunc = abi.KERNEL_CFUNCTYPE(address)
+        # What every call needs, worked out once.
+        self._buffers = [(position, param, _numpy_dtype(param.dtype), len(param.shape))
+                         for position, param in enumerate(info.params) if param.kind == "buffer"]
+        self._scalars = [(position, param) for position, param in enumerate(info.params) if param.kind == "scalar"]
+        self._buffer_array = ctypes.c_void_p * max(1, len(self._buffers))
+        self._scalar_array = ctypes.c_int64 * max(1, len(self._scalars) + len(info.symbolic_vars))
+        self._static_workspace = info.workspace_bytes if isinstance(info.workspace_bytes, int) else None
 
     def _fail(self, message: str) -> KernelCallError:
         return KernelCallError(f"kernel '{self.name}': {message}")
 
-    def _bind_buffer(self, param, value, values: dict[str, int]) -> np.ndarray:
+    def _bind_buffer(self, param, expected, ndim, value, values: dict[str, int]) -> int:
+        """Checks one array and binds the sizes it determines; returns its data address."""
         if not isinstance(value, np.ndarray):
             raise self._fail(f"parameter '{param.name}' expects a {param.dtype} tensor, got {type(value).__name__}")
-        expected = np.dtype(_NUMPY_DTYPES[param.dtype]) if param.dtype in _NUMPY_DTYPES else None
         if expected is None or value.dtype != expected:
             raise self._fail(f"parameter '{param.name}' expects dtype {param.dtype}, got {value.dtype}")
-        if value.ndim != len(param.shape):
+        if value.ndim != ndim:
             raise self._fail(
-                f"parameter '{param.name}' expects {len(param.shape)} dimensions "
+                f"parameter '{param.name}' expects {ndim} dimensions "
                 f"{tuple(format_expr(d) for d in param.shape)}, got shape {value.shape}"
             )
         if not value.flags.c_contiguous:
             raise self._fail(f"parameter '{param.name}' must be a C-contiguous (compact row-major) array")
-        if value.ctypes.data % value.dtype.itemsize:
+        address = value.__array_interface__["data"][0]
+        if address % value.dtype.itemsize:
             raise self._fail(f"parameter '{param.name}' is not aligned to its {value.dtype.itemsize}-byte elements")
         for axis, dim in enumerate(param.shape):
-            if isinstance(dim, str) and dim not in values:
-                values[dim] = int(value.shape[axis])
-        return value
+            if dim.__class__ is str and dim not in values:
+                values[dim] = value.shape[axis]
+        return address
 
     def _check_shapes(self, buffers, values: dict[str, int]) -> None:
-        for param, array in buffers:
+        for param, array, _ in buffers:
             for axis, dim in enumerate(param.shape):
-                try:
-                    expected = evaluate(dim, values)
-                except KeyError as exc:
-                    raise self._fail(f"cannot bind symbolic size {exc} from the shape of '{param.name}'") from None
+                if dim.__class__ is int:
+                    expected = dim
+                else:
+                    try:
+                        expected = evaluate(dim, values)
+                    except KeyError as exc:
+                        raise self._fail(f"cannot bind symbolic size {exc} from the shape of '{param.name}'") from None
                 if expected != array.shape[axis]:
-                    raise self._fail(
-                        f"parameter '{param.name}' dimension {axis} must be {format_expr(dim)} = {expected}, "
-                        f"got shape {array.shape}"
-                    )
+                    wanted = str(expected) if dim.__class__ is int else f"{format_expr(dim)} = {expected}"
+                    raise self._fail(f"parameter '{param.name}' dimension {axis} must be {wanted}, "
+                                     f"got shape {array.shape}")
 
     def _scalar_word(self, param, value) -> int:
         if isinstance(value, np.ndarray) and value.ndim == 0:
@@ -122,7 +132,7 @@ class KernelFunction:
 
     def _check_overlap(self, buffers) -> None:
         """A noalias kernel may not write a buffer that overlaps another argument."""
-        spans = [(a.ctypes.data, a.ctypes.data + a.nbytes, p.name) for p, a in buffers if a.nbytes]
+        spans = [(address, address + array.nbytes, param.name) for param, array, address in buffers if array.nbytes]
         for written in self.info.writes:
             for start, end, name in spans:
                 if name != written:
@@ -139,15 +149,14 @@ class KernelFunction:
         values: dict[str, int] = {}
         scalars = []
         # Integer scalar parameters bind first: a buffer whose shape names one is checked against it.
-        for param, value in zip(info.params, args):
-            if param.kind == "scalar":
-                scalars.append(self._scalar_word(param, value))
-                if not param.dtype.startswith("float"):
-                    values[param.name] = scalars[-1]
-        buffers = [(param, self._bind_buffer(param, value, values))
-                   for param, value in zip(info.params, args) if param.kind == "buffer"]
+        for position, param in self._scalars:
+            scalars.append(self._scalar_word(param, args[position]))
+            if not param.dtype.startswith("float"):
+                values[param.name] = scalars[-1]
+        buffers = [(param, args[position], self._bind_buffer(param, expected, ndim, args[position], values))
+                   for position, param, expected, ndim in self._buffers]
         self._check_shapes(buffers, values)
-        if info.noalias:
+        if info.noalias and len(buffers) > 1:
             self._check_overlap(buffers)
         for var in info.symbolic_vars:
             if var not in values:
@@ -157,19 +166,21 @@ class KernelFunction:
 
     def _invoke(self, buffers, scalars, values):
         info = self.info
-        buffer_words = (ctypes.c_void_p * max(1, len(buffers)))(*[a.ctypes.data for _, a in buffers])
-        scalar_words = (ctypes.c_int64 * max(1, len(scalars)))(*scalars)
+        buffer_words = self._buffer_array(*[address for _, _, address in buffers])
+        scalar_words = self._scalar_array(*scalars)
         context = abi.KernelContext()
         context.abi_version = abi.KERNEL_ABI_VERSION
-        threads = self.library.num_threads if info.parallel else 1
-        if sum(a.nbytes for _, a in buffers) < self.library.parallel_threshold_bytes:
-            threads = 1
-        context.num_threads = max(1, min(threads, abi.MAX_THREADS))
-        workspace_size = evaluate(info.workspace_bytes, values)
+        threads = 1
+        if info.parallel and sum(array.nbytes for _, array, _ in buffers) >= self.library.parallel_threshold_bytes:
+            threads = max(1, min(self.library.num_threads, abi.MAX_THREADS))
+        context.num_threads = threads
+        workspace_size = self._static_workspace
+        if workspace_size is None:
+            workspace_size = evaluate(info.workspace_bytes, values)
         workspace = None
         if workspace_size > 0:
             workspace = np.empty(workspace_size + abi.WORKSPACE_ALIGNMENT, dtype=np.uint8)
-            base = workspace.ctypes.data
+            base = workspace.__array_interface__["data"][0]
             context.workspace = base + (-base) % abi.WORKSPACE_ALIGNMENT
             context.workspace_size = workspace_size
         code = self._cfunc(buffer_words, scalar_words, ctypes.byref(context))
@@ -182,6 +193,10 @@ class KernelFunction:
 
     def __repr__(self) -> str:
         return f"<KernelFunction {self.name}>"
+
+
+def _numpy_dtype(name: str):
+    return np.dtype(_NUMPY_DTYPES[name]) if name in _NUMPY_DTYPES else None
 
 
 class KernelLibrary:
