@@ -10,6 +10,7 @@ from relax.driver.compile import parse_source
 from relax.ir import check_well_formed
 from relax.script import parse, script
 from relax.transform.pass_infra import run_passes
+from relax.runtime.objects import ShapeTuple
 from relax.vm import VirtualMachine
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
@@ -75,3 +76,44 @@ def test_elementwise_chain_with_a_constant_is_one_kernel_and_computes_the_same()
     x, y = rng.standard_normal((4, 3)).astype("float32"), rng.standard_normal(3).astype("float32")
     out = VirtualMachine(build(mod, "llvm", 2), "cpu")["main"](x, y)
     np.testing.assert_allclose(out, (np.exp(x) + y) * 2, rtol=1e-5)
+
+
+SCALAR_ARGUMENTS = """
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def fill(x: T.handle, v: T.float32, k: T.int64, y: T.handle):
+        n = T.int64()
+        A = T.match_buffer(x, (n,), "float32")
+        B = T.match_buffer(y, (n + k,), "float32")
+        for i in range(n + k):
+            with T.sblock("B"):
+                vi = T.axis.spatial(n + k, i)
+                B[vi] = T.if_then_else(vi < n, A[vi], v)
+
+    @R.function
+    def main(x: R.Tensor(("n",), dtype="float32"), s: R.Shape(["k"])) -> R.Tensor(("n + k",), dtype="float32"):
+        n = T.int64()
+        k = T.int64()
+        cls = Module
+        with R.dataflow():
+            y = R.call_tir(cls.fill, (x, R.prim_value(T.float32(1.5)), R.prim_value(k)), out_sinfo=R.Tensor((n + k,), dtype="float32"))
+            z = R.exp(y)
+            R.output(z)
+        return z
+"""
+
+
+def test_scalar_arguments_and_a_size_only_an_output_has_reach_the_fused_kernel():
+    mod = parse(SCALAR_ARGUMENTS)
+    fused = run_passes(mod, FUSION)
+    kernel = fused["fused_fill_exp"]
+    assert [p.name for p in kernel.params] == ["x", "T_exp_intermediate", "k"]  # k: a scalar parameter
+    vm = VirtualMachine(build(mod, "llvm", 2), "cpu")
+    x = np.arange(3, dtype="float32")
+    out = vm["main"](x, ShapeTuple([2]))
+    np.testing.assert_allclose(out, np.exp(np.array([0, 1, 2, 1.5, 1.5], "float32")), rtol=1e-6)

@@ -106,9 +106,6 @@ class _GraphBuilder(ExprVisitor):
         if isinstance(call.op, rx.Op) and call.op.name == CALL_TIR and isinstance(call.args[0], rx.GlobalVar):
             kernel = self.mod.functions.get(call.args[0].name_hint)
             pattern = kernel.attrs.get("op_pattern", OPAQUE) if isinstance(kernel, tir.PrimFunc) else OPAQUE
-            # Symbolic sizes passed by the caller would have to be threaded through.
-            if len(call.args) > 2:
-                pattern = OPAQUE
             return int(pattern), list(_leaves(call.args[1]))
         return OPAQUE, [leaf for arg in call.args for leaf in _leaves(arg)]
 

@@ -133,26 +133,37 @@ class FusedKernelBuilder:
         kernel = self.mod[kernel_name]
         self.kernels.append(kernel_name)
         args = call.args[1].fields if isinstance(call.args[1], rx.Tuple) else (call.args[1],)
-        in_buffers = [self._buffer_of(arg) for arg in args]
-        out_infos = _tensor_infos(call.sinfo_args[0])
-        buffer_params = [p for p in kernel.params if kernel.buffer_of(p) is not None]
-        scalar_params = [p for p in kernel.params if kernel.buffer_of(p) is None]
-        kernel_buffers = [kernel.buffer_of(p) for p in buffer_params]
-        if len(kernel_buffers) != len(in_buffers) + len(out_infos):
-            raise UserError(f"fuse-tir: kernel '{kernel_name}' does not take {len(in_buffers)} inputs "
-                            f"and {len(out_infos)} outputs")
-        out_buffers = [_new_buffer(f"{k.name}_intermediate", info)
-                       for k, info in zip(kernel_buffers[len(in_buffers):], out_infos)]
-        values: dict[int, tir.PrimExpr] = {}
-        for kernel_buffer, buffer in zip(kernel_buffers, in_buffers + out_buffers):
-            for inner, outer in zip(kernel_buffer.shape, buffer.shape):
-                if isinstance(inner, tir.Var) and id(inner) not in values:
-                    values[id(inner)] = outer
         sizes = call.args[2].values if len(call.args) > 2 and isinstance(call.args[2], rx.ShapeExpr) else ()
-        for param, size in zip(scalar_params, sizes):
-            values[id(param)] = size
-        copier = _KernelCopy({id(k): b for k, b in zip(kernel_buffers, in_buffers + out_buffers)}, values)
-        body = copier.visit(kernel.body)
+        out_infos = _tensor_infos(call.sinfo_args[0])
+        # The kernel's parameters, in order: the call's arguments (tensors as buffers,
+        # scalars as values), then the outputs, then the sizes passed as tir_vars.
+        params = list(kernel.params)
+        buffers: dict[int, tir.Buffer] = {}
+        values: dict[int, tir.PrimExpr] = {}
+        pairs: list[tuple[tir.Buffer, tir.Buffer]] = []
+        out_buffers: list[tir.Buffer] = []
+
+        def take(want_buffer: bool) -> tir.Var:
+            if not params or (kernel.buffer_of(params[0]) is not None) != want_buffer:
+                raise UserError(f"fuse-tir: the parameters of kernel '{kernel_name}' do not match its call")
+            return params.pop(0)
+
+        for arg in args:
+            if isinstance(arg, rx.PrimValue):
+                values[id(take(False))] = arg.value
+            else:
+                pairs.append((kernel.buffer_of(take(True)), self._buffer_of(arg)))
+        for info in out_infos:
+            inner = kernel.buffer_of(take(True))
+            out_buffers.append(_new_buffer(f"{inner.name}_intermediate", info))
+            pairs.append((inner, out_buffers[-1]))
+        for size in sizes:
+            values[id(take(False))] = size
+        for inner, outer in pairs:
+            buffers[id(inner)] = outer
+            for inner_dim, outer_dim in zip(inner.shape, outer.shape):
+                _match_size(inner_dim, outer_dim, values)
+        body = _KernelCopy(buffers, values).visit(kernel.body)
         if isinstance(body, tir.BlockRealize) and body.block.name_hint == "root":
             self.allocations.extend(body.block.alloc_buffers)
             body = body.block.body
@@ -165,6 +176,21 @@ class FusedKernelBuilder:
         if not buffers or len(buffers) != 1:
             raise UserError("fuse-tir: a kernel argument in a primitive function must be one tensor")
         return buffers[0]
+
+
+def _match_size(inner: tir.PrimExpr, outer: tir.PrimExpr, values: dict[int, tir.PrimExpr]) -> None:
+    """Binds the kernel's size variables in `inner` to the parts of `outer` in the same place.
+
+    `n + k` in a kernel's buffer shape against `m + 2` in the fused one binds n to m
+    and leaves the constant alone; a kernel variable already bound keeps its value.
+    """
+    if isinstance(inner, tir.Var):
+        values.setdefault(id(inner), outer)
+    elif type(inner) is type(outer) and isinstance(inner, tir.BinaryOp):
+        _match_size(inner.a, outer.a, values)
+        _match_size(inner.b, outer.b, values)
+    elif type(inner) is type(outer) and isinstance(inner, tir.Cast):
+        _match_size(inner.value, outer.value, values)
 
 
 def _unique_block_names(statements: list[tir.Stmt]) -> list[tir.Stmt]:
