@@ -222,3 +222,30 @@ def test_let_uses_a_declared_variable(scope):
     scope.define("y", declared)
     result, errors = expr("T.Let(y + T.float32(1), where={y: x})", scope)
     assert errors == [] and result.var is declared and result.body.a is declared
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [  # each checked against TVM 0.27's parse of the same text
+        ("T.int32(2) == 2", ("EQ", I32(2), I32(2))),
+        ("not T.bool(True)", ("Not", ("IntImm", "bool", 1))),
+        ("T.bool(True) and i > 1", ("And", ("IntImm", "bool", 1), ("GT", "i:int32", I32(1)))),
+        ("T.int32(2) < T.int32(3)", ("IntImm", "bool", 1)),
+        ("T.max(T.int32(2), 3)", I32(3)),
+        ("T.if_then_else(T.bool(True), i, 0)", "i:int32"),
+        ("T.Select(T.bool(True), i, 0)", ("Select", ("IntImm", "bool", 1), "i:int32", I32(0))),
+        ("T.float32(0) / x", F32(0.0)),
+        ("x * 0", F32(0.0)),
+        ("T.floor(T.float32(2.5)) + T.round(T.float32(2.5)) + T.trunc(T.float32(-2.5))", F32(2.0)),
+        ("T.ceil(i)", "i:int32"),
+        ("T.floor(x)", ("Call", "float32", "tir.floor", ("x:float32",))),
+        ("T.fabs(T.float32(-2))", F32(2.0)),
+        ("T.abs(T.int32(-3))", I32(3)),
+        ("T.truncmod(x, T.float32(0.5))", ("Mod", "x:float32", F32(0.5))),
+        ("T.truncmod(T.float32(1), 0.5)", ("Mod", F32(1.0), F32(0.5))),
+        ("i % 1", I32(0)),
+        ("T.Cast('int32', T.int64(3))", ("Cast", "int32", I64(3))),
+    ],
+)
+def test_folding_matches_tvm(scope, text, expected):
+    assert ok(text, scope) == expected

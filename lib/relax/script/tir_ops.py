@@ -139,28 +139,34 @@ def _constant(expr: tir.PrimExpr):
     return expr.value if isinstance(expr, (tir.IntImm, tir.FloatImm)) else None
 
 
+# TVM folds a remainder only on integers; a float remainder stays as written.
+_INTEGER_ONLY_FOLDS = (tir.Mod, tir.FloorMod)
+# `==`, `!=`, `and`, `or` build their node as written (TVM's EqualOp and the
+# script's And/Or constructors), constants included.
+_NEVER_FOLDED = (tir.EQ, tir.NE, tir.And, tir.Or)
+
+
 def _fold_identity(cls: type, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr | None:
-    """TVM's identities on one constant operand: x + 0, x - 0, x * 1, x * 0 (ints)."""
+    """TVM's folds with one constant operand (for floats too): x + 0, x - 0, x * 1,
+    x * 0, x / 1, 0 / x; on integers x % 1 and 0 % x."""
     ca, cb = _constant(a), _constant(b)
     if cls is tir.Add:
-        if ca == 0 and ca is not None:
+        return b if ca == 0 else a if cb == 0 else None
+    if cls is tir.Sub:
+        return a if cb == 0 else None
+    if cls is tir.Mul:
+        if ca == 1 or cb == 0:
             return b
-        if cb == 0 and cb is not None:
+        if cb == 1 or ca == 0:
             return a
-    elif cls is tir.Sub and cb == 0 and cb is not None:
-        return a
-    elif cls is tir.Mul:
-        if ca == 1:
-            return b
+        return None
+    if cls in (tir.Div, tir.FloorDiv):
+        return a if ca == 0 or cb == 1 else None
+    if cls in _INTEGER_ONLY_FOLDS and not dt.is_float(a.dtype):
+        if ca == 0:
+            return a
         if cb == 1:
-            return a
-        if not dt.is_float(a.dtype):
-            if ca == 0 and ca is not None:
-                return a
-            if cb == 0 and cb is not None:
-                return b
-    elif cls in (tir.FloorDiv, tir.Div) and cb == 1 and not dt.is_float(a.dtype):
-        return a
+            return make_const(0, a.dtype)
     return None
 
 
@@ -175,8 +181,11 @@ def binary(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | Number:
         a, b = cast_bool(a), cast_bool(b)
     else:
         a, b = match_types(a, b)
+    if cls in _NEVER_FOLDED:
+        return cls(a, b)
     ca, cb = _constant(a), _constant(b)
-    if ca is not None and cb is not None and dt.lanes(a.dtype) == 1:
+    foldable = not (cls in _INTEGER_ONLY_FOLDS and dt.is_float(a.dtype))
+    if ca is not None and cb is not None and dt.lanes(a.dtype) == 1 and foldable:
         folded = _FOLD[cls](ca, cb)
         if folded is not None:
             result_dtype = "bool" if issubclass(cls, tir.CompareOp) else a.dtype
@@ -194,10 +203,9 @@ def cast_bool(value: Operand) -> tir.PrimExpr:
 
 
 def logical_not(value: Operand) -> tir.PrimExpr | bool:
+    """`not value`; like `and` and `or`, TVM builds the node even on a constant."""
     if not isinstance(value, tir.PrimExpr):
         return not value
-    if isinstance(value, tir.IntImm) and dt.is_bool(value.dtype):
-        return make_const(not value.value, "bool")
     return tir.Not(value)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import math
 from typing import Callable
 
 from ..ir import dtype as dt
@@ -188,11 +189,15 @@ class PrimCallParser:
         return tir.Let(var, value, inner.parse(node.args[0]))
 
     def _abs(self, node: ast.Call) -> Operand:
-        # As TVM's abs: a float calls fabs, a signed integer selects, unsigned is itself.
-        self.check_arity(node, "abs", 1, 1)
+        """T.abs and T.fabs as TVM's abs: a constant folds, a float calls fabs, a signed
+        integer selects, an unsigned one is itself."""
+        name = node.func.attr
+        self.check_arity(node, name, 1, 1)
         value = self.value(node.args[0])
         if not isinstance(value, tir.PrimExpr):
             return abs(value)
+        if isinstance(value, (tir.IntImm, tir.FloatImm)):
+            return tir_ops.make_const(abs(value.value), value.dtype)
         if dt.is_float(value.dtype):
             return tir.Call(value.dtype, "tir.fabs", (value,))
         if dt.is_int(value.dtype):
@@ -200,6 +205,27 @@ class PrimCallParser:
             negated = tir.Sub(tir_ops.make_const(0, value.dtype), value)
             return tir.Select(tir_ops.binary(tir.GE, value, 0), value, negated)
         return value
+
+    def _rounding(self, node: ast.Call) -> Operand:
+        """T.floor / T.ceil / T.round / T.nearbyint / T.trunc: an integer is itself and a
+        float constant folds, as TVM's functions do; otherwise the intrinsic call."""
+        name = node.func.attr
+        self.check_arity(node, name, 1, 1)
+        value = self.finish(self.value(node.args[0]))
+        if not dt.is_float(value.dtype):
+            return value
+        if isinstance(value, tir.FloatImm) and math.isfinite(value.value):
+            return tir_ops.make_const(float(_ROUNDING[name](value.value)), value.dtype)
+        return tir.Call(value.dtype, f"tir.{name}", (value,))
+
+    def _if_then_else(self, node: ast.Call) -> Operand:
+        """A constant condition picks its branch, as TVM's if_then_else does."""
+        self.check_arity(node, "if_then_else", 3, 3)
+        condition = self.parse(node.args[0])
+        true_value, false_value = tir_ops.match_types(self.value(node.args[1]), self.value(node.args[2]))
+        if isinstance(condition, tir.IntImm):
+            return true_value if condition.value else false_value
+        return tir.Call(true_value.dtype, "tir.if_then_else", (condition, true_value, false_value))
 
     def _float_class(self, node: ast.Call) -> Operand:
         """T.isnan / T.isinf / T.isfinite as TVM builds them: only isnan is a call; isinf
@@ -274,10 +300,21 @@ _SPECIAL_HANDLERS: dict[str, Callable[[PrimCallParser, ast.Call], Operand]] = {
     "StringImm": PrimCallParser._string,
     "Not": PrimCallParser._not,
     "Shuffle": PrimCallParser._shuffle,
+    "fabs": PrimCallParser._abs,
+    "floor": PrimCallParser._rounding,
+    "ceil": PrimCallParser._rounding,
+    "round": PrimCallParser._rounding,
+    "nearbyint": PrimCallParser._rounding,
+    "trunc": PrimCallParser._rounding,
+    "if_then_else": PrimCallParser._if_then_else,
     "isnan": PrimCallParser._float_class,
     "isinf": PrimCallParser._float_class,
     "isfinite": PrimCallParser._float_class,
 }
+
+
+# How TVM folds each rounding function on a constant (round is nearbyint: half to even).
+_ROUNDING = {"floor": math.floor, "ceil": math.ceil, "round": round, "nearbyint": round, "trunc": math.trunc}
 
 
 def _float_class(name: str, value: tir.PrimExpr) -> tir.PrimExpr:
