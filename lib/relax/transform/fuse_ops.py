@@ -164,6 +164,7 @@ class _Fusor(ExprMutator):
         self.module_names = module_names
         self.created = created
         self.names = names
+        self.tuples: dict[int, rx.Tuple] = {}  # tuples built in the block, by their variable
 
     def fresh(self, like: rx.Var, info) -> rx.Var:
         """A new variable named as TVM's block builder names them: lv, lv1, ... (gv for outputs)."""
@@ -187,8 +188,11 @@ class _Fusor(ExprMutator):
         for unit in units:
             if isinstance(unit, _GroupFunction):
                 bindings.extend(self._call_group(unit))
-            else:
-                bindings.append(self.visit(unit))
+                continue
+            binding = self.visit(unit)
+            if isinstance(binding, rx.VarBinding) and isinstance(binding.value, rx.Tuple):
+                self.tuples[id(unit.var)] = binding.value
+            bindings.append(binding)
         return dataclasses.replace(block, bindings=tuple(bindings))
 
     def _groups(self, block: rx.DataflowBlock) -> dict[int, _GroupFunction]:
@@ -247,10 +251,16 @@ class _Fusor(ExprMutator):
         name = self._add_function(group.name, func)
         bindings: list[rx.Binding] = []
         arguments = [self.visit(argument) for argument in arguments]
-        # Call arguments must be leaves: a tuple field passed alone is bound first.
+        # Call arguments must be leaves: a tuple field passed alone is bound first,
+        # or taken straight from the tuple when the block built it. (The name is used
+        # up either way, so that later names are those TVM's block builder gives.)
         for position, argument in enumerate(arguments):
             if isinstance(argument, rx.TupleGetItem):
                 var = self.fresh(rx.DataflowVar(""), func.params[position].struct_info)
+                built = self.tuples.get(id(argument.tuple_value))
+                if built is not None:
+                    arguments[position] = built.fields[argument.index]
+                    continue
                 bindings.append(rx.VarBinding(var, argument))
                 arguments[position] = var
         call = rx.Call(rx.GlobalVar(name), tuple(arguments))

@@ -14,7 +14,8 @@ with
         T_add_intermediate = T.sblock_alloc_buffer((1, 128))
         ... the blocks of matmul, add and relu, in order ...
 
-Kernels that only the primitive functions called are removed from the module.
+Kernels that only the primitive functions called are removed from the module,
+and dead code after the rewrite with them (as TVM's FuseTIR ends with DCE).
 Symbolic sizes the fused kernel cannot read from its buffers' shapes arrive as
 scalar parameters (call_tir's tir_vars).
 """
@@ -30,7 +31,7 @@ from ..ir.module import IRModule
 from ..ir.struct_info import ShapeStructInfo, TupleStructInfo
 from ..ir.visitor import ExprMutator
 from .fusion_kernel import FusedKernelBuilder
-from .pass_infra import Pass, register_pass
+from .pass_infra import Pass, get_pass, register_pass
 
 
 @dataclasses.dataclass
@@ -97,4 +98,7 @@ class FuseTIR(Pass):
         still_called = {n for f in functions.values() if isinstance(f, rx.Function) for n in all_global_vars(f)}
         for name in called - still_called - set(fused):
             functions.pop(name, None)
-        return IRModule.from_functions(functions, attrs=mod.attrs, global_infos=mod.global_infos)
+        # As TVM's FuseTIR does, finish with dead-code elimination: values that only
+        # fed a fused group through a tuple are gone now.
+        result = IRModule.from_functions(functions, attrs=mod.attrs, global_infos=mod.global_infos)
+        return get_pass("dead-code-elimination").run(result)
