@@ -19,7 +19,8 @@ becomes
     return alloc1
 
 As TVM does: variables bound to other variables are first replaced by their source
-(CanonicalizeBindings), then after the binding that uses a variable last comes
+(CanonicalizeBindings), the allocations StaticPlanBlockMemory left alone get an
+explicit storage (memory_alloc.py, TVM's LowerAllocTensor), then after the binding that uses a variable last comes
 R.memory.kill_storage for a storage, R.memory.kill_tensor for a tensor and
 R.vm.kill_object for any other object (a tuple, a closure). Parameters, values that
 are returned (or are the result of an `if` branch), shapes and scalars are never
@@ -38,6 +39,7 @@ from ..ir.struct_info import (
 )
 from ..ir.visitor import pre_order
 from .canonicalize_bindings import CanonicalizeBindings
+from .memory_alloc import lower_alloc_tensors
 from .pass_infra import FunctionPass, register_pass
 
 VOID = TupleStructInfo(())
@@ -142,7 +144,7 @@ class KillAfterLastUse(FunctionPass):
     opt_level = 2
 
     def transform_function(self, func: rx.Function, mod: IRModule) -> rx.Function:
-        func = CanonicalizeBindings().transform_function(func, mod)
+        func = lower_alloc_tensors(CanonicalizeBindings().transform_function(func, mod))
         uses = LastUses(func)
         inserter = _Inserter(uses)
         if not inserter.kills_after:

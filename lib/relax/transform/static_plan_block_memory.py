@@ -8,7 +8,7 @@
     cls.exp(alloc1, alloc2)
     return alloc2
 becomes
-    storage: R.Object = R.memory.alloc_storage(R.shape([64]), R.prim_value(0), R.str("global"), R.dtype("float32"))
+    storage: R.Object = R.memory.alloc_storage(R.shape([64]), R.prim_value(0), R.str("global"), R.dtype("uint8"))
     alloc: ... = R.memory.alloc_tensor(storage, R.prim_value(0), R.shape([2, 8]), R.dtype("float32"), R.prim_value(0))
     cls.exp(x, alloc)
     storage1: R.Object = R.memory.alloc_storage(R.shape([64]), ...)
@@ -30,6 +30,10 @@ structurally equal size. Which tensors take part, and where each dies, is
 memory_tokens.py's analysis: tensors that escape keep their own allocation. A
 storage first allocated inside a branch of an `if` is used in that branch only.
 Kills are KillAfterLastUse's job. Expects CallTIRRewrite's output.
+
+Storages are byte arrays (dtype uint8) of their exact size in bytes. TVM prints the
+tensor's dtype there while the size is already in bytes, and its runtime multiplies
+by the dtype's width again (a float32 storage takes 4x the memory it needs).
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ from ..ir import tir
 from ..ir.module import IRModule
 from ..ir.struct_info import ObjectStructInfo
 from ..ir.structural import structural_equal
-from ..op.shape import int64, static_value
+from ..op.shape import static_value
+from .memory_alloc import Names, storage_call, tensor_call
 from .memory_sizes import function_upper_bounds, tensor_bytes, upper_bound_bytes
 from .memory_tokens import Token, TokenAnalysis, TokenCollector
 from .pass_infra import FunctionPass, register_pass
@@ -150,18 +155,10 @@ class StoragePlanner:
 class _Rewriter:
     """Replaces planned allocations by alloc_storage (at a storage's first use) + alloc_tensor."""
 
-    def __init__(self, analysis: TokenAnalysis, storage_of: dict[Token, Storage], taken: set[str]):
+    def __init__(self, analysis: TokenAnalysis, storage_of: dict[Token, Storage], names: Names):
         self.analysis = analysis
         self.storage_of = storage_of
-        self.taken = taken
-
-    def fresh(self, hint: str) -> str:
-        name, counter = hint, 0
-        while name in self.taken:
-            counter += 1
-            name = f"{hint}{counter}"
-        self.taken.add(name)
-        return name
+        self.names = names
 
     def seq(self, seq: rx.Expr) -> rx.Expr:
         if not isinstance(seq, rx.SeqExpr):
@@ -185,25 +182,11 @@ class _Rewriter:
         if storage is None:
             return [binding]
         out: list[rx.Binding] = []
-        span = value.span
         if storage.first is token:
-            storage.var = rx.Var(self.fresh("storage"), ObjectStructInfo())
-            size = int64(storage.size) if isinstance(storage.size, int) else storage.size
-            alloc_storage = rx.Call(rx.Op("relax.memory.alloc_storage"), (
-                rx.ShapeExpr((size,)), rx.PrimValue(int64(0)), rx.StringImm("global"), rx.DataTypeImm(storage.dtype),
-            ), span=span)
-            out.append(rx.VarBinding(storage.var, alloc_storage, span=span))
-        alloc_tensor = rx.Call(rx.Op("relax.memory.alloc_tensor"), (
-            storage.var, rx.PrimValue(int64(0)), value.args[0], value.args[1], rx.PrimValue(int64(0)),
-        ), span=span)
-        out.append(dataclasses.replace(binding, value=alloc_tensor))
+            storage.var = rx.Var(self.names.fresh("storage"), ObjectStructInfo())
+            out.append(rx.VarBinding(storage.var, storage_call(storage.size, value.span), span=binding.span))
+        out.append(dataclasses.replace(binding, value=tensor_call(storage.var, value.args[0], value.args[1], value.span)))
         return out
-
-
-def _names(func: rx.Function) -> set[str]:
-    from ..ir.visitor import pre_order
-
-    return {node.name_hint for node in pre_order(func) if isinstance(node, rx.Var)}
 
 
 @register_pass
@@ -220,5 +203,5 @@ class StaticPlanBlockMemory(FunctionPass):
         storage_of = StoragePlanner(analysis, function_upper_bounds(func.attrs)).plan(func)
         if not storage_of:
             return func
-        body = _Rewriter(analysis, storage_of, _names(func)).seq(func.body)
+        body = _Rewriter(analysis, storage_of, Names(func)).seq(func.body)
         return dataclasses.replace(func, body=body)
