@@ -34,12 +34,23 @@ def read_bytes(path: str) -> bytes:
         raise UserError(f"'{path}': is a directory") from None
 
 
+def _open_for_writing(path: str, mode: str):
+    try:
+        return open(path, mode, **({"encoding": "utf-8"} if "b" not in mode else {}))
+    except FileNotFoundError:
+        raise UserError(f"'{path}': cannot write: no such directory") from None
+    except IsADirectoryError:
+        raise UserError(f"'{path}': cannot write: is a directory") from None
+    except OSError as exc:
+        raise UserError(f"'{path}': cannot write: {(exc.strerror or str(exc)).lower()}") from None
+
+
 def write_text(path: str | None, text: str) -> None:
     if path is None or path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    with open(path, "w", encoding="utf-8") as handle:
+    with _open_for_writing(path, "w") as handle:
         handle.write(text)
 
 
@@ -53,5 +64,5 @@ def write_bytes(path: str | None, data: bytes, what: str = "binary output") -> N
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    with open(path, "wb") as handle:
+    with _open_for_writing(path, "wb") as handle:
         handle.write(data)
