@@ -84,6 +84,19 @@ def _rehash(blob: bytearray) -> bytes:
     return bytes(blob)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_flips_behind_a_valid_checksum_are_caught_by_the_inner_checks(linked, data):
+    """A writer bug or a forged file: the section table, manifest and embedded files are checked too."""
+    blob = bytearray(linked[2])
+    position = data.draw(st.integers(8, len(blob) - 1).filter(lambda p: not 24 <= p < 56))
+    blob[position] ^= 1 << data.draw(st.integers(0, 7))
+    try:
+        load_artifact(_rehash(blob), "t.vmx", import_kernels=False)
+    except UserError:
+        pass  # refused with a message; anything else (a crash) fails the test
+
+
 def test_a_newer_format_version_says_so(linked):
     blob = bytearray(linked[2])
     struct.pack_into("<HH", blob, 8, 0, 9)

@@ -48,6 +48,21 @@ SECTION_CODES = {name: code for code, name in SECTION_KINDS.items()}
 # How a symbol the bytecode calls was resolved, as the manifest spells it.
 RESOLUTIONS = ("kernel", "runtime", "undefined")
 
+# The manifest's entries: field -> type. Reading checks them all (extra fields are allowed).
+FLAG_FIELDS = {"allow_undefined": list, "target_check": bool}
+INPUT_FIELDS = {"kind": str, "name": str, "size": int, "sha256": str}
+TARGET_FIELDS = {"kernel_object": int, "triple": str, "cpu": str, "features": str, "abi_version": int}
+SYMBOL_FIELDS = {"name": str, "resolution": str}
+
+
+def _check_fields(entry, fields: dict, what: str) -> None:
+    if not isinstance(entry, dict):
+        raise ValueError(f"malformed {what} {entry!r}")
+    for name, kind in fields.items():
+        value = entry.get(name)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"malformed {what}: '{name}' is {value!r}")
+
 
 @dataclass(frozen=True)
 class LinkInfo:
@@ -67,14 +82,19 @@ class LinkInfo:
     def from_json(document) -> "LinkInfo":
         if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
             raise ValueError("not a linked-artifact manifest")
-        info = LinkInfo(str(document["producer"]), dict(document["flags"]), tuple(document["inputs"]),
+        info = LinkInfo(str(document["producer"]), document["flags"], tuple(document["inputs"]),
                         tuple(document["targets"]), tuple(document["symbols"]))
+        _check_fields(info.flags, FLAG_FIELDS, "flags")
         for entry in info.inputs:
-            if entry["kind"] not in ("vmo", "ko") or not isinstance(entry["sha256"], str):
-                raise ValueError(f"malformed input entry {entry!r}")
+            _check_fields(entry, INPUT_FIELDS, "input entry")
+            if entry["kind"] not in ("vmo", "ko"):
+                raise ValueError(f"malformed input entry: kind {entry['kind']!r}")
+        for target in info.targets:
+            _check_fields(target, TARGET_FIELDS, "target entry")
         for symbol in info.symbols:
-            if symbol["resolution"] not in RESOLUTIONS or not isinstance(symbol["name"], str):
-                raise ValueError(f"malformed symbol entry {symbol!r}")
+            _check_fields(symbol, SYMBOL_FIELDS, "symbol entry")
+            if symbol["resolution"] not in RESOLUTIONS:
+                raise ValueError(f"malformed symbol entry: resolution {symbol['resolution']!r}")
         return info
 
     def symbols_resolved_as(self, resolution: str) -> list[str]:
