@@ -9,7 +9,7 @@ from relax.build import build, lower
 from relax.driver.compile import parse_source
 from relax.ir import check_well_formed
 from relax.script import parse, script
-from relax.transform.pass_infra import run_passes
+from relax.transform.pass_infra import PassContext, run_passes
 from relax.runtime.objects import ShapeTuple
 from relax.vm import VirtualMachine
 
@@ -117,3 +117,12 @@ def test_scalar_arguments_and_a_size_only_an_output_has_reach_the_fused_kernel()
     x = np.arange(3, dtype="float32")
     out = vm["main"](x, ShapeTuple([2]))
     np.testing.assert_allclose(out, np.exp(np.array([0, 1, 2, 1.5, 1.5], "float32")), rtol=1e-6)
+
+
+@pytest.mark.parametrize("depth", [2, 5])
+def test_max_depth_bounds_every_group(depth):
+    mod = parse_source(str(SAMPLES / "elementwise.relax"))
+    with PassContext(config={"relax.FuseOps.max_depth": depth}):
+        grouped = run_passes(mod, FUSION[:4])
+    sizes = [len(f.body.blocks[0].bindings) for f in grouped.relax_functions().values() if f.attrs.get("Primitive")]
+    assert len(sizes) > 1 and max(sizes) <= depth

@@ -117,11 +117,8 @@ class _GraphBuilder(ExprVisitor):
         return node
 
 
-def _leaves_in(expr: rx.Expr):
-    seen: set[int] = set()
-    for var in free_vars(expr):
-        seen.add(id(var))
-        yield var
+def _leaves_in(expr: rx.Expr) -> list[rx.Var]:
+    return free_vars(expr)
 
 
 @dataclasses.dataclass
