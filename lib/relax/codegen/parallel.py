@@ -1,18 +1,24 @@
-"""Parallel loops: outlined into a worker function and run in chunks on POSIX threads.
+"""Parallel loops: outlined into a worker, run in chunks pulled by POSIX threads.
 
 For `for i in T.parallel(begin, end)` the kernel gets
 
-    worker(begin, end, ctx, captured...)   the loop body over one chunk (pointers noalias
+    worker(begin, end, ctx, captured...)   the loop body over one range (pointers noalias
                                            when the kernel is)
-    trampoline(closure)                    a pthread start routine unpacking a closure
-    __relax_parallel_launch(...)           spawns count-1 threads, runs chunk 0 itself,
-                                           joins them and returns the first non-zero status
+    trampoline(closure)                    a pthread start routine: takes the next chunk
+                                           from an atomic counter in the closure, runs
+                                           the worker on it, until none is left
+    __relax_parallel_launch(...)           starts count-1 threads on the trampoline, runs
+                                           it on the calling thread too, joins them
 
-The kernel calls pthread_create/pthread_join itself (resolved in the loading
-process), so no Python thread and no GIL is involved. The thread count is
+The iterations are cut into about CHUNKS_PER_THREAD chunks per thread and every
+thread takes chunks as it gets to them, so a thread that starts late, or shares
+its core with other work, takes fewer chunks instead of holding everybody up. The
+kernel calls pthread_create/pthread_join itself (resolved in the loading process),
+so no Python thread and no GIL is involved. The thread count is
 min(ctx->num_threads, iterations, MAX_THREADS); with one thread the worker is
-called directly. A thread that cannot be started has its chunk run inline.
-Nested parallel loops run serially inside their worker.
+called directly. A thread that cannot be started is simply not there: the others
+take its chunks. The first non-zero worker status is the loop's. Nested parallel
+loops run serially inside their worker.
 """
 
 from __future__ import annotations
@@ -29,43 +35,38 @@ from .llvm_types import I32, I64, POINTER, opaque
 
 LAUNCHER = "__relax_parallel_launch"
 
+CHUNKS_PER_THREAD = 4
+
 LAUNCHER_IR = f"""
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_join(i64, ptr)
 
-define linkonce_odr hidden i32 @{LAUNCHER}(ptr %task, ptr %closures, i64 %stride, i32 %count) {{
+define linkonce_odr hidden void @{LAUNCHER}(ptr %task, ptr %closure, i32 %count) {{
 entry:
   %tids = alloca [{abi.MAX_THREADS} x i64], align 8
   %started = alloca [{abi.MAX_THREADS} x i8], align 1
   %n = sext i32 %count to i64
   br label %spawn_header
 spawn_header:
-  %t = phi i64 [1, %entry], [%t.next, %spawn_latch]
+  %t = phi i64 [1, %entry], [%t.next, %spawn_body]
   %spawn_more = icmp slt i64 %t, %n
-  br i1 %spawn_more, label %spawn_body, label %run_first
+  br i1 %spawn_more, label %spawn_body, label %run_here
 spawn_body:
-  %offset = mul i64 %t, %stride
-  %closure = getelementptr inbounds i8, ptr %closures, i64 %offset
   %tid = getelementptr inbounds [{abi.MAX_THREADS} x i64], ptr %tids, i64 0, i64 %t
   %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr %task, ptr %closure)
   %ok = icmp eq i32 %rc, 0
   %flag = getelementptr inbounds [{abi.MAX_THREADS} x i8], ptr %started, i64 0, i64 %t
   %ok.byte = zext i1 %ok to i8
   store i8 %ok.byte, ptr %flag, align 1
-  br i1 %ok, label %spawn_latch, label %spawn_inline
-spawn_inline:
-  %inline.result = call ptr %task(ptr %closure)
-  br label %spawn_latch
-spawn_latch:
   %t.next = add nsw i64 %t, 1
   br label %spawn_header
-run_first:
-  %first.result = call ptr %task(ptr %closures)
+run_here:
+  %here.result = call ptr %task(ptr %closure)
   br label %join_header
 join_header:
-  %j = phi i64 [1, %run_first], [%j.next, %join_latch]
+  %j = phi i64 [1, %run_here], [%j.next, %join_latch]
   %join_more = icmp slt i64 %j, %n
-  br i1 %join_more, label %join_check, label %status_header
+  br i1 %join_more, label %join_check, label %done
 join_check:
   %jflag = getelementptr inbounds [{abi.MAX_THREADS} x i8], ptr %started, i64 0, i64 %j
   %was.started = load i8, ptr %jflag, align 1
@@ -79,23 +80,13 @@ join_body:
 join_latch:
   %j.next = add nsw i64 %j, 1
   br label %join_header
-status_header:
-  %s = phi i64 [0, %join_header], [%s.next, %status_body]
-  %status = phi i32 [0, %join_header], [%status.next, %status_body]
-  %status_more = icmp slt i64 %s, %n
-  br i1 %status_more, label %status_body, label %done
-status_body:
-  %soffset = mul i64 %s, %stride
-  %sclosure = getelementptr inbounds i8, ptr %closures, i64 %soffset
-  %chunk.status = load i32, ptr %sclosure, align 4
-  %keep = icmp ne i32 %status, 0
-  %status.next = select i1 %keep, i32 %status, i32 %chunk.status
-  %s.next = add nsw i64 %s, 1
-  br label %status_header
 done:
-  ret i32 %status
+  ret void
 }}
 """
+
+# The closure every thread shares: status, begin, end, chunk size, next chunk, ctx, captured values...
+_STATUS, _BEGIN, _END, _CHUNK, _NEXT, _CONTEXT = range(6)
 
 
 def link_launcher(module: "llvm.ModuleRef") -> None:
@@ -145,52 +136,41 @@ class ParallelCodegen:
         counts = self.module.__dict__.setdefault("_relax_parallel_count", {})
         index = counts[self.function.name] = counts.get(self.function.name, 0) + 1
         worker = self.outline_worker(loop, keys, captured, begin.type, f"{self.function.name}.parallel{index}")
-        closure_type = ir.LiteralStructType([I32, begin.type, begin.type, POINTER] + [v.type for v in captured])
-        trampoline = self._trampoline(worker, closure_type)
+        closure_type = ir.LiteralStructType([I32, I64, I64, I64, I64, POINTER] + [v.type for v in captured])
+        trampoline = self._trampoline(worker, closure_type, begin.type)
         self.parallel_used = True
 
+        b = self.builder
         status_slot = self.entry_alloca(I32, "parallel_status")
-        total = self.builder.sext(self.builder.sub(end, begin), I64) if begin.type != I64 else self.builder.sub(end, begin)
-        threads = self.builder.sext(self.load_context("num_threads"), I64)
+        begin64, end64 = (b.sext(begin, I64), b.sext(end, I64)) if begin.type != I64 else (begin, end)
+        total = b.sub(end64, begin64)
+        threads = b.sext(self.load_context("num_threads"), I64)
         threads = self._min(self._min(threads, total), ir.Constant(I64, abi.MAX_THREADS))
-        with self.builder.if_else(self.builder.icmp_signed("<=", threads, ir.Constant(I64, 1))) as (serial, threaded):
+        with b.if_else(b.icmp_signed("<=", threads, ir.Constant(I64, 1))) as (serial, threaded):
             with serial:
-                status = self.builder.call(worker, [begin, end, self.context] + captured)
-                self.builder.store(status, status_slot)
+                b.store(b.call(worker, [begin, end, self.context] + captured), status_slot)
             with threaded:
-                self._launch(trampoline, closure_type, begin, end, total, threads, captured, status_slot)
-        status = self.builder.load(status_slot, typ=I32)
-        with self.builder.if_then(self.builder.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
-            self.builder.ret(status)
+                closure = self.entry_alloca(closure_type, "closure")
+                pieces = b.mul(threads, ir.Constant(I64, CHUNKS_PER_THREAD))
+                chunk = b.sdiv(b.sub(b.add(total, pieces), ir.Constant(I64, 1)), pieces)
+                values = [ir.Constant(I32, 0), begin64, end64, chunk, ir.Constant(I64, 0), self.context] + captured
+                for position, value in enumerate(values):
+                    b.store(value, self._field(b, closure, closure_type, position))
+                launcher = self.declare(LAUNCHER, ir.FunctionType(ir.VoidType(), [POINTER, POINTER, I32]))
+                b.call(launcher, [trampoline, closure, b.trunc(threads, I32)])
+                status = b.load(self._field(b, closure, closure_type, _STATUS), typ=I32)
+                b.store(status, status_slot)
+        status = b.load(status_slot, typ=I32)
+        with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
+            b.ret(status)
+
+    @staticmethod
+    def _field(builder: ir.IRBuilder, closure: ir.Value, closure_type, position: int) -> ir.Value:
+        return builder.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, position)], inbounds=True,
+                           source_etype=closure_type)
 
     def _min(self, a: ir.Value, b: ir.Value) -> ir.Value:
         return self.builder.select(self.builder.icmp_signed("<", a, b), a, b)
-
-    def _launch(self, trampoline, closure_type, begin, end, total, threads, captured, status_slot):
-        b = self.builder
-        one = ir.Constant(I64, 1)
-        chunk = b.sdiv(b.sub(b.add(total, threads), one), threads)
-        count = b.sdiv(b.sub(b.add(total, chunk), one), chunk)
-        closures = self.entry_alloca(ir.ArrayType(closure_type, abi.MAX_THREADS), "closures")
-
-        def fill(t):
-            slot = b.gep(closures, [ir.Constant(I64, 0), t], inbounds=True,
-                         source_etype=ir.ArrayType(closure_type, abi.MAX_THREADS))
-            start = b.mul(t, chunk)
-            stop = self._min(b.add(start, chunk), total)
-            if begin.type != I64:
-                start, stop = b.trunc(start, begin.type), b.trunc(stop, begin.type)
-            values = [ir.Constant(I32, 0), b.add(begin, start), b.add(begin, stop), self.context] + captured
-            for position, value in enumerate(values):
-                field = b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, position)], inbounds=True,
-                              source_etype=closure_type)
-                b.store(value, field)
-
-        self.counted_loop(ir.Constant(I64, 0), count, fill, name="chunk")
-        stride = b.ptrtoint(b.gep(ir.Constant(POINTER, None), [ir.Constant(I64, 1)], source_etype=closure_type), I64)
-        launcher = self.declare(LAUNCHER, ir.FunctionType(I32, [POINTER, POINTER, I64, I32]))
-        status = b.call(launcher, [trampoline, closures, stride, b.trunc(count, I32)])
-        b.store(status, status_slot)
 
     def entry_alloca(self, llvm_type: ir.Type, name: str) -> ir.Value:
         with self.builder.goto_entry_block():
@@ -216,18 +196,34 @@ class ParallelCodegen:
             child.builder.ret(ir.Constant(I32, 0))
         return function
 
-    def _trampoline(self, worker: ir.Function, closure_type) -> ir.Function:
+    def _trampoline(self, worker: ir.Function, closure_type, index_type) -> ir.Function:
+        """The thread routine: take chunks until none is left or a worker fails."""
         function = ir.Function(self.module, ir.FunctionType(POINTER, [POINTER]), worker.name + ".thread")
         function.linkage = "internal"
-        builder = ir.IRBuilder(function.append_basic_block("entry"))
+        b = ir.IRBuilder(function.append_basic_block("entry"))
         closure = function.args[0]
-        fields = []
-        for position, field_type in enumerate(closure_type.elements):
-            pointer = builder.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, position)], inbounds=True,
-                                  source_etype=closure_type)
-            fields.append(builder.load(pointer, typ=field_type))
-        status = builder.call(worker, fields[1:])
-        builder.store(status, builder.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, 0)], inbounds=True,
-                                          source_etype=closure_type))
-        builder.ret(ir.Constant(POINTER, None))
+        fields = [b.load(self._field(b, closure, closure_type, position), typ=field_type)
+                  for position, field_type in enumerate(closure_type.elements)]
+        begin, end, chunk, context, captured = fields[_BEGIN], fields[_END], fields[_CHUNK], fields[_CONTEXT], fields[6:]
+        take = function.append_basic_block("take")
+        run = function.append_basic_block("run")
+        failed = function.append_basic_block("failed")
+        done = function.append_basic_block("done")
+        b.branch(take)
+        b.position_at_end(take)
+        piece = b.atomic_rmw("add", self._field(b, closure, closure_type, _NEXT), ir.Constant(I64, 1), "monotonic")
+        start = b.add(begin, b.mul(piece, chunk))
+        b.cbranch(b.icmp_signed("<", start, end), run, done)
+        b.position_at_end(run)
+        stop = b.add(start, chunk)
+        stop = b.select(b.icmp_signed("<", stop, end), stop, end)
+        if index_type != I64:
+            start, stop = b.trunc(start, index_type), b.trunc(stop, index_type)
+        status = b.call(worker, [start, stop, context] + captured)
+        b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), take, failed)
+        b.position_at_end(failed)
+        b.cmpxchg(self._field(b, closure, closure_type, _STATUS), ir.Constant(I32, 0), status, "monotonic", "monotonic")
+        b.branch(done)
+        b.position_at_end(done)
+        b.ret(ir.Constant(POINTER, None))
         return function
