@@ -6,11 +6,12 @@ Variables carry tokens: an allocation's variable its own, an alias (`lv = alloc`
 a match_cast of it) the same, a tuple the tokens of its fields, `t[i]` those of
 field i. A use of a variable counts as a use of its tokens when it is an argument
 of a call that reads it and keeps no reference: a kernel of the module
-(`cls.add(a, b, alloc)`), a packed function (`R.call_packed`, which TVM assumes
-keeps nothing) or `R.vm.call_tir_dyn`. Any other use lets the tensor escape and
-its token is never planned: returned from the function or a branch, an `if`
-condition, an argument of an operator or of a Relax function, captured by a local
-function.
+(`cls.add(a, b, alloc)`), a packed function in destination-passing style (it
+returns nothing; TVM assumes it keeps nothing) or `R.vm.call_tir_dyn`. Any other
+use lets the tensor escape and its token is never planned: returned from the
+function or a branch, an `if` condition, an argument of an operator, of a Relax
+function or of a packed call that returns a value (it may be a view of the
+argument), captured by a local function.
 
     alloc = R.builtin.alloc_tensor(R.shape([4]), ...)   # token t0
     cls.exp(x, alloc)                                   # use 1 of t0
@@ -25,6 +26,7 @@ from typing import Union
 
 from ..ir import expr as rx
 from ..ir import tir
+from ..ir.struct_info import TupleStructInfo
 from ..ir.visitor import pre_order
 from ..op.infer import literal_of
 
@@ -147,16 +149,21 @@ class TokenCollector:
                 self.seq(branch)
                 self.scope = outer
             return
-        if isinstance(value, rx.Call) and self.reads_without_keeping(value):
+        if isinstance(value, rx.Call) and self.reads_without_keeping(value, binding.var):
             args = value.args[1].fields if _is_call_tir_dyn(value) and isinstance(value.args[1], rx.Tuple) else value.args
             self.read(binding, args)
             return
         self.escape(value)
 
-    def reads_without_keeping(self, call: rx.Call) -> bool:
+    def reads_without_keeping(self, call: rx.Call, result: rx.Var) -> bool:
         callee = call.op
-        if isinstance(callee, rx.ExternFunc) or _is_call_tir_dyn(call):
+        if _is_call_tir_dyn(call):
             return True
+        if isinstance(callee, rx.ExternFunc):
+            # A packed call in destination-passing style returns nothing; one that
+            # returns a value may return (a view of) an argument.
+            info = result.struct_info
+            return isinstance(info, TupleStructInfo) and not info.fields
         if isinstance(callee, rx.GlobalVar) and self.mod is not None and callee.name_hint in self.mod:
             return isinstance(self.mod[callee.name_hint], tir.PrimFunc)
         return False
