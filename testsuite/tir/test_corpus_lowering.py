@@ -57,6 +57,8 @@ def _arguments(func, rng):
         if buffer is None:
             args.append(0.5 if dt.is_float(param.dtype) else SIZE)
             continue
+        if buffer.dtype not in dt.SUPPORTED_NUMPY:
+            pytest.skip(f"buffer {buffer.name} is {buffer.dtype}, which numpy cannot hold")
         shape = tuple(int(machine.eval(extent)) for extent in buffer.shape)
         if int(np.prod(shape)) > MAX_ELEMENTS:
             pytest.skip(f"buffer {buffer.name} has {int(np.prod(shape))} elements")

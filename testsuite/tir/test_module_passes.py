@@ -28,7 +28,7 @@ def _module():
 
 
 def test_every_pipeline_pass_is_registered_under_its_name():
-    for tir_pass in passes(Target.parse("cuda -arch=sm_80")):
+    for tir_pass in passes(Target.parse("cuda -arch=sm_80")) + passes(Target.parse("llvm")):
         assert tir_pass.name in MODULE_PASSES
         assert get_pass(tir_pass.name).name == tir_pass.name
     assert get_pass("lower-tir").description().startswith("TIR:")

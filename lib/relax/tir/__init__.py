@@ -2,7 +2,8 @@
 
 Sits between the operator legalization (which writes PrimFuncs with blocks) and
 codegen/. `lower_for_codegen(func, target)` (pipeline.py) runs, in order:
-default-gpu-schedule (cuda targets only), convert-blocks-to-loops,
+default-cpu-schedule (llvm targets, unless -num-cores=1) or default-gpu-schedule
+(cuda targets), convert-blocks-to-loops,
 lower-attr-stmts, flatten-buffers, simplify, narrow-division, annotate-storage,
 verify-lowered.
 Each pass is a file named after it.

@@ -13,53 +13,12 @@ iterators are spatial.
 from __future__ import annotations
 
 from ..ir import tir
-from .rewrite import Rewriter, collect, substitute, walk
+from .loop_nests import has_thread_bindings, spatial_prefix, top_level
+from .rewrite import substitute
 
 
 def _int(dtype: str, value: int) -> tir.IntImm:
     return tir.IntImm(dtype, value)
-
-
-def _uses(node, var) -> bool:
-    found = []
-    walk(node, lambda n: found.append(True) if n is var else None)
-    return bool(found)
-
-
-def _perfect_loops(stmt) -> tuple[list[tir.For], tir.Stmt]:
-    loops = []
-    while isinstance(stmt, tir.For) and stmt.kind == "serial":
-        loops.append(stmt)
-        stmt = stmt.body
-    return loops, stmt
-
-
-def _is_spatial(loop: tir.For, body: tir.Stmt) -> bool:
-    """Whether the loop's variable feeds a spatial iterator of every block below it and
-    no other iterator: then its iterations touch disjoint block instances."""
-    realizes = collect(body, tir.BlockRealize)
-    if not realizes or collect(_outside_blocks(body), tir.BufferStore):
-        return False
-    for realize in realizes:
-        feeds_spatial = False
-        for iter_var, value in zip(realize.block.iter_vars, realize.iter_values):
-            if _uses(value, loop.loop_var):
-                if iter_var.iter_type != "DataPar":
-                    return False
-                feeds_spatial = True
-        if not feeds_spatial:  # every iteration would run the same block instance
-            return False
-    return True
-
-
-class _CutBlocks(Rewriter):
-    def visit_BlockRealize(self, realize):
-        return tir.Evaluate(tir.IntImm("int32", 0))
-
-
-def _outside_blocks(stmt):
-    """`stmt` with every BlockRealize replaced by a no-op (to find stores outside blocks)."""
-    return _CutBlocks().visit(stmt)
 
 
 def _launch(body: tir.Stmt, blocks, threads, dtype: str, name: str):
@@ -72,14 +31,7 @@ def _launch(body: tir.Stmt, blocks, threads, dtype: str, name: str):
 
 
 def _schedule_nest(stmt: tir.Stmt, max_threads: int, name: str) -> tir.Stmt:
-    loops, innermost = _perfect_loops(stmt)
-    spatial = []
-    for loop in loops:
-        if not _is_spatial(loop, loop.body) or any(
-            _uses(loop.extent, outer.loop_var) or _uses(loop.min, outer.loop_var) for outer in spatial
-        ):
-            break
-        spatial.append(loop)
+    spatial = spatial_prefix(stmt)
     if not spatial:
         return _launch(lambda bx, tx: stmt, _int("int32", 1), _int("int32", 1), "int32", name)
     dtype = spatial[0].loop_var.dtype
@@ -123,19 +75,6 @@ def _constant_product(loops) -> int | None:
     return product
 
 
-def _top_level(stmt):
-    """The statements of a body to schedule one by one, and how to put them back."""
-    if isinstance(stmt, tir.BlockRealize) and not stmt.block.iter_vars:
-        inner, rebuild = _top_level(stmt.block.body)
-        return inner, lambda seq: stmt.with_fields(block=stmt.block.with_fields(body=rebuild(seq)))
-    if isinstance(stmt, (tir.Allocate, tir.DeclBuffer, tir.LetStmt)):
-        inner, rebuild = _top_level(stmt.body)
-        return inner, lambda seq: stmt.with_fields(body=rebuild(seq))
-    if isinstance(stmt, tir.SeqStmt):
-        return list(stmt.seq), lambda seq: tir.SeqStmt(tuple(seq)) if len(seq) > 1 else seq[0]
-    return [stmt], lambda seq: seq[0] if len(seq) == 1 else tir.SeqStmt(tuple(seq))
-
-
 class DefaultGPUSchedule:
     """The pass object: `DefaultGPUSchedule(max_threads_per_block).run(func)`.
 
@@ -163,10 +102,8 @@ class DefaultGPUSchedule:
         self.max_threads = max_threads_per_block
 
     def run(self, func: tir.PrimFunc) -> tir.PrimFunc:
-        if any(f.kind == "thread_binding" for f in collect(func.body, tir.For)) or any(
-            a.attr_key == "thread_extent" for a in collect(func.body, tir.AttrStmt)
-        ):
+        if has_thread_bindings(func):
             return func
-        statements, rebuild = _top_level(func.body)
+        statements, rebuild = top_level(func.body)
         scheduled = [_schedule_nest(stmt, self.max_threads, f"k{index}") for index, stmt in enumerate(statements)]
         return func.with_fields(body=rebuild(scheduled))

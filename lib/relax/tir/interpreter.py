@@ -147,6 +147,8 @@ class Interpreter:
 
     def _allocate(self, key, dtype: str, count: int) -> None:
         scalar = dt.element(dtype)
+        if scalar not in dt.SUPPORTED_NUMPY:
+            raise InterpreterError(f"cannot hold {scalar} values: numpy has no such type")
         if dt.is_float(scalar):
             self.storage[key] = np.full(count, np.nan, dtype=dt.to_numpy(scalar))
         else:

@@ -13,6 +13,7 @@ from ..ir.module import IRModule
 from ..transform.pass_infra import Pass, PassContext, register_pass
 from .annotate_storage import AnnotateStorage
 from .convert_blocks_to_loops import ConvertBlocksToLoops
+from .default_cpu_schedule import DefaultCPUSchedule
 from .default_gpu_schedule import DefaultGPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .lower_attr_stmts import LowerAttrStmts
@@ -55,6 +56,7 @@ def _make(tir_pass_factory, name: str, summary: str) -> type[Pass]:
 
 # (pass name, how to make the TIR pass): one row per pass, in pipeline order.
 _TABLE = (
+    (DefaultCPUSchedule, DefaultCPUSchedule),
     (DefaultGPUSchedule, lambda: DefaultGPUSchedule(max(1, config_target().max_threads_per_block or 1024))),
     (ConvertBlocksToLoops, ConvertBlocksToLoops),
     (LowerAttrStmts, LowerAttrStmts),

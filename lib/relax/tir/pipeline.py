@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir import tir
 from .annotate_storage import AnnotateStorage
 from .convert_blocks_to_loops import ConvertBlocksToLoops
+from .default_cpu_schedule import DefaultCPUSchedule
 from .default_gpu_schedule import DefaultGPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .lower_attr_stmts import LowerAttrStmts
@@ -20,8 +21,11 @@ from .verify_lowered import VerifyLowered
 
 
 def passes(target=None) -> list:
-    gpu = getattr(target, "kind", "") == "cuda"
-    schedule = [DefaultGPUSchedule(target.max_threads_per_block)] if gpu else []
+    if getattr(target, "kind", "llvm") == "cuda":
+        schedule = [DefaultGPUSchedule(target.max_threads_per_block)]
+    else:
+        single_core = getattr(target, "num_cores", 0) == 1
+        schedule = [] if single_core else [DefaultCPUSchedule()]
     return schedule + [
         ConvertBlocksToLoops(),
         LowerAttrStmts(),
