@@ -46,11 +46,18 @@ def test_work_estimate():
 
 
 def test_pipeline_uses_it_for_llvm_unless_single_core():
-    func = matmul_func(64, 64, 8)
-    assert "parallel" in _kinds(lower_for_codegen(func, Target.parse("llvm")))
-    assert "parallel" not in _kinds(lower_for_codegen(func, Target.parse("llvm -num-cores=1")))
+    big = matmul_func(128, 128, 32)
+    assert "parallel" in _kinds(lower_for_codegen(big, Target.parse("llvm")))
+    assert "parallel" not in _kinds(lower_for_codegen(big, Target.parse("llvm -num-cores=1")))
+    assert "parallel" not in _kinds(lower_for_codegen(matmul_func(8, 8, 8), Target.parse("llvm")))
+
+
+def test_parallel_nest_lowered_computes_the_same():
+    func = DefaultCPUSchedule(min_work=1).run(matmul_func(12, 10, 8))
+    lowered = lower_for_codegen(func, Target.parse("llvm"))
+    assert _kinds(lowered) == ["parallel", "serial", "serial"]
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((64, 8)).astype(np.float32), rng.standard_normal((8, 64)).astype(np.float32)
-    c = np.zeros((64, 64), np.float32)
-    run(lower_for_codegen(func, Target.parse("llvm")), a, b, c)
+    a, b = rng.standard_normal((12, 8)).astype(np.float32), rng.standard_normal((8, 10)).astype(np.float32)
+    c = np.zeros((12, 10), np.float32)
+    run(lowered, a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)

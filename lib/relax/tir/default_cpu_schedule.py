@@ -15,7 +15,7 @@ from ..ir import tir
 from .loop_nests import has_thread_bindings, spatial_prefix, top_level
 from .rewrite import Rewriter, collect
 
-MIN_PARALLEL_WORK = 16384
+MIN_PARALLEL_WORK = 1 << 18  # below this, starting threads costs about what they save
 SYMBOLIC_EXTENT_GUESS = 64  # how many iterations a loop of unknown extent is taken to run
 
 
