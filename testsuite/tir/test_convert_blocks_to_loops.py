@@ -8,7 +8,7 @@ from relax.tir import run
 from relax.tir.convert_blocks_to_loops import ConvertBlocksToLoops
 from relax.tir.rewrite import collect
 
-from tir_builders import TRUE, block, buffer, f32, i32, loops, matmul_func, prim_func
+from tir_builders import block, buffer, f32, i32, loops, matmul_func, prim_func
 
 
 def test_reduction_init_runs_when_the_reduction_iterator_starts():

@@ -3,7 +3,7 @@ reference interpreter on random environments inside the known bounds."""
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from relax.ir import tir
 from relax.ir.structural import structural_equal
@@ -13,7 +13,7 @@ from relax.tir.interpreter import Interpreter
 from relax.tir.rewrite import collect
 from relax.tir.simplify import Simplify
 
-from tir_builders import buffer, f32, i32, loops, prim_func
+from tir_builders import buffer, f32, loops, prim_func
 from tir_text import text
 
 I, J, K, N = tir.Var("i", "int64"), tir.Var("j", "int64"), tir.Var("k", "int64"), tir.Var("n", "int64")
