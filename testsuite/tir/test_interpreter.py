@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from relax.ir import tir
-from relax.tir import run
+from relax.tir import lower_for_codegen, run
 from relax.tir.interpreter import InterpreterError
 
 from tir_builders import block, buffer, i32, loops, matmul_func, prim_func
@@ -111,3 +111,16 @@ def test_step_limit_stops_long_runs():
     with pytest.raises(InterpreterError, match="step limit"):
         run(prim_func([A], body), np.zeros(1, np.float32), step_limit=100)
     run(prim_func([A], body), np.zeros(1, np.float32), step_limit=5000)
+
+
+def test_vector_accesses_with_ramp_and_broadcast():
+    A, B = buffer("A", (2, 4)), buffer("B", (2, 4))
+    body = loops([("i", 2)], lambda i: tir.BufferStore(
+        B, tir.Mul(tir.BufferLoad(A, (i, tir.Ramp(i32(0), i32(1), 4))), tir.Broadcast(tir.FloatImm("float32", 3.0), 4)),
+        (i, tir.Ramp(i32(0), i32(1), 4))))
+    func = prim_func([A, B], body)
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    for candidate in (func, lower_for_codegen(func)):
+        b = np.zeros_like(a)
+        run(candidate, a, b)
+        np.testing.assert_array_equal(b, a * 3)
