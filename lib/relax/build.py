@@ -12,6 +12,9 @@ The kernel object stays attached as `exe.kernel_objects` for export.
 
 from __future__ import annotations
 
+import sys
+import types
+
 from .ir.module import IRModule
 
 
@@ -52,3 +55,15 @@ def _runs_here(target) -> bool:
 
     host = host_target()
     return getattr(target, "mtriple", None) in (None, "", host.mtriple) or target.mtriple == host.mtriple
+
+
+class _CallableModule(types.ModuleType):
+    """`relax.build` names both this module and its function. Python binds an imported
+    submodule as the package's attribute, so the module forwards calls to `build`:
+    `relax.build(mod)` works whichever of the two the attribute is."""
+
+    def __call__(self, *args, **kwargs):
+        return build(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

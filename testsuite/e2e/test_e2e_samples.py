@@ -16,14 +16,20 @@ NAMES = sorted(p.stem for p in SAMPLES.glob("*.relax"))
 KNOWN_FAILURES: dict[str, str] = {}
 
 
-@register_func("samples.scale_by_two", override=True)
 def _scale_by_two(x):
     return x * np.float32(2)
 
 
-@register_func("samples.add_one_dps", override=True)
 def _add_one_dps(x, out):
     out[...] = x + np.float32(1)
+
+
+@pytest.fixture(autouse=True)
+def sample_packed_functions():
+    """What samples/packed_call.relax calls, registered for each test: other tests may
+    register or remove functions of the same names."""
+    register_func("samples.scale_by_two", _scale_by_two, override=True)
+    register_func("samples.add_one_dps", _add_one_dps, override=True)
 
 
 def flatten(value, out):

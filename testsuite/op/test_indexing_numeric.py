@@ -52,3 +52,10 @@ def test_einsum(subscripts, shapes):
     operands = [RNG.standard_normal(s).astype("float32") for s in shapes]
     expected = np.einsum(subscripts, *operands)
     np.testing.assert_allclose(run_op("einsum", operands, subscripts=subscripts), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_cumprod():
+    x = np.array([[1, 2, 3], [4, 5, 6]], "float32")
+    np.testing.assert_allclose(run_op("cumprod", x, axis=1), np.cumprod(x, axis=1))
+    exclusive = np.concatenate([np.ones((2, 1), "float32"), np.cumprod(x, axis=1)[:, :-1]], axis=1)
+    np.testing.assert_allclose(run_op("cumprod", x, axis=1, exclusive=True), exclusive)

@@ -71,3 +71,12 @@ def test_linear_with_and_without_bias():
     w, bias = RNG.standard_normal((5, 4)).astype("float32"), RNG.standard_normal((5,)).astype("float32")
     np.testing.assert_allclose(run_op("linear", x, w, bias), x @ w.T + bias, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(run_op("linear", x, w), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_collapse_sum_to():
+    from relax import ir
+    from relax.ir import tir
+
+    x = RNG.standard_normal((2, 3, 4)).astype("float32")
+    shape = ir.ShapeExpr((tir.IntImm("int64", 3), tir.IntImm("int64", 1)))
+    np.testing.assert_allclose(run_op("collapse_sum_to", x, shape), x.sum(axis=(0, 2))[:, None], rtol=1e-5, atol=1e-5)

@@ -48,16 +48,19 @@ def parse_source(path: str):
 
 
 def check_module(mod) -> None:
-    """Runs the well-formedness checker; its errors stop compilation."""
+    """Checks what a file says before anything is emitted: well-formedness, then every
+    operator call (unknown operators, argument counts, shapes and dtypes), as TVM's
+    parser does. All errors found are reported together."""
+    from ..diagnostics import render
     from ..ir.well_formed import check_well_formed
+    from ..transform.normalize import Normalize
 
     diagnostics = check_well_formed(mod)
     if any(d.severity == "error" for d in diagnostics):
         raise DiagnosticError(diagnostics)
     for warning in diagnostics:
-        from ..diagnostics import render
-
         sys.stderr.write(render(warning, "relaxc"))
+    Normalize().run(mod)
 
 
 def listing_text(kind: str) -> str:

@@ -107,3 +107,22 @@ _op("shape_to_tensor", ("shape",), _shape_to_tensor, "a shape value as a 1-D int
 _op("tensor_to_shape", ("x",), _tensor_to_shape, "a 1-D int64 tensor as a shape value")
 _op("invoke_closure", ("closure", "args"), _sinfo_args_or(ObjectStructInfo()), "call a closure")
 _op("make_closure", ("func", "args"), lambda call: ObjectStructInfo(), "bind arguments to a function")
+
+
+def _to_vdevice(call) -> StructInfo:
+    info = tensor_info(call, 0)
+    return TensorStructInfo(info.shape, info.dtype, info.ndim, str(call.attrs["dst_vdevice"]))
+
+
+register(OpDef("relax.to_vdevice", ("data",), (AttrSpec("dst_vdevice"),), _to_vdevice, "opaque", None,
+               "the tensor on another virtual device (only the host device runs today)"))
+
+
+def _hint_on_device(call) -> StructInfo:
+    return tensor_info(call, 0).with_fields(span=None)
+
+
+register(OpDef("relax.hint_on_device", ("data", "device", "*memory_scope"), (), _hint_on_device, "opaque", None,
+               "a hint that the tensor lives on a device (a no-op on the host)"))
+register(OpDef("relax.device", (), (AttrSpec("device_type", 1), AttrSpec("index", 0)),
+               lambda call: ObjectStructInfo(), "opaque", None, "a device, as R.hint_on_device takes it"))

@@ -1,4 +1,4 @@
-"""Indexing and scans: cumsum, gather_elements, scatter_elements, one_hot, einsum.
+"""Indexing and scans: cumsum, cumprod, gather_elements, scatter_elements, one_hot, einsum.
 
 cumsum and scatter_elements are loop-nest kernels (see loops.py): a running sum
 reads the previous output element, and a scatter writes where the indices point.
@@ -43,7 +43,14 @@ def _cumsum_infer(call) -> TensorStructInfo:
     return TensorStructInfo(info.shape, dtype, info.ndim)
 
 
-def _cumsum_legalize(call, context):
+def _make_scan_legalize(name: str, combine, identity: float):
+    def legalize(call, context):
+        return _scan_legalize(call, context, name, combine, identity)
+
+    return legalize
+
+
+def _scan_legalize(call, context, name, combine, identity):
     info = tensor_info(call, 0)
     out_info = _cumsum_infer(call)
     if info.shape_values is None or out_info.shape_values is None or call.attrs["axis"] is None and info.ndim != 1:
@@ -51,20 +58,20 @@ def _cumsum_legalize(call, context):
     (axis,) = normalize_axes(call, call.attrs["axis"] if call.attrs["axis"] is not None else 0, max(info.ndim, 1))
     exclusive = bool(call.attrs["exclusive"])
     dtype = out_info.dtype
-    name = context.unique_name("cumsum")
+    out = loops.buffer(f"T_{name}", out_info.shape_values, dtype)
+    name = context.unique_name(name)
     x = loops.buffer("A", info.shape_values, info.dtype)
-    out = loops.buffer("T_cumsum", out_info.shape_values, dtype)
 
     def body(index):
         previous = tuple(i - int64(1) if a == axis else i for a, i in enumerate(index))
         first = tir.EQ(index[axis], int64(0))
-        zero = tir.FloatImm(dtype, 0.0) if dt.is_float(dtype) else tir.IntImm(dtype, 0)
+        start = tir.FloatImm(dtype, float(identity)) if dt.is_float(dtype) else tir.IntImm(dtype, int(identity))
         if exclusive:
-            carried = tir.Add(tir.BufferLoad(out, previous), _cast(tir.BufferLoad(x, previous), dtype))
-            value = tir.Call(dtype, "tir.if_then_else", (first, zero, carried))
+            carried = combine(tir.BufferLoad(out, previous), _cast(tir.BufferLoad(x, previous), dtype))
+            value = tir.Call(dtype, "tir.if_then_else", (first, start, carried))
         else:
             here = _cast(tir.BufferLoad(x, index), dtype)
-            value = tir.Call(dtype, "tir.if_then_else", (first, here, tir.Add(tir.BufferLoad(out, previous), here)))
+            value = tir.Call(dtype, "tir.if_then_else", (first, here, combine(tir.BufferLoad(out, previous), here)))
         return tir.BufferStore(out, value, index)
 
     context.new_functions[name] = loops.prim_func([x, out], loops.loop_nest(info.shape_values, body))
@@ -77,10 +84,12 @@ def _call_tir(name, args, out_info):
     return rx.Call(rx.Op("relax.call_tir"), (rx.GlobalVar(name), rx.Tuple(tuple(args))), sinfo_args=(out_info,))
 
 
-register(OpDef(
-    "relax.cumsum", ("data",), (AttrSpec("axis", None), AttrSpec("dtype", None), AttrSpec("exclusive", False)),
-    _cumsum_infer, "opaque", _cumsum_legalize, "running sum along an axis (of the flattened input when axis is None)",
-))
+for _name, _combine, _identity in (("cumsum", tir.Add, 0), ("cumprod", tir.Mul, 1)):
+    register(OpDef(
+        f"relax.{_name}", ("data",), (AttrSpec("axis", None), AttrSpec("dtype", None), AttrSpec("exclusive", False)),
+        _cumsum_infer, "opaque", _make_scan_legalize(_name, _combine, _identity),
+        f"running {'sum' if _name == 'cumsum' else 'product'} along an axis (of the flattened input when axis is None)",
+    ))
 
 
 # -- gather_elements and scatter_elements ----------------------------------------------------
@@ -168,8 +177,20 @@ register(OpDef(
 
 
 # -- one_hot --------------------------------------------------------------------------------------
+def _fill_dtype(call, position: int) -> str:
+    """The dtype of on_value / off_value: a prim value (TVM 0.27) or a scalar tensor."""
+    from ..ir.struct_info import PrimStructInfo
+
+    info = call.arg_info[position]
+    if isinstance(info, PrimStructInfo):
+        return info.dtype
+    return tensor_info(call, position).dtype
+
+
 def _one_hot_infer(call) -> TensorStructInfo:
-    indices, on = tensor_info(call, 0), tensor_info(call, 1)
+    indices = tensor_info(call, 0)
+    on = TensorStructInfo(None, _fill_dtype(call, 1), 0)
+    _fill_dtype(call, 2)
     depth = call.attrs["depth"]
     if indices.shape_values is None:
         return TensorStructInfo(None, on.dtype, indices.ndim + 1 if indices.ndim >= 0 else -1)
@@ -185,16 +206,31 @@ def _one_hot_legalize(call, context):
         return None
     (axis,) = normalize_axes(call, call.attrs["axis"], out.ndim)
 
-    def fcompute(indices, on, off):
+    from ..ir import expr as rx
+
+    def fill(position: int, tensors: list):
+        """A prim value is a constant in the kernel; a scalar tensor is read from its buffer."""
+        arg = call.args[position]
+        if isinstance(arg, rx.PrimValue):
+            return _cast(arg.value, out.dtype)
+        return tensors.pop(0)[()]
+
+    tensor_positions = [0] + [p for p in (1, 2) if not isinstance(call.args[p], rx.PrimValue)]
+
+    def fcompute(indices, *fills):
+        pending = list(fills)
+        on, off = fill(1, pending), fill(2, pending)
+
         def body(*i):
             hot = tir.EQ(_cast(indices[i[:axis] + i[axis + 1:]], "int64"), i[axis])
-            return tir.Select(hot, on[()], off[()])
+            return tir.Select(hot, on, off)
 
         dims = list(indices.shape)
         dims.insert(axis, int64(call.attrs["depth"]))
         return te.compute(tuple(dims), body, "T_one_hot")
 
-    return context.call_te(fcompute, call.args, call.arg_info, "one_hot")
+    return context.call_te(fcompute, [call.args[p] for p in tensor_positions],
+                           [call.arg_info[p] for p in tensor_positions], "one_hot")
 
 
 register(OpDef(

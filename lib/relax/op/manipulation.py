@@ -1,5 +1,5 @@
 """Tensor manipulation: reshape, permute_dims, broadcast_to, expand_dims, squeeze,
-flatten, concat, stack, split, strided_slice, take, tile, repeat, flip.
+flatten, concat, stack, split, strided_slice, take, tile, repeat, flip, layout_transform.
 
 All are injective: every output element is one input element, found by index
 arithmetic (reshape goes through the row-major flat offset).
@@ -593,3 +593,62 @@ _register("tile", ("x",), (AttrSpec("repeats"),), _layout_infer(_tile_dims), _ti
 _register("repeat", ("x",), (AttrSpec("repeats"), AttrSpec("axis", None)), _layout_infer(_repeat_dims),
           _repeat_legalize, "repeat each element")
 _register("flip", ("x",), (AttrSpec("axis"),), _flip_infer, _flip_legalize, "reverse the order along an axis")
+
+
+# -- layout_transform ----------------------------------------------------------------------
+def _index_map(call):
+    mapping = call.attrs["index_map"]
+    return tuple(mapping["initial_indices"]), tuple(mapping["final_indices"])
+
+
+def _mapped_extent(expr, initial, dims):
+    """The extent of one output axis of the index map: v, v // c, v % c."""
+    if isinstance(expr, tir.Var) and any(expr is v for v in initial):
+        return dims[[v is expr for v in initial].index(True)]
+    if isinstance(expr, (tir.FloorDiv, tir.FloorMod)) and isinstance(expr.b, tir.IntImm):
+        inner = _mapped_extent(expr.a, initial, dims)
+        if inner is None:
+            return None
+        if isinstance(expr, tir.FloorMod):
+            return int64(expr.b.value)
+        if static_value(inner) is not None:
+            return int64(-(-inner.value // expr.b.value))
+        return tir.FloorDiv(inner + int64(expr.b.value - 1), int64(expr.b.value))
+    return None
+
+
+def _layout_transform_infer(call):
+    x = tensor_info(call, 0)
+    initial, final = _index_map(call)
+    if x.ndim >= 0 and x.ndim != len(initial):
+        raise call.error(f"the index map takes {len(initial)} indices but the tensor has rank {x.ndim}")
+    if x.shape_values is None:
+        return TensorStructInfo(None, x.dtype, len(final))
+    extents = [_mapped_extent(e, initial, x.shape_values) for e in final]
+    if any(e is None for e in extents):
+        return TensorStructInfo(None, x.dtype, len(final))
+    return make_tensor_info(tuple(extents), x.dtype)
+
+
+def _layout_transform_legalize(call, context):
+    """Permutations only (each output index is a distinct input index)."""
+    initial, final = _index_map(call)
+    is_permutation = (len(final) == len(initial) and all(isinstance(e, tir.Var) for e in final)
+                      and {id(e) for e in final} == {id(v) for v in initial})
+    if not is_permutation or tensor_info(call, 0).shape_values is None:
+        return None
+    order = [[v is e for v in initial].index(True) for e in final]
+
+    def fcompute(a):
+        dims = tuple(a.shape[axis] for axis in order)
+        return te.compute(dims, lambda *i: a[tuple(i[order.index(axis)] for axis in range(a.ndim))],
+                          "T_layout_trans")
+
+    return context.call_te(fcompute, call.args, call.arg_info, "te_layout_transform")
+
+
+_register("layout_transform", ("x",),
+          (AttrSpec("index_map"), AttrSpec("pad_value", None), AttrSpec("axis_separators", None),
+           AttrSpec("input_axis_separators", None)),
+          _layout_transform_infer, _layout_transform_legalize,
+          "move elements to where an index map sends them (permutations are legalized)")

@@ -177,3 +177,48 @@ for _name, (_build, _result_dtype, _float_only) in REDUCTIONS.items():
         legalize=_legalize(_name, _build),
         doc=f"{_name} over the given axes",
     ))
+
+
+# -- collapse_sum_to: the sum that undoes a broadcast ---------------------------------------
+def _collapse_axes(data_dims, target_dims):
+    """Axes of data summed away: the leading extra ones, and those the target keeps as 1."""
+    lead = len(data_dims) - len(target_dims)
+    axes = list(range(lead))
+    for offset, target in enumerate(target_dims):
+        data = data_dims[lead + offset]
+        if isinstance(target, tir.IntImm) and target.value == 1 and not (isinstance(data, tir.IntImm) and data.value == 1):
+            axes.append(lead + offset)
+    return tuple(axes), lead
+
+
+def _collapse_infer(call) -> TensorStructInfo:
+    from .manipulation import _shape_argument
+
+    info = tensor_info(call, 0)
+    target = _shape_argument(call, 1)
+    if target is None:
+        return TensorStructInfo(None, info.dtype, -1)
+    if info.ndim >= 0 and len(target) > info.ndim:
+        raise call.error(f"cannot collapse a tensor of rank {info.ndim} to rank {len(target)}")
+    return make_tensor_info(target, info.dtype)
+
+
+def _collapse_legalize(call, context):
+    from .manipulation import _shape_argument
+
+    target = _shape_argument(call, 1)
+    if target is None or tensor_info(call, 0).shape_values is None:
+        return None
+
+    def fcompute(x):
+        axes, lead = _collapse_axes(x.shape, target)
+        summed = reduce_compute(x, axes, True, te.reduce_sum, "T_collapse_sum_red")
+        return te.compute(target, lambda *i: summed[(int64(0),) * lead + i], "T_collapse_sum")
+
+    return context.call_te(fcompute, call.args[:1], call.arg_info[:1], "collapse_sum")
+
+
+register(OpDef(
+    name="relax.collapse_sum_to", args=("data", "shape"), attrs=(), infer=_collapse_infer, pattern="comm_reduce",
+    legalize=_collapse_legalize, doc="sum a broadcast tensor back down to a shape",
+))

@@ -131,6 +131,12 @@ class PrimExprPrinter:
     def broadcast(self, node: tir.Broadcast) -> Expr:
         return doc.call(self.ctx.tir("Broadcast"), [self.expr(node.value), doc.int_text(node.lanes)])
 
+    def shuffle(self, node: tir.Shuffle) -> Expr:
+        """`T.Shuffle([vectors...], [lane indices...])`, as TVM 0.27 prints it."""
+        vectors = doc.list_text([str(self.expr(v)) for v in node.vectors])
+        indices = doc.list_text([str(self.expr(i)) for i in node.indices])
+        return doc.call(self.ctx.tir("Shuffle"), [vectors, indices])
+
     def let(self, node: tir.Let) -> Expr:
         value = self.expr(node.value)
         with self.ctx.scope():
@@ -210,6 +216,7 @@ _DISPATCH = {
     tir.Select: PrimExprPrinter.select,
     tir.Ramp: PrimExprPrinter.ramp,
     tir.Broadcast: PrimExprPrinter.broadcast,
+    tir.Shuffle: PrimExprPrinter.shuffle,
     tir.Let: PrimExprPrinter.let,
     tir.BufferLoad: PrimExprPrinter.buffer_load,
     tir.Call: PrimExprPrinter.call,

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..diagnostics import DiagnosticError
 from ..ir import expr as rx
+from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
 from ..ir.struct_info import ObjectStructInfo
 from ..op.infer import struct_info_of
-from .pass_infra import FunctionPass, register_pass
+from .pass_infra import Pass, register_pass
 
 LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.DataTypeImm, rx.GlobalVar,
           rx.ExternFunc, rx.Op)
@@ -32,11 +34,25 @@ def is_leaf(expr: rx.Expr) -> bool:
 
 
 class _FunctionNormalizer:
-    def __init__(self, mod: IRModule):
+    def __init__(self, mod: IRModule, errors: list):
         self.mod = mod
         self.renamed: dict[int, rx.Var] = {}
         self.emitted: list[rx.Binding] | None = None
         self.in_dataflow = False
+        # Errors are collected so that independent ones are all reported; a value
+        # computed from one that failed is not inferred again (no cascades).
+        self.errors = errors
+        self.failed: set[int] = set()
+
+    def infer(self, value: rx.Expr, fallback=None):
+        """The struct info of `value`, or `fallback` after recording why it has none."""
+        if any(id(v) in self.failed for v in free_vars(value)):
+            return None
+        try:
+            return struct_info_of(value, self.mod)
+        except DiagnosticError as error:
+            self.errors.extend(error.diagnostics)
+            return None
 
     # -- values -----------------------------------------------------------------------
     def leaf(self, expr: rx.Expr) -> rx.Expr:
@@ -45,7 +61,10 @@ class _FunctionNormalizer:
         if is_leaf(value):
             return value
         var_class = rx.DataflowVar if self.in_dataflow else rx.Var
-        var = var_class("lv", struct_info_of(value, self.mod), span=expr.span)
+        info = self.infer(value)
+        var = var_class("lv", info or ObjectStructInfo(), span=expr.span)
+        if info is None:
+            self.failed.add(id(var))
         self.emitted.append(rx.VarBinding(var, value, span=expr.span))
         return var
 
@@ -100,10 +119,15 @@ class _FunctionNormalizer:
             var = self.define(binding.var, binding.struct_info)
             return dataclasses.replace(binding, var=var, value=value)
         value = self.value(binding.value)
-        if isinstance(value, rx.Function) and binding.var.struct_info is None:
-            var = self.define(binding.var, struct_info_of(value, self.mod))
+        if binding.var.struct_info is not None and not isinstance(value, rx.Call):
+            return dataclasses.replace(binding, value=value)
+        # Calls are inferred even when annotated: that is where operator errors show.
+        info = self.infer(value)
+        if info is None:
+            var = self.define(binding.var, ObjectStructInfo())
+            self.failed.update((id(binding.var), id(var)))
         else:
-            var = self.define(binding.var, None if binding.var.struct_info else struct_info_of(value, self.mod))
+            var = self.define(binding.var, None if binding.var.struct_info else info)
         return dataclasses.replace(binding, var=var, value=value)
 
     def define(self, var: rx.Var, inferred) -> rx.Var:
@@ -116,17 +140,41 @@ class _FunctionNormalizer:
     def function(self, func: rx.Function) -> rx.Function:
         params = tuple(p if p.struct_info is not None else self.define(p, ObjectStructInfo()) for p in func.params)
         body = self.seq(func.body)
-        ret = func.ret_struct_info or struct_info_of(body, self.mod)
+        ret = func.ret_struct_info or self.infer(body) or ObjectStructInfo()
         if params == func.params and body is func.body and ret is func.ret_struct_info:
             return func
         return dataclasses.replace(func, params=params, body=body, ret_struct_info=ret)
 
 
 @register_pass
-class Normalize(FunctionPass):
+class Normalize(Pass):
     """Give every binding struct info and bind nested calls to variables (A-normal form)."""
 
     name = "normalize"
 
-    def transform_function(self, func: rx.Function, mod: IRModule) -> rx.Function:
-        return _FunctionNormalizer(mod).function(func)
+    def run(self, mod: IRModule) -> IRModule:
+        # Callees first, so that a call to a function without a return annotation
+        # gets the struct info its body computes (recursion needs annotations).
+        errors: list = []
+        done: dict[str, rx.Function] = {}
+        started: set[str] = set()
+
+        def normalize(name: str) -> None:
+            if name in started:
+                return
+            started.add(name)
+            func = mod.functions[name]
+            for callee in collect(func, lambda n: isinstance(n, rx.GlobalVar)):
+                if isinstance(mod.functions.get(callee.name_hint), rx.Function):
+                    normalize(callee.name_hint)
+            view = IRModule.from_functions({**mod.functions, **done}, attrs=mod.attrs)
+            done[name] = _FunctionNormalizer(view, errors).function(func)
+
+        for name, func in mod.functions.items():
+            if isinstance(func, rx.Function):
+                normalize(name)
+        if errors:
+            raise DiagnosticError(errors)
+        if all(done[name] is mod.functions[name] for name in done):
+            return mod
+        return IRModule.from_functions({**mod.functions, **done}, attrs=mod.attrs, global_infos=mod.global_infos)
