@@ -245,6 +245,15 @@ def test_let_uses_a_declared_variable(scope):
         ("T.truncmod(T.float32(1), 0.5)", ("Mod", F32(1.0), F32(0.5))),
         ("i % 1", I32(0)),
         ("T.Cast('int32', T.int64(3))", ("Cast", "int32", I64(3))),
+        ("T.int8(100) + T.int8(100)", ("IntImm", "int8", -56)),
+        ("T.float16(1) + T.float16(2)", ("Add", ("FloatImm", "float16", 1.0), ("FloatImm", "float16", 2.0))),
+        ("T.max(T.float16(1), T.float16(2))", ("FloatImm", "float16", 2.0)),
+        ("h * T.float16(0)", ("FloatImm", "float16", 0.0)),
+        ("T.uint8(7) == 3", ("EQ", ("IntImm", "uint8", 7), ("IntImm", "uint8", 3))),
+        ("T.Div(7, 2)", ("Div", I32(7), I32(2))),
+        ("T.floordiv(7, 2)", I32(3)),
+        ("T.isnan(h)", ("Call", "bool", "tir.isnan", (("Cast", "float32", "h:float16"),))),
+        ("T.isnan(T.float32(0.25))", ("IntImm", "bool", 0)),
     ],
 )
 def test_folding_matches_tvm(scope, text, expected):

@@ -126,7 +126,12 @@ _FOLD: dict[type, Callable] = {
 
 
 def _round_to(value, dtype: str):
-    """A folded float rounded to its type's precision, as TVM folds in that type."""
+    """A folded value as its type holds it: floats rounded to their precision,
+    integers wrapped to their width (T.int8(100) + T.int8(100) is T.int8(-56))."""
+    kind, bits, _ = dt.parse(dtype)
+    if kind in ("int", "uint") and isinstance(value, int):
+        value &= (1 << bits) - 1
+        return value - (1 << bits) if kind == "int" and value >= 1 << (bits - 1) else value
     if isinstance(value, float) and dt.is_float(dtype) and dt.bits(dtype) in (16, 32):
         import numpy as np
 
@@ -141,6 +146,7 @@ def _constant(expr: tir.PrimExpr):
 
 # TVM folds a remainder only on integers; a float remainder stays as written.
 _INTEGER_ONLY_FOLDS = (tir.Mod, tir.FloorMod)
+_ARITHMETIC = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.FloorDiv)
 # `==`, `!=`, `and`, `or` build their node as written (TVM's EqualOp and the
 # script's And/Or constructors), constants included.
 _NEVER_FOLDED = (tir.EQ, tir.NE, tir.And, tir.Or)
@@ -179,12 +185,19 @@ def binary(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | Number:
             return folded
     if cls in (tir.And, tir.Or):
         a, b = cast_bool(a), cast_bool(b)
+    elif cls in (tir.EQ, tir.NE):
+        # TVM's EqualOp gives a Python number the other side's type (`m == T.int8(1)`).
+        a = a if isinstance(a, tir.PrimExpr) else make_const(a, b.dtype)
+        b = b if isinstance(b, tir.PrimExpr) else make_const(b, a.dtype)
+        a, b = match_types(a, b)
     else:
         a, b = match_types(a, b)
     if cls in _NEVER_FOLDED:
         return cls(a, b)
     ca, cb = _constant(a), _constant(b)
     foldable = not (cls in _INTEGER_ONLY_FOLDS and dt.is_float(a.dtype))
+    # TVM leaves arithmetic on two 16-bit float constants unfolded (comparisons fold).
+    foldable = foldable and not (cls in _ARITHMETIC and dt.is_float(a.dtype) and dt.bits(a.dtype) == 16)
     if ca is not None and cb is not None and dt.lanes(a.dtype) == 1 and foldable:
         folded = _FOLD[cls](ca, cb)
         if folded is not None:

@@ -20,32 +20,23 @@ from . import tir_ops
 from .tir_intrinsics import BINARY_MATH, INTRINSICS, Intrinsic, describe_arity
 from .tir_ops import Operand
 
-# `T.<name>(a, b)` spellings of binary nodes.
-_BINARY_CALLS: dict[str, type] = {
+# `T.<name>(a, b)` functions: TVM's operator functions, which fold constants.
+_BINARY_FUNCTIONS: dict[str, type] = {
     "max": tir.Max,
     "min": tir.Min,
     "floordiv": tir.FloorDiv,
     "floormod": tir.FloorMod,
     "truncdiv": tir.Div,
     "truncmod": tir.Mod,
-    "Max": tir.Max,
-    "Min": tir.Min,
-    "FloorDiv": tir.FloorDiv,
-    "FloorMod": tir.FloorMod,
-    "Div": tir.Div,
-    "Mod": tir.Mod,
-    "Add": tir.Add,
-    "Sub": tir.Sub,
-    "Mul": tir.Mul,
-    "And": tir.And,
-    "Or": tir.Or,
-    "EQ": tir.EQ,
-    "NE": tir.NE,
-    "LT": tir.LT,
-    "LE": tir.LE,
-    "GT": tir.GT,
-    "GE": tir.GE,
 }
+# `T.<Node>(a, b)` constructors: the node as written, constants included.
+_BINARY_CONSTRUCTORS: dict[str, type] = {
+    "Max": tir.Max, "Min": tir.Min, "FloorDiv": tir.FloorDiv, "FloorMod": tir.FloorMod,
+    "Div": tir.Div, "Mod": tir.Mod, "Add": tir.Add, "Sub": tir.Sub, "Mul": tir.Mul,
+    "And": tir.And, "Or": tir.Or, "EQ": tir.EQ, "NE": tir.NE, "LT": tir.LT, "LE": tir.LE,
+    "GT": tir.GT, "GE": tir.GE,
+}
+_BINARY_CALLS = {**_BINARY_FUNCTIONS, **_BINARY_CONSTRUCTORS}
 # Type names that are not values: `T.handle` and `T.void` only annotate.
 _NOT_VALUE_TYPES = ("handle", "void")
 
@@ -98,7 +89,12 @@ class PrimCallParser:
             return special(self, node)
         if name in _BINARY_CALLS:
             self.check_arity(node, name, 2, 2)
-            return tir_ops.binary(_BINARY_CALLS[name], self.value(node.args[0]), self.value(node.args[1]))
+            # Arguments become constants first: T.truncmod(2.0, 1.5) is not Python's 2.0 % 1.5.
+            a, b = (tir_ops.as_expr(self.value(arg)) for arg in node.args)
+            if name in _BINARY_CONSTRUCTORS:
+                a, b = tir_ops.match_types(a, b)
+                return _BINARY_CONSTRUCTORS[name](a, b)
+            return tir_ops.binary(_BINARY_FUNCTIONS[name], a, b)
         intrinsic = INTRINSICS.get(name)
         if intrinsic is not None:
             return self._intrinsic(intrinsic, node)
@@ -318,15 +314,20 @@ _ROUNDING = {"floor": math.floor, "ceil": math.ceil, "round": round, "nearbyint"
 
 
 def _float_class(name: str, value: tir.PrimExpr) -> tir.PrimExpr:
+    """TVM's isnan / isinf / isfinite of a float: a constant folds; isnan of a 16-bit
+    float is taken in float32; isinf is |x| == inf and not isnan(x)."""
+    if isinstance(value, tir.FloatImm):
+        test = {"isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite}[name]
+        return tir_ops.make_const(test(value.value), "bool")
+    if name == "isfinite":
+        return tir.And(tir.Not(_float_class("isinf", value)), tir.Not(_float_class("isnan", value)))
     bool_dtype = dt.with_lanes("bool", dt.lanes(value.dtype))
-    is_nan = tir.Call(bool_dtype, "tir.isnan", (value,))
+    widened = tir_ops.cast(dt.with_lanes("float32", dt.lanes(value.dtype)), value) if dt.bits(value.dtype) == 16 else value
+    is_nan = tir.Call(bool_dtype, "tir.isnan", (widened,))
     if name == "isnan":
         return is_nan
     magnitude = tir.Call(value.dtype, "tir.fabs", (value,))
-    is_inf = tir.And(tir.EQ(magnitude, tir_ops.make_const(float("inf"), value.dtype)), tir.Not(is_nan))
-    if name == "isinf":
-        return is_inf
-    return tir.And(tir.Not(is_inf), tir.Not(tir.Call(bool_dtype, "tir.isnan", (value,))))
+    return tir.And(tir.EQ(magnitude, tir_ops.make_const(float("inf"), value.dtype)), tir.Not(is_nan))
 
 
 def dtype_limit(dtype: str, largest: bool):
