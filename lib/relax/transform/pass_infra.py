@@ -65,6 +65,7 @@ PASSES: dict[str, type[Pass]] = {}
 # that `--list-passes` and the pipelines see every pass without importing by hand.
 PASS_MODULES: list[str] = [
     "normalize",
+    "lambda_lift",
     "legalize_ops",
     "to_non_dataflow",
     "call_tir_rewrite",
@@ -79,6 +80,7 @@ PASS_MODULES: list[str] = [
     "static_plan_block_memory",
     "kill_after_last_use",
     "fold_constant",
+    "bind_params",
 ]
 
 

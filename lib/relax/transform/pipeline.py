@@ -31,8 +31,11 @@ LOWER_TO_VM_PLANNED = [
     "vm-shape-lower",
 ]
 
-O0 = ["normalize", "legalize-ops", *LOWER_TO_VM]
-O1 = ["normalize", *SIMPLIFY, "legalize-ops", "fold-constant", *LOWER_TO_VM]
+# Every level first normalizes and lifts local functions to the module (closures).
+FRONT = ["normalize", "lambda-lift"]
+
+O0 = [*FRONT, "legalize-ops", *LOWER_TO_VM]
+O1 = [*FRONT, *SIMPLIFY, "legalize-ops", "fold-constant", *LOWER_TO_VM]
 # Operator fusion: kernels tagged with their loop pattern, grouped, then merged.
 FUSE = [
     "annotate-tir-op-pattern",
@@ -40,7 +43,7 @@ FUSE = [
     "fuse-tir",
 ]
 
-O2 = ["normalize", *SIMPLIFY, "legalize-ops", "fold-constant", *FUSE, *LOWER_TO_VM_PLANNED]
+O2 = [*FRONT, *SIMPLIFY, "legalize-ops", "fold-constant", *FUSE, *LOWER_TO_VM_PLANNED]
 O3 = O2
 
 PIPELINES = {0: O0, 1: O1, 2: O2, 3: O3}
