@@ -126,3 +126,43 @@ def test_max_depth_bounds_every_group(depth):
         grouped = run_passes(mod, FUSION[:4])
     sizes = [len(f.body.blocks[0].bindings) for f in grouped.relax_functions().values() if f.attrs.get("Primitive")]
     assert len(sizes) > 1 and max(sizes) <= depth
+
+
+SAME_KERNEL_TWICE = """
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def double(A: T.Buffer((T.int64(4),), "float32"), B: T.Buffer((T.int64(4),), "float32")):
+        T_tmp = T.sblock_alloc_buffer((T.int64(4),))
+        for i in range(T.int64(4)):
+            with T.sblock("tmp"):
+                vi = T.axis.spatial(T.int64(4), i)
+                T_tmp[vi] = A[vi] + A[vi]
+        for i in range(T.int64(4)):
+            with T.sblock("B"):
+                vi = T.axis.spatial(T.int64(4), i)
+                B[vi] = T_tmp[vi]
+
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+            a = R.call_tir(cls.double, (x,), out_sinfo=R.Tensor((4,), dtype="float32"))
+            b = R.call_tir(cls.double, (a,), out_sinfo=R.Tensor((4,), dtype="float32"))
+            R.output(b)
+        return b
+"""
+
+
+def test_one_kernel_called_twice_in_a_group_gets_fresh_loops_buffers_and_block_names():
+    mod = parse(SAME_KERNEL_TWICE)
+    kernel = run_passes(mod, ["normalize", *FUSION[2:]])["fused_double_double"]
+    text = script(kernel)
+    assert 'T.sblock("tmp_1")' in text and 'T.sblock("B_1")' in text
+    assert [d.message for d in check_well_formed(kernel) if d.severity == "error"] == []
+    out = VirtualMachine(build(mod, "llvm", 2), "cpu")["main"](np.arange(4, dtype="float32"))
+    np.testing.assert_array_equal(out, np.arange(4, dtype="float32") * 4)
