@@ -1,7 +1,10 @@
 """Speed and memory of the mlp, cnn and transformer samples at -O0 and -O2.
 
-    python bench/models.py                      mlp, cnn, transformer at -O0 and -O2
-    python bench/models.py transformer --repeat 500
+    python bench/models.py                      mlp, cnn, transformer at -O0, -O2, -O2+w
+    python bench/models.py transformer --repeat 500 --levels 2
+
+-O2+w is -O2 with the weights bound as constants (what `relaxc --params` gives):
+fold-constant then computes the weight transposes once, at build time.
 
 For each sample and level, in one run on one machine:
 
@@ -23,6 +26,7 @@ Times are wall-clock on a machine others may be using: compare rows of one run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import statistics
 import sys
@@ -36,6 +40,8 @@ sys.path.insert(0, str(ROOT / "lib"))
 
 from relax.build import build  # noqa: E402
 from relax.driver.compile import parse_source  # noqa: E402
+from relax.ir import expr as rx  # noqa: E402
+from relax.ir.visitor import ExprMutator  # noqa: E402
 from relax.runtime import allocator  # noqa: E402
 from relax.transform.pass_infra import PassContext, run_passes  # noqa: E402
 from relax.transform.pipeline import pipeline  # noqa: E402
@@ -106,24 +112,40 @@ def check(out, expected, name, level):
             raise SystemExit(f"{name} -O{level}: output {key} differs from the expected output")
 
 
-def measure(name: str, level: int, repeat: int) -> dict:
+def bind_weights(mod, data):
+    """`main` with every parameter after the first `num_input` bound to its array."""
+    func = mod["main"]
+    inputs = int(func.attrs.get("num_input", len(func.params)))
+    binder = ExprMutator()
+    for param in func.params[inputs:]:
+        binder.remember(param, rx.Constant(data[param.name_hint]))
+    attrs = type(func.attrs)({k: v for k, v in func.attrs.items() if k != "num_input"})
+    bound = dataclasses.replace(func, params=func.params[:inputs], body=binder.visit(func.body), attrs=attrs)
+    return mod.with_function("main", bound)
+
+
+def measure(name: str, level: str, repeat: int) -> dict:
     mod = parse_source(str(SAMPLES / f"{name}.relax"))
     data = np.load(SAMPLES / "data" / f"{name}.inputs.npz")
     expected = np.load(SAMPLES / "data" / f"{name}.expected.npz")
+    if level.endswith("w"):
+        mod = bind_weights(mod, data)
     args = [data[p.name_hint] for p in mod["main"].params]
+    level = int(level.rstrip("w"))
     exe = executable(mod, level)
     out, requests, allocated, peak = memory_of_one_call(exe, args)
     check(out, expected, name, level)
     _, _, tensors, _ = memory_of_one_call(executable(mod, level, PLANNING), args)
-    return {"model": name, "level": f"-O{level}", "latency": latency_us(exe, args, repeat), "allocs": requests,
+    label = f"-O{level}" + ("+w" if len(args) < len(data.files) else "")
+    return {"model": name, "level": label, "latency": latency_us(exe, args, repeat), "allocs": requests,
             "bytes": allocated, "peak": peak, "tensors": tensors, "planned": allocated / tensors if tensors else 1.0}
 
 
 def table(rows) -> str:
-    header = f"{'model':<12} {'level':<5} {'latency us':>11} {'allocs':>7} {'bytes':>10} {'peak':>10} {'tensors':>10} {'planned':>8}"
+    header = f"{'model':<12} {'level':<6} {'latency us':>11} {'allocs':>7} {'bytes':>10} {'peak':>10} {'tensors':>10} {'planned':>8}"
     lines = [header, "-" * len(header)]
     for r in rows:
-        lines.append(f"{r['model']:<12} {r['level']:<5} {r['latency']:>11.1f} {r['allocs']:>7} {r['bytes']:>10} "
+        lines.append(f"{r['model']:<12} {r['level']:<6} {r['latency']:>11.1f} {r['allocs']:>7} {r['bytes']:>10} "
                      f"{r['peak']:>10} {r['tensors']:>10} {r['planned']:>8.2f}")
     return "\n".join(lines)
 
@@ -132,9 +154,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", default=list(DEFAULT))
     parser.add_argument("--repeat", type=int, default=200)
-    parser.add_argument("--levels", default="0,2")
+    parser.add_argument("--levels", default="0,2,2w", help="-O levels; 2w: -O2 with the weights bound as constants")
     options = parser.parse_args(argv)
-    rows = [measure(name, int(level), options.repeat) for name in options.models for level in options.levels.split(",")]
+    rows = [measure(name, level, options.repeat) for name in options.models for level in options.levels.split(",")]
     print(table(rows))
     return 0
 
