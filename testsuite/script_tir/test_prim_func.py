@@ -229,3 +229,13 @@ def test_module_level_declarations_give_the_type_but_not_the_variable():
     '''), module)
     m = func.buffer_of(func.params[0]).shape[0]
     assert m is not shared and (m.name, m.dtype) == ("m", "int32")
+
+
+def test_old_subscript_buffer_annotations():
+    func = only_ok(src('''
+        @T.prim_func
+        def f(A: T.Buffer[(8, 4), "float16"], B: T.Buffer[8, "float32"]):
+            B[0] = T.Cast("float32", A[0, 0])
+    '''))
+    a, b = (func.buffer_of(p) for p in func.params)
+    assert (dump(a.shape), a.dtype, dump(b.shape)) == ((I32(8), I32(4)), "float16", (I32(8),))

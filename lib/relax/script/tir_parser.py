@@ -163,6 +163,7 @@ class _FunctionParser:
         if annotation is None:
             raise self.ctx.fail(f"parameter '{arg.arg}' needs a type annotation such as T.int32 or T.Buffer(...)", arg)
         if _is_buffer_annotation(arg, self.ctx):
+            annotation = _as_call(annotation)
             decl = BufferParser(self.ctx, self.scope).declaration("Buffer", annotation, arg.arg)
             if decl.data_value is not None:
                 raise self.ctx.fail("a parameter's buffer has its own data; 'data=' is not allowed here", annotation)
@@ -203,7 +204,18 @@ class _FunctionParser:
 
 def _is_buffer_annotation(arg: ast.arg, ctx: ParseContext) -> bool:
     annotation = arg.annotation
+    if isinstance(annotation, ast.Subscript):  # `T.Buffer[(8,), "float32"]`, before TVM 0.13
+        return ctx.dialect_of(annotation.value) == ("tir", "Buffer")
     return isinstance(annotation, ast.Call) and ctx.dialect_of(annotation.func) == ("tir", "Buffer")
+
+
+def _as_call(annotation: ast.expr) -> ast.expr:
+    """The old subscript spelling of a buffer annotation as the call it stands for."""
+    if not isinstance(annotation, ast.Subscript):
+        return annotation
+    index = annotation.slice
+    args = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+    return ast.copy_location(ast.Call(annotation.value, args, []), annotation)
 
 
 def _signature_names(func_def: ast.FunctionDef, ctx: ParseContext) -> list[ast.Name]:
