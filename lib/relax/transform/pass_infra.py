@@ -93,9 +93,15 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
     return cls
 
 
+# The TIR passes (lower-tir and each of its steps) are registered by relax.tir.
+EXTERNAL_PASS_MODULES = ["relax.tir.module_passes"]
+
+
 def _load_passes() -> None:
     for module in PASS_MODULES:
         importlib.import_module(f"{__package__}.{module}")
+    for module in EXTERNAL_PASS_MODULES:
+        importlib.import_module(module)
 
 
 def get_pass(name: str) -> Pass:
