@@ -25,7 +25,8 @@ takes the smallest free storage of size in [S, 16 S]; failing that the largest i
 [S / 16, S), which grows to S (the storage is allocated once, at its final size);
 failing that a new storage. A symbolic size is bounded with the function's
 `tir_var_upper_bound` attribute when every variable in it has a bound, and is then
-planned like a static one; otherwise it reuses only a free storage of a
+planned like a static one (a call with larger sizes than promised fails in
+alloc_tensor, whose storage is too small); otherwise it reuses only a free storage of a
 structurally equal size. Which tensors take part, and where each dies, is
 memory_tokens.py's analysis: tensors that escape keep their own allocation. A
 storage first allocated inside a branch of an `if` is used in that branch only.
