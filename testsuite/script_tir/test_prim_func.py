@@ -239,3 +239,27 @@ def test_old_subscript_buffer_annotations():
     '''))
     a, b = (func.buffer_of(p) for p in func.params)
     assert (dump(a.shape), a.dtype, dump(b.shape)) == ((I32(8), I32(4)), "float16", (I32(8),))
+
+
+def test_old_var_declarations():
+    func = only_ok(src('''
+        @T.prim_func
+        def f(a: T.handle):
+            n = T.var("int64")
+            A = T.match_buffer(a, (n,))
+            A[0] = T.float32(0)
+    '''))
+    n = func.buffer_of(func.params[0]).shape[0]
+    assert (n.name, n.dtype) == ("n", "int64")
+
+
+def test_declarations_are_read_before_the_signature():
+    func = only_ok(src('''
+        @T.prim_func
+        def f(A: T.Buffer((n, m), "float32")):
+            n = T.var("int32")
+            m = T.int64(is_size_var=True)
+            A[0, 0] = T.float32(0)
+    '''))
+    n, m = func.buffer_of(func.params[0]).shape
+    assert (n.dtype, type(m).__name__, m.dtype) == ("int32", "SizeVar", "int64")

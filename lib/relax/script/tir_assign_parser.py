@@ -92,6 +92,8 @@ class AssignmentParser:
         name = dialect[1]
         if is_dtype_name(name) and not value.args:
             return self.declare_var(target, name, value, scope)
+        if name == "var" and len(value.args) == 1:  # `n = T.var("int32")`, before TVM 0.11
+            return self.declare_var(target, self.exprs(scope).dtype_string(value.args[0]), value, scope)
         if name.startswith("axis."):
             kind = name[len("axis."):]
             if kind not in AXIS_KINDS:

@@ -122,11 +122,14 @@ class _FunctionParser:
                 continue
             value = stmt.value
             dialect = self.ctx.dialect_of(value.func) if isinstance(value, ast.Call) else None
-            if dialect and dialect[0] == "tir" and is_dtype_name(dialect[1]) and not value.args:
+            is_declaration = dialect and dialect[0] == "tir" and (
+                (is_dtype_name(dialect[1]) and not value.args) or (dialect[1] == "var" and len(value.args) == 1)
+            )
+            if is_declaration:
                 try:
-                    stmts.declare_var(stmt.targets[0], dialect[1], value, self.scope)
+                    stmts.statement(stmt, self.scope)
                 except ParseAbort:
-                    pass
+                    self.scope.define(stmt.targets[0].id, POISONED)
                 stmts.skip.add(id(stmt))
 
     def declare_signature_vars(self, func_def: ast.FunctionDef) -> None:
