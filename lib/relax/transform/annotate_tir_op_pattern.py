@@ -77,17 +77,12 @@ def _const_int(expr: tir.PrimExpr, value: int) -> bool:
     return isinstance(expr, tir.IntImm) and expr.value == value
 
 
-def _unit_axis(index: tir.PrimExpr, unit_vars: set[int]) -> bool:
-    """An index that can only be 0: constant 0 or an iterator over [0, 1)."""
-    return _const_int(index, 0) or id(index) in unit_vars
-
-
 def _is_elementwise(store: tir.BufferStore, load: tir.BufferLoad, unit_vars: set[int]) -> bool:
-    # Our legalizations index a size-1 dimension by 0 where TVM's keep the iterator
-    # (also 0 there), so both spellings of "the same element" count as the same.
+    # Our legalizations read a size-1 axis at 0 where TVM's use the store's iterator
+    # over [0, 1) (the same element), so that spelling counts as the same index.
     if len(store.indices) != len(load.indices):
         return False
-    return all(_same_index(s, l) or (_unit_axis(s, unit_vars) and _unit_axis(l, unit_vars))
+    return all(_same_index(s, l) or (_const_int(l, 0) and id(s) in unit_vars)
                for s, l in zip(store.indices, load.indices))
 
 
@@ -201,7 +196,7 @@ def analyze_op_pattern(func: tir.PrimFunc) -> int:
             return OPAQUE
         store = stores[-1]
         unit_vars = {id(iv.var) for iv in block.iter_vars
-                     if iv.dom is not None and _const_int(iv.dom.extent, 1)}
+                     if iv.iter_type == "DataPar" and iv.dom is not None and _const_int(iv.dom.extent, 1)}
         pattern = _index_pattern(store, accesses.loads, unit_vars)
         if pattern != OPAQUE:
             writes_output = any(id(region.buffer) in param_buffers for region in block.writes)
