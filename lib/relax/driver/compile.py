@@ -32,6 +32,7 @@ class CompileOptions:
     time_passes: bool = False
     opt_level: int = 2
     allow_undefined: tuple[str, ...] = ()  # the one-shot -o model.vmx links like relaxld
+    params: str | None = None  # --params weights.npz: bind-params runs first (transform/bind_params.py)
 
 
 # Outputs after the -O pipeline: the lowered text, bytecode, the linked artifact (driver/artifact.py).
@@ -101,11 +102,39 @@ def _emit_json(mod, options: CompileOptions) -> None:
     write_text(options.output, to_json(mod) + "\n")
 
 
+# Operators a VM-ready (.vms) module still calls; any other operator means the
+# module has not been through the -O pipeline yet.
+VM_READY_OPERATORS = ("relax.vm.", "relax.call_builtin_with_ctx")
+
+
+def is_vm_ready(mod) -> bool:
+    """Whether a module is already lowered (a .vms): its Relax functions call only VM
+    operators, packed functions and other functions."""
+    from ..ir import expr as rx
+    from ..ir.analysis import collect
+
+    for func in mod.relax_functions().values():
+        for call in collect(func, lambda n: isinstance(n, rx.Call) and isinstance(n.op, rx.Op)):
+            if not call.op.name.startswith(VM_READY_OPERATORS):
+                return False
+    return True
+
+
+def kernels_of(mod, options: CompileOptions):
+    """The module whose PrimFuncs are the kernels: a source is lowered first, so that
+    its operators become kernels too; a .vms already holds every kernel."""
+    if is_vm_ready(mod):
+        return mod
+    from ..build import lower
+
+    return lower(mod, options.opt_level)
+
+
 def _emit_kernels(mod, options: CompileOptions) -> None:
     from ..codegen.build_kernels import build_kernel_object
 
     targets = resolve_targets(options.targets, options.verbose)
-    write_bytes(options.output, build_kernel_object(mod, targets), "a kernel object")
+    write_bytes(options.output, build_kernel_object(kernels_of(mod, options), targets), "a kernel object")
 
 
 def _single_target(options: CompileOptions):
@@ -118,13 +147,13 @@ def _single_target(options: CompileOptions):
 def _emit_llvm(mod, options: CompileOptions) -> None:
     from ..codegen.build_kernels import emit_llvm_ir
 
-    write_text(options.output, emit_llvm_ir(mod, _single_target(options)))
+    write_text(options.output, emit_llvm_ir(kernels_of(mod, options), _single_target(options)))
 
 
 def _emit_asm(mod, options: CompileOptions) -> None:
     from ..codegen.build_kernels import emit_assembly
 
-    write_text(options.output, emit_assembly(mod, _single_target(options)))
+    write_text(options.output, emit_assembly(kernels_of(mod, options), _single_target(options)))
 
 
 EMITTERS = {"ir": _emit_ir, "json": _emit_json, "kernels": _emit_kernels, "llvm": _emit_llvm, "asm": _emit_asm}
@@ -147,6 +176,8 @@ def run_pipeline(mod, options: CompileOptions, names: tuple[str, ...] | None = N
     )
 
     names = options.passes if names is None else names
+    if options.params is not None and "bind-params" not in (names or ()):
+        names = ("bind-params", *(names or ()))
     if names is None:
         return mod
     passes = [get_pass(name) for name in names]  # unknown names fail before any pass runs
@@ -158,7 +189,12 @@ def run_pipeline(mod, options: CompileOptions, names: tuple[str, ...] | None = N
     timing = PassTimingInstrument() if options.time_passes else None
     if timing is not None:
         instruments.append(timing)
-    context = PassContext(opt_level=options.opt_level, config=_pass_config(options.pass_config),
+    config = _pass_config(options.pass_config)
+    if options.params is not None:
+        from ..transform.bind_params import CONFIG_KEY
+
+        config[CONFIG_KEY] = options.params
+    context = PassContext(opt_level=options.opt_level, config=config,
                           disabled=set(options.disabled), instruments=instruments)
     with context:
         mod = run_passes(mod, passes, context)
