@@ -10,6 +10,7 @@ from relax.driver.runner import run_command
 EPILOG = """\b
 Examples:
   relaxc model.relax -o model.vmx                   one shot: a runnable artifact for this host
+  relaxc --params model.params.npz model.relax -o model.vmx    weights bound as constants
   relaxc -S model.relax -o model.vms                the lowered module (input of relaxas)
   relaxc -O0 --target "llvm -mtriple=aarch64-linux-gnu" model.relax -o model.vmx
   relaxc --emit ir model.relax                      print the parsed module
@@ -46,6 +47,9 @@ def _list_callback(kind: str):
 @click.option("-S", "lowered_text", is_flag=True, help="Write the lowered module (.vms) after the -O pipeline.")
 @click.option("-O", "opt_level", type=click.IntRange(0, 3), default=2, show_default=True, metavar="LEVEL",
               help="Optimization level of the pass pipeline, -O0 to -O3.")
+@click.option("--params", "params", metavar="FILE.npz", default=None,
+              help="Bind the weights of main (parameters after num_input) by name to these arrays: "
+                   "the artifact carries them as constants and main takes only its inputs.")
 @click.option("--allow-undefined", "allow_undefined", metavar="NAME", multiple=True,
               help="With -o X.vmx: a function registered at run time (repeatable; globs), as relaxld takes it.")
 @click.option("--target", "targets", metavar="TARGET", multiple=True,
@@ -67,7 +71,7 @@ def _list_callback(kind: str):
 @click.option("--time-passes", is_flag=True, help="Print a table of time per pass, on stderr.")
 @options.output_file_option
 @options.common_options("relaxc")
-def command(source, emit, lowered_text, opt_level, allow_undefined, targets, passes, disabled, print_after_all,
+def command(source, emit, lowered_text, opt_level, params, allow_undefined, targets, passes, disabled, print_after_all,
             print_before, print_after, verify_each, pass_config, time_passes, output, traceback, error_limit, color,
             verbose):
     """Compile TVMScript (Relax functions and TIR PrimFuncs)."""
@@ -81,7 +85,7 @@ def command(source, emit, lowered_text, opt_level, allow_undefined, targets, pas
         passes=tuple(p for p in passes.split(",") if p) if passes is not None else None,
         disabled=tuple(disabled), print_after_all=print_after_all, print_before=tuple(print_before),
         print_after=tuple(print_after), verify_each=verify_each, pass_config=tuple(pass_config),
-        time_passes=time_passes,
+        time_passes=time_passes, params=params,
     ))
 
 

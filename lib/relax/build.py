@@ -28,8 +28,12 @@ def lower(mod: IRModule, opt_level: int = 2, context=None) -> IRModule:
         return run_passes(mod, pipeline(opt_level), context)
 
 
-def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = False):
-    """An Executable for `mod` (already VM-ready when `lowered`), kernels built for `target`."""
+def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = False, params=None):
+    """An Executable for `mod` (already VM-ready when `lowered`), kernels built for `target`.
+
+    `params` (name -> array) binds the weights of `main` as constants before the
+    pipeline (transform/bind_params.py), so the executable carries them and `main`
+    takes only its inputs."""
     from .codegen.build_kernels import build_kernel_object
     from .runtime.kernels.library import load_kernel_library
     from .target import parse_target
@@ -37,6 +41,10 @@ def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = Fals
     from .vm.codegen import generate
 
     target = target if isinstance(target, Target) else parse_target(target)
+    if params:
+        from .transform.bind_params import BindParams
+
+        mod = BindParams(params).run(mod)
     if not lowered:
         mod = lower(mod, opt_level)
     exe = generate(mod)

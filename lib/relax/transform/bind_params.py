@@ -51,6 +51,8 @@ def load_params(path: str) -> dict[str, np.ndarray]:
     """The arrays of an .npz file by name (no pickled objects); a bad file is a UserError."""
     if not os.path.exists(path):
         raise UserError(f"'{path}': no such file or directory")
+    if not zipfile.is_zipfile(path):
+        raise UserError(f"'{path}': not an .npz archive (numpy.savez writes one)")
     try:
         with np.load(path, allow_pickle=False) as archive:
             if not isinstance(archive, Mapping):
@@ -114,7 +116,9 @@ def bind_params(func: rx.Function, params: Mapping[str, np.ndarray], func_name: 
     weights = [p.name_hint for p in func.params[num_input:]]
     binder = _Binder(func_name, origin)
     bound: dict[rx.Var, rx.Expr] = {}
-    for name in sorted(params):
+    # In the order of the signature, then the names that are not in it.
+    position = {p.name_hint: i for i, p in reversed(list(enumerate(func.params)))}
+    for name in sorted(params, key=lambda n: (position.get(n, len(position)), n)):
         array = np.asarray(params[name])
         if name in inputs:
             binder.error(f"'{name}' in {origin} is an input of {func_name} (num_input={num_input}), not a weight",
