@@ -22,18 +22,18 @@ from .memory_sizes import tensor_bytes
 ALLOC_TENSOR = "relax.builtin.alloc_tensor"
 
 
-def storage_call(size, span=None) -> rx.Call:
+def storage_call(size, span=None, device: rx.Expr | None = None) -> rx.Call:
     """R.memory.alloc_storage of `size` bytes (an int or a PrimExpr) in the global scope."""
     size = int64(size) if isinstance(size, int) else size
     return rx.Call(rx.Op("relax.memory.alloc_storage"), (
-        rx.ShapeExpr((size,)), rx.PrimValue(int64(0)), rx.StringImm("global"), rx.DataTypeImm("uint8"),
+        rx.ShapeExpr((size,)), rx.PrimValue(int64(0)) if device is None else device, rx.StringImm("global"), rx.DataTypeImm("uint8"),
     ), span=span)
 
 
-def tensor_call(storage: rx.Var, shape: rx.Expr, dtype: rx.Expr, span=None) -> rx.Call:
+def tensor_call(storage: rx.Var, shape: rx.Expr, dtype: rx.Expr, span=None, device: rx.Expr | None = None) -> rx.Call:
     """R.memory.alloc_tensor at offset 0 of `storage`."""
     return rx.Call(rx.Op("relax.memory.alloc_tensor"), (
-        storage, rx.PrimValue(int64(0)), shape, dtype, rx.PrimValue(int64(0)),
+        storage, rx.PrimValue(int64(0)), shape, dtype, rx.PrimValue(int64(0)) if device is None else device,
     ), span=span)
 
 
@@ -80,8 +80,9 @@ class _Lowerer:
                 shape, dtype = value.args[0], value.args[1]
                 storage = rx.Var(self.names.fresh("storage"), ObjectStructInfo())
                 size = tensor_bytes(shape.values, literal_of(dtype))
-                out.append(rx.VarBinding(storage, storage_call(size, value.span), span=binding.span))
-                out.append(dataclasses.replace(binding, value=tensor_call(storage, shape, dtype, value.span)))
+                device = value.args[2] if len(value.args) > 2 else None
+                out.append(rx.VarBinding(storage, storage_call(size, value.span, device), span=binding.span))
+                out.append(dataclasses.replace(binding, value=tensor_call(storage, shape, dtype, value.span, device)))
             else:
                 out.append(binding)
         return dataclasses.replace(block, bindings=tuple(out))

@@ -42,7 +42,8 @@ class Token:
     shape: tuple[tir.PrimExpr, ...]
     uses: int = 0
     escaped: bool = False
-    scope: tuple[int, ...] = ()  # the chain of `if` branches the allocation sits in
+    scope: tuple[int, ...] = ()
+    device: rx.Expr | None = None  # the runtime device index argument  # the chain of `if` branches the allocation sits in
 
 
 # What a variable carries: a set of tokens, or a tuple of such structures.
@@ -134,7 +135,8 @@ class TokenCollector:
     def binding(self, binding: rx.Binding) -> None:
         value = binding.value
         if isinstance(binding, rx.VarBinding) and _is_allocation(value):
-            token = Token(binding, literal_of(value.args[1]), tuple(value.args[0].values), scope=self.scope)
+            token = Token(binding, literal_of(value.args[1]), tuple(value.args[0].values), scope=self.scope,
+                          device=value.args[2] if len(value.args) > 2 else None)
             self.result.tokens[id(binding)] = token
             self.carried[id(binding.var)] = frozenset((token,))
             return

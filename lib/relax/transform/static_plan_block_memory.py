@@ -20,7 +20,7 @@ becomes
 
 and a later tensor of the same dtype takes `storage` again once `alloc` is dead.
 
-The policy (TVM's): free storages are pooled by dtype. A request of static size S
+The policy (TVM's): free storages are pooled by dtype (and device). A request of static size S
 takes the smallest free storage of size in [S, 16 S]; failing that the largest in
 [S / 16, S), which grows to S (the storage is allocated once, at its final size);
 failing that a new storage. A symbolic size is bounded with the function's
@@ -47,6 +47,7 @@ from ..ir import tir
 from ..ir.module import IRModule
 from ..ir.struct_info import ObjectStructInfo
 from ..ir.structural import structural_equal
+from ..op.infer import literal_of
 from ..op.shape import static_value
 from .memory_alloc import Names, storage_call, tensor_call
 from .memory_sizes import function_upper_bounds, tensor_bytes, upper_bound_bytes
@@ -59,6 +60,7 @@ MATCH_RANGE = 16
 @dataclass(eq=False)
 class Storage:
     dtype: str
+    device: object  # the runtime device index
     size: int | tir.PrimExpr  # bytes: an int when static
     scope: tuple[int, ...]  # the branch it was first allocated in
     first: Token
@@ -117,11 +119,13 @@ class StoragePlanner:
 
     def request(self, token: Token) -> Storage:
         size = self.size_of(token)
-        candidates = [s for s in self.free if s.dtype == token.dtype and _within(s.scope, token.scope)]
+        device = literal_of(token.device) if token.device is not None else 0
+        candidates = [s for s in self.free if s.dtype == token.dtype and s.device == device
+                      and _within(s.scope, token.scope)]
         chosen = self.best_fit(candidates, size) if isinstance(size, int) else next(
             (s for s in candidates if not isinstance(s.size, int) and structural_equal(s.size, size)), None)
         if chosen is None:
-            chosen = Storage(token.dtype, size, token.scope, token)
+            chosen = Storage(token.dtype, device, size, token.scope, token)
             self.storages.append(chosen)
         else:
             self.free.remove(chosen)
@@ -185,8 +189,9 @@ class _Rewriter:
         out: list[rx.Binding] = []
         if storage.first is token:
             storage.var = rx.Var(self.names.fresh("storage"), ObjectStructInfo())
-            out.append(rx.VarBinding(storage.var, storage_call(storage.size, value.span), span=binding.span))
-        out.append(dataclasses.replace(binding, value=tensor_call(storage.var, value.args[0], value.args[1], value.span)))
+            out.append(rx.VarBinding(storage.var, storage_call(storage.size, value.span, token.device), span=binding.span))
+        out.append(dataclasses.replace(binding, value=tensor_call(
+            storage.var, value.args[0], value.args[1], value.span, token.device)))
         return out
 
 
