@@ -100,8 +100,8 @@ class _Binder:
             if value is None and isinstance(dim, tir.Var):
                 known = self.sizes.setdefault(dim, (size, name))
                 if known[0] != size:
-                    self.error(f"parameter '{name}' is {wants}: '{dim.name}' is {known[0]} in '{known[1]}' "
-                               f"but {size} in '{name}' of {self.origin}", param.span)
+                    self.error(f"parameter '{name}' is {wants}, but '{name}' in {self.origin} is {got}: "
+                               f"'{dim.name}' is {known[0]} (from '{known[1]}')", param.span)
 
 
 def bind_params(func: rx.Function, params: Mapping[str, np.ndarray], func_name: str = "main",
