@@ -93,7 +93,8 @@ class VirtualMachine:
                 if found is None:
                     self.unresolved_functions.append(info.name)
                     found = _unresolved(info.name)
-                pool.append(found)
+                # A kernel's lean call path (runtime/kernels/fast_call.py) when it has one.
+                pool.append(getattr(found, "fast_call", None) or found)
             elif info.kind == FuncKind.VM_FUNC:
                 pool.append(Closure(info.name, func_index=index))
             else:

@@ -23,6 +23,7 @@ from ...diagnostics import UserError
 from ..errors import VMError
 from . import abi, container
 from .host import host, host_target_machine, initialize_llvm, runs_natively, same_platform
+from .fast_call import make_fast_call
 from .llvm_compile import compile_bitcode
 from .metadata import KernelInfo, evaluate, format_expr
 from .object_symbols import missing_symbols, undefined_symbols
@@ -76,6 +77,8 @@ class KernelFunction:
         self._buffer_array = ctypes.c_void_p * max(1, len(self._buffers))
         self._scalar_array = ctypes.c_int64 * max(1, len(self._scalars) + len(info.symbolic_vars))
         self._static_workspace = info.workspace_bytes if isinstance(info.workspace_bytes, int) else None
+        # The lean path for static-shape kernels (fast_call.py); the VM calls it instead of __call__.
+        self.fast_call = make_fast_call(self)
 
     def _fail(self, message: str) -> KernelCallError:
         return KernelCallError(f"kernel '{self.name}': {message}")
