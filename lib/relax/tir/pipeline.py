@@ -16,6 +16,7 @@ from .default_gpu_schedule import DefaultGPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .lower_attr_stmts import LowerAttrStmts
 from .narrow_division import NarrowDivision
+from .schedule import schedule_for_codegen
 from .simplify import Simplify
 from .verify_lowered import VerifyLowered
 
@@ -39,6 +40,7 @@ def passes(target=None) -> list:
 
 def lower_for_codegen(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
     """`func` lowered for `target` (a relax.target.Target; None means a CPU)."""
+    func = schedule_for_codegen(func, target)  # tir/schedule/: default CPU schedules at -O1 and up
     for tir_pass in passes(target):
         func = tir_pass.run(func)
     return func.with_fields(attrs=func.attrs.updated(**{"tir.lowered": True}))

@@ -1,0 +1,86 @@
+"""Default CPU schedules: each kernel's loop nests reordered, tiled and parallelized by their structure.
+
+Runs on block-form PrimFuncs (what legalization and FuseTIR write), before
+relax.tir.pipeline lowers them, at -O1 and above. Each top-level nest is matched
+against RULES in order (rules as data: the first that matches rewrites the nest
+into plain loops); every nest then gets its outer independent loop parallel when
+it is big (parallel.py). Rules only reorder, tile and accumulate in registers: each
+output element sums its terms in the order of the plain nest.
+
+    for i, j, k in T.grid(1024, 1024, 1024):       for i in T.parallel(1024):
+        with T.block("matmul"): ...          ->         for j_outer in range(4):
+            C[vi, vj] += A[vi, vk] * B[vk, vj]              for j_inner in range(256): C[i, j] = 0
+                                                            for k in range(1024):
+                                                                for j_inner in range(256): C[i, j] += ...
+
+The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns it off;
+-O0 never runs it, so plain nests stay available for comparison.
+
+| rule | file | matches |
+| --- | --- | --- |
+| reduction-order | reduction_order.py | matmul, batched matmul, conv2d: reductions whose output's last axis is read contiguously |
+| row-reduction | row_reduction.py | sum/max/mean over the innermost axes (softmax, layer_norm statistics) |
+| (every nest) | parallel.py | outer independent loop parallel when the nest is big |
+"""
+
+from __future__ import annotations
+
+from ...ir import tir
+from ..loop_nests import has_thread_bindings, top_level
+from ..rewrite import collect
+from . import reduction_order, row_reduction
+from .nest import match_nest
+from .parallel import parallelize
+
+CONFIG_KEY = "tir.default_cpu_schedule"
+
+# (name, module with matches(nest) and apply(nest)): the first rule that matches wins.
+RULES = (
+    ("reduction-order", reduction_order),
+    ("row-reduction", row_reduction),
+)
+
+
+def schedule_nest(stmt: tir.Stmt, parallel: bool = True) -> tir.Stmt:
+    """One top-level statement with the first matching rule applied (and made parallel)."""
+    nest = match_nest(stmt)
+    scheduled = stmt
+    if nest is not None:
+        for _, rule in RULES:
+            if rule.matches(nest):
+                scheduled = rule.apply(nest)
+                break
+    return parallelize(stmt, scheduled) if parallel else scheduled
+
+
+def default_cpu_schedule(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
+    """`func` with every top-level loop nest scheduled for a CPU `target`."""
+    if func.attrs.get("tir.lowered") or has_thread_bindings(func):
+        return func
+    if any(loop.kind != "serial" for loop in collect(func.body, tir.For)):
+        return func  # already scheduled by hand
+    parallel = getattr(target, "num_cores", 0) != 1
+    statements, rebuild = top_level(func.body)
+    scheduled = [schedule_nest(stmt, parallel) for stmt in statements]
+    if all(a is b for a, b in zip(scheduled, statements)):
+        return func
+    return func.with_fields(body=rebuild(scheduled))
+
+
+def _enabled(value) -> bool:
+    return str(value).strip().lower() not in ("0", "false", "off", "no")
+
+
+def schedule_for_codegen(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
+    """The hook lower_for_codegen calls: the default schedule at -O1 and above on CPU targets."""
+    from ...transform.pass_infra import PassContext
+
+    context = PassContext.current()
+    if context.opt_level < 1 or not _enabled(context.get_config(CONFIG_KEY, True)):
+        return func
+    if getattr(target, "kind", "llvm") != "llvm":
+        return func
+    return default_cpu_schedule(func, target)
+
+
+__all__ = ["CONFIG_KEY", "RULES", "default_cpu_schedule", "schedule_for_codegen", "schedule_nest"]
