@@ -1,0 +1,318 @@
+"""Our toolchain beside numpy, ONNX Runtime and TVM on every workload of /work/shared/bench.
+
+    python bench/peers.py                                  every workload, about 2 minutes
+    python bench/peers.py mlp_b1 cnn --budget 2            some workloads, 2 s of timing each
+    python bench/peers.py --tvm-python /opt/tvm/bin/python also TVM 0.27 (side environment)
+    python bench/peers.py --threads 1                      every peer on one thread
+
+For each workload, in one process and one run:
+
+  relax        relax.build(mod, "llvm", opt_level=2, params=weights): the weights bound
+               as constants (what `relaxc --params` does); chain200 at -O0, where it
+               measures the interpreter's cost per operator call
+  numpy        bench/peers_numpy.py, weights prepared once
+  onnxruntime  the same graph in ONNX (bench/peers_onnx.py), default session options;
+               only when `onnxruntime` and `onnx` import (`pip install .[bench]`)
+  tvm          tvm.compile at its default pipeline, through bench/tvm_peer.py run by the
+               interpreter given with --tvm-python (the project never imports TVM)
+
+Inputs are seeded random float32. Every peer's first result is checked against
+numpy's (largest difference relative to the largest output value, at most 1e-3).
+Timing alternates between the peers, a batch of about 10 ms each in turn, the first
+peer changing every round, until the budget is spent; each call is timed on its own
+and the latency printed is the median. `x best` is the latency over the best one of
+the workload; throughput is GFLOP/s for the models and the matmul, GB/s (bytes read
+and written) for vadd16m, and ns per add for chain200. The machine's limits measured
+in the same run come first: numpy copy bandwidth and numpy sgemm GFLOP/s.
+Absolute times drift on shared machines: compare the rows of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lib"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import peers_numpy  # noqa: E402
+
+BENCH = ROOT.parent / "shared" / "bench"
+WORKLOADS = ("mlp_b1", "mlp_b64", "cnn", "transformer", "vadd16m", "matmul1024", "chain200")
+OPT_LEVEL = {"chain200": 0}
+MLP_FLOPS = 2 * (784 * 512 + 512 * 512 + 512 * 10)
+# Multiply-adds count two; elementwise work is left out (the models are matmul-bound).
+FLOPS = {
+    "mlp_b1": MLP_FLOPS,
+    "mlp_b64": 64 * MLP_FLOPS,
+    "cnn": 2 * (16 * 32 * 32 * 27 + 32 * 16 * 16 * 144 + 2048 * 10),
+    "transformer": 2 * (4 * 128 * 256 * 256 + 2 * 4 * 128 * 128 * 64 + 2 * 128 * 256 * 1024),
+    "matmul1024": 2 * 1024 ** 3,
+}
+BYTES = {"vadd16m": 3 * 4 * 16 * 1024 * 1024}
+BATCH_SECONDS = 0.01
+THREAD_VARIABLES = ("RELAX_BENCH_THREADS", "RELAX_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                    "MKL_NUM_THREADS", "TVM_NUM_THREADS")
+TOLERANCE = 1e-3
+
+
+@dataclasses.dataclass
+class Peer:
+    name: str
+    run_batch: Callable[[int], list[int]]  # n calls -> their times in ns
+    output: np.ndarray
+    times: list[int] = dataclasses.field(default_factory=list)
+    close: Callable[[], None] = lambda: None
+
+
+def local_batch(call: Callable[[], object]) -> Callable[[int], list[int]]:
+    def run_batch(n: int) -> list[int]:
+        times = []
+        for _ in range(n):
+            start = time.perf_counter_ns()
+            call()
+            times.append(time.perf_counter_ns() - start)
+        return times
+
+    return run_batch
+
+
+def local_peer(name: str, call: Callable[[], object]) -> Peer:
+    output = call()
+    output = output[0] if isinstance(output, (list, tuple)) else output
+    return Peer(name, local_batch(call), np.asarray(output))
+
+
+# ---- the workloads and the peers -------------------------------------------------------
+
+
+def load_workload(name: str):
+    from relax.driver.compile import parse_source
+
+    mod = parse_source(str(BENCH / f"{name}.relax"))
+    params_path = BENCH / f"{name}.params.npz"
+    weights = dict(np.load(params_path)) if params_path.exists() else {}
+    main = mod["main"]
+    num_input = int(main.attrs.get("num_input", len(main.params)))
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal([int(d.value) for d in p.struct_info.shape_values]).astype(np.float32)
+              for p in main.params[:num_input]]
+    return mod, weights, inputs
+
+
+def relax_peer(name, mod, weights, inputs) -> Peer:
+    from relax.build import build
+    from relax.vm import VirtualMachine
+
+    exe = build(mod, "llvm", opt_level=OPT_LEVEL.get(name, 2), params=weights or None)
+    function = VirtualMachine(exe, "cpu")["main"]
+    return local_peer("relax", lambda: function(*inputs))
+
+
+def numpy_peer(name, weights, inputs) -> Peer:
+    run = peers_numpy.MAKERS[name](weights)
+    return local_peer("numpy", lambda: run(*inputs))
+
+
+def onnxruntime_peer(name, mod, weights, inputs, output_shape, threads: int | None) -> Peer | None:
+    if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+        return None
+    import onnxruntime
+
+    import peers_onnx
+
+    names = [p.name_hint for p in mod["main"].params[:len(inputs)]]
+    model = peers_onnx.BUILDERS[name](weights, {n: x.shape for n, x in zip(names, inputs)}, output_shape)
+    options = onnxruntime.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    feeds = dict(zip(names, inputs))
+    return local_peer("onnxruntime", lambda: session.run(None, feeds))
+
+
+def tvm_peer(name, python: str, inputs, scratch: pathlib.Path) -> Peer:
+    """TVM in its own process (bench/tvm_peer.py): asked for batches of calls in turn."""
+    params = BENCH / f"{name}.params.npz"
+    inputs_path, output_path = scratch / f"{name}.inputs.npz", scratch / f"{name}.tvm.npz"
+    np.savez(inputs_path, **{f"arg{i}": x for i, x in enumerate(inputs)})
+    worker = subprocess.Popen(
+        [python, str(ROOT / "bench" / "tvm_peer.py"), str(BENCH / f"{name}.relax"),
+         str(params) if params.exists() else "-", str(inputs_path), str(output_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if json.loads(worker.stdout.readline() or "{}").get("ready") is not True:
+        worker.kill()
+        raise RuntimeError("the TVM worker did not start (see its messages above)")
+
+    def run_batch(n: int) -> list[int]:
+        worker.stdin.write(f"{n}\n")
+        worker.stdin.flush()
+        return json.loads(worker.stdout.readline())
+
+    def close():
+        worker.stdin.close()
+        worker.wait()
+
+    return Peer("tvm", run_batch, np.load(output_path)["out"], close=close)
+
+
+# ---- timing --------------------------------------------------------------------------------
+
+
+def measure(peers: list[Peer], budget: float) -> None:
+    """Round robin: each peer runs a ~10 ms batch in turn until the budget is spent."""
+    # Each peer has run once already (its checked output); two more calls estimate its cost.
+    estimates = {peer.name: statistics.median(peer.run_batch(2)) / 1e9 for peer in peers}
+    batches = {name: max(1, int(BATCH_SECONDS / max(one, 1e-9))) for name, one in estimates.items()}
+    minimum_calls = 3 if max(estimates.values()) > 0.5 else 5
+    deadline = time.perf_counter() + budget
+    round_index = 0
+    while True:
+        for offset in range(len(peers)):
+            peer = peers[(round_index + offset) % len(peers)]
+            peer.times.extend(peer.run_batch(batches[peer.name]))
+        round_index += 1
+        if time.perf_counter() > deadline and all(len(p.times) >= minimum_calls for p in peers):
+            return
+
+
+def machine_limits() -> dict[str, float]:
+    """numpy copy bandwidth (64 MiB, bytes read + written) and numpy sgemm (1024^3)."""
+    source = np.ones(16 * 1024 * 1024, np.float32)
+    target = np.empty_like(source)
+    a = np.random.default_rng(1).standard_normal((1024, 1024)).astype(np.float32)
+    copies, products = [], []
+    for _ in range(10):
+        start = time.perf_counter()
+        np.copyto(target, source)
+        copies.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        a @ a
+        products.append(time.perf_counter() - start)
+    return {"copy_gbs": 2 * source.nbytes / min(copies) / 1e9, "sgemm_gflops": 2 * 1024 ** 3 / min(products) / 1e9}
+
+
+# ---- report ----------------------------------------------------------------------------------
+
+
+def duration_text(ns: float) -> str:
+    if ns >= 1e9:
+        return f"{ns / 1e9:.2f} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns:.0f} ns"
+
+
+def throughput_text(name: str, ns: float) -> str:
+    if name in FLOPS:
+        return f"{FLOPS[name] / ns:.2f} GFLOP/s"
+    if name in BYTES:
+        return f"{BYTES[name] / ns:.1f} GB/s"
+    if name == "chain200":
+        return f"{ns / 200:.0f} ns/add"
+    return ""
+
+
+def check_text(peer: Peer, reference: np.ndarray) -> str:
+    if peer.output.shape != reference.shape:
+        return f"MISMATCH shape {peer.output.shape}"
+    error = float(np.max(np.abs(peer.output.astype(np.float64) - reference))) / max(float(np.max(np.abs(reference))), 1e-30)
+    return f"ok {error:.0e}" if error <= TOLERANCE else f"MISMATCH {error:.1e}"
+
+
+def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
+    mod, weights, inputs = load_workload(name)
+    peers = [relax_peer(name, mod, weights, inputs), numpy_peer(name, weights, inputs)]
+    if not args.no_onnxruntime:
+        peer = onnxruntime_peer(name, mod, weights, inputs, peers[1].output.shape, args.threads)
+        if peer is not None:
+            peers.append(peer)
+    if args.tvm_python:
+        peers.append(tvm_peer(name, args.tvm_python, inputs, scratch))
+    try:
+        measure(peers, args.budget)
+    finally:
+        for peer in peers:
+            peer.close()
+    reference = peers[1].output.astype(np.float64)
+    medians = {p.name: statistics.median(p.times) for p in peers}
+    best = min(medians.values())
+    rows = []
+    for peer in peers:
+        ns = medians[peer.name]
+        rows.append(f"{name if peer is peers[0] else '':<12} {peer.name:<12} {duration_text(ns):>10} "
+                    f"{ns / best:>8.1f}x {throughput_text(name, ns):>16} {len(peer.times):>7}  {check_text(peer, reference)}")
+    return rows
+
+
+def cpu_name() -> str:
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), metavar="WORKLOAD",
+                        help=f"some of: {', '.join(WORKLOADS)} (default: all)")
+    parser.add_argument("--budget", type=float, default=4.0, help="seconds of alternating timing per workload")
+    parser.add_argument("--tvm-python", default=os.environ.get("RELAX_BENCH_TVM_PYTHON"),
+                        help="a Python with apache-tvm installed: adds TVM as a peer (env RELAX_BENCH_TVM_PYTHON)")
+    parser.add_argument("--no-onnxruntime", action="store_true", help="leave ONNX Runtime out")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for every peer (default: each peer's own default, all cores)")
+    args = parser.parse_args(argv)
+    if args.threads and os.environ.get("RELAX_BENCH_THREADS") != str(args.threads):
+        # BLAS reads its thread count when numpy is first imported: start again with it set.
+        for variable in THREAD_VARIABLES:
+            os.environ[variable] = str(args.threads)
+        os.execv(sys.executable, [sys.executable, __file__, *(sys.argv[1:] if argv is None else argv)])
+    unknown = [w for w in args.workloads if w not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload {unknown[0]!r} (choose from {', '.join(WORKLOADS)})")
+    started = time.perf_counter()
+
+    limits = machine_limits()
+    print(f"# {cpu_name()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, numpy {np.__version__}, "
+          f"threads: {args.threads or 'each peer its default'}")
+    print(f"# machine limits (numpy, this run): copy {limits['copy_gbs']:.1f} GB/s (read + write), "
+          f"sgemm {limits['sgemm_gflops']:.1f} GFLOP/s")
+    if args.no_onnxruntime or importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+        print("# onnxruntime: not measured (pip install .[bench] for onnxruntime and onnx)")
+    else:
+        import onnxruntime
+
+        print(f"# onnxruntime {onnxruntime.__version__}")
+    if not args.tvm_python:
+        print("# tvm: not measured (--tvm-python PATH to a Python with apache-tvm)")
+    print(f"{'workload':<12} {'peer':<12} {'median':>10} {'x best':>9} {'throughput':>16} {'calls':>7}  check")
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in args.workloads:
+            for row in bench_workload(name, args, pathlib.Path(scratch)):
+                print(row, flush=True)
+    print(f"# {time.perf_counter() - started:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
