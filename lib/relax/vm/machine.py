@@ -26,6 +26,7 @@ from .decoder import (
     CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function, empty_function,
 )
 from .executable import Executable
+from .fast_memory import install_sites
 from .isa import FuncKind
 
 MAX_FRAMES = 200_000
@@ -108,6 +109,8 @@ class VirtualMachine:
         for function in bytecode:
             if function is not None:
                 decode_function(self.exe, function, self, self.constants, self.func_pool, bytecode, hooked)
+        if not hooked and self.memory == "pooled":
+            install_sites(self, self.exe, bytecode, self.constants)  # static shapes: storage kept across calls
         self._function_of_code = {id(function.code): function for function in bytecode if function is not None}
         return bytecode
 
