@@ -120,6 +120,8 @@ def bind_params(func: rx.Function, params: Mapping[str, np.ndarray], func_name: 
     position = {p.name_hint: i for i, p in reversed(list(enumerate(func.params)))}
     for name in sorted(params, key=lambda n: (position.get(n, len(position)), n)):
         array = np.asarray(params[name])
+        if not array.dtype.isnative:  # a big-endian .npz: the same values, in this host's order
+            array = array.astype(array.dtype.newbyteorder("="))
         if name in inputs:
             binder.error(f"'{name}' in {origin} is an input of {func_name} (num_input={num_input}), not a weight",
                          by_name[name].span)
