@@ -81,19 +81,23 @@ def main() -> None:
     from relax.script import parse, script
 
     text = generate(args.megabytes)
-    parse_times, print_times = [], []
+    # Wall time and this process's CPU time: on a shared, loaded machine the CPU time
+    # is what the code costs; the wall time is what a user waits.
+    times = {"parse": [], "print": []}
     for _ in range(args.repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         mod = parse(text, "bench.relax")
-        parse_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        times["parse"].append((time.perf_counter() - start, time.process_time() - cpu))
+        start, cpu = time.perf_counter(), time.process_time()
         printed = script(mod)
-        print_times.append(time.perf_counter() - start)
+        times["print"].append((time.perf_counter() - start, time.process_time() - cpu))
     functions = len(mod.functions)
     print(f"module: {len(text) / 1e6:.2f} MB, {functions} functions, printed {len(printed) / 1e6:.2f} MB")
-    print(f"parse: {min(parse_times):.3f} s (best of {args.repeat})")
-    print(f"print: {min(print_times):.3f} s (best of {args.repeat})")
-    print(f"total: {min(parse_times) + min(print_times):.3f} s   goal: < 2 s")
+    best = {stage: (min(w for w, _ in pairs), min(c for _, c in pairs)) for stage, pairs in times.items()}
+    for stage, (wall, cpu) in best.items():
+        print(f"{stage}: {wall:.3f} s wall, {cpu:.3f} s CPU (best of {args.repeat})")
+    print(f"total: {best['parse'][0] + best['print'][0]:.3f} s wall, "
+          f"{best['parse'][1] + best['print'][1]:.3f} s CPU   goal: < 2 s")
 
 
 if __name__ == "__main__":
