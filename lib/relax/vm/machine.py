@@ -27,9 +27,11 @@ from .decoder import (
 )
 from .executable import Executable
 from .fast_memory import install_sites
+from .fast_path import compile_functions
 from .isa import FuncKind
 
 MAX_FRAMES = 200_000
+EXEC_MODES = ("interp", "compiled")
 
 
 class VMInstrumentReturnKind(enum.IntEnum):
@@ -50,7 +52,7 @@ def _unresolved(name: str) -> Callable:
 
 
 class VirtualMachine:
-    def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled"):
+    def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str = "interp"):
         if isinstance(exe, str):
             from .loader import load
 
@@ -68,6 +70,11 @@ class VirtualMachine:
         self.func_pool = self._init_func_pool()
         self._instrument: Callable | None = None
         self._bytecode = self._decode(hooked=False)
+        if exec_mode not in EXEC_MODES:
+            raise UserError(f"unknown exec_mode '{exec_mode}' (expected one of: {', '.join(EXEC_MODES)})")
+        self.exec_mode = exec_mode
+        # exec_mode="compiled": every bytecode function as a Python function (fast_path.py).
+        self._compiled = compile_functions(self, self._bytecode) if exec_mode == "compiled" else None
         self._inputs: dict[str, tuple] = {}
         self._outputs: dict[str, Any] = {}
         self._saved: dict[str, Callable] = {}
@@ -146,6 +153,8 @@ class VirtualMachine:
     def _execute(self, function, args: tuple):
         if len(args) != function.num_args:
             raise VMError(f"function '{function.name}' takes {function.num_args} arguments, got {len(args)}")
+        if self._compiled is not None and self._instrument is None:
+            return self._compiled[function.index](*args)
         regs = function.template.copy()
         regs[:function.num_args] = args
         code = function.code
@@ -232,6 +241,10 @@ class VirtualMachine:
 
     def _with_backtrace(self, error: Exception, stack: list, code: list, pc: int) -> VMError:
         frames = tuple(self._frame(c, p) for c, p, _, _ in stack) + (self._frame(code, pc),)
+        return self._with_frames(error, frames)
+
+    def _with_frames(self, error: Exception, frames: tuple) -> VMError:
+        """`error` with `frames` (outermost first) in front of its backtrace, as a VMError."""
         if isinstance(error, VMError):  # keeps its class (kernels raise subclasses), gains the frames
             error.backtrace = frames + error.backtrace
             return error
