@@ -39,6 +39,8 @@ Examples:
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]", help="Device to run on.")
 @click.option("--memory", type=click.Choice(["pooled", "naive"]), default="pooled", show_default=True,
               help="Allocator: pooled reuses freed buffers; naive allocates each time.")
+@click.option("--exec-mode", type=click.Choice(["interp", "compiled"]), default="interp", show_default=True,
+              help="interp: the bytecode dispatch loop; compiled: each function as generated Python.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Timed runs.")
 @click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Untimed runs first.")
 @click.option("--print-time", is_flag=True, help="Print min/median/max time of the timed runs, on stderr.")
@@ -51,7 +53,7 @@ Examples:
 @click.option("--plugin", "plugins", metavar="FILE.py", multiple=True,
               help="Run this Python file first (it registers host functions); repeatable.")
 @options.common_options("relaxrun")
-def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, device, memory, repeat, warmup,
+def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, device, memory, exec_mode, repeat, warmup,
             print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, traceback,
             error_limit, color, verbose):
     """Run a function of a compiled artifact on inputs."""
@@ -59,7 +61,7 @@ def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, d
 
     return run_main(RunOptions(
         artifact=artifact, func=func, inputs=tuple(inputs), outputs=tuple(outputs), output_dir=output_dir,
-        expected=tuple(expected), atol=atol, rtol=rtol, device=device, memory=memory, repeat=repeat,
+        expected=tuple(expected), atol=atol, rtol=rtol, device=device, memory=memory, exec_mode=exec_mode, repeat=repeat,
         warmup=warmup, print_time=print_time, profile=profile, trace=trace, json=as_json,
         list_functions=list_functions, print_max_elements=print_max_elements, plugins=tuple(plugins),
         verbose=verbose,

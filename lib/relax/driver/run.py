@@ -42,6 +42,7 @@ class RunOptions:
     rtol: float = 1e-4
     device: str = "cpu"
     memory: str = "pooled"
+    exec_mode: str = "interp"
     repeat: int = 1
     warmup: int = 0
     print_time: bool = False
@@ -164,7 +165,7 @@ def make_vm(exe, options: RunOptions):
         problem = cuda_problem()
         if problem is not None:
             raise UserError(f"device {device} is not available: {problem}")
-    vm = VirtualMachine(exe, device, memory=options.memory)
+    vm = VirtualMachine(exe, device, memory=options.memory, exec_mode=options.exec_mode)
     if vm.unresolved_functions:
         names = ", ".join(f"'{name}'" for name in vm.unresolved_functions[:6])
         more = f" and {len(vm.unresolved_functions) - 6} more" if len(vm.unresolved_functions) > 6 else ""
@@ -180,7 +181,7 @@ def _say_what(options: RunOptions, func: str, record, params, args) -> None:
     sys.stderr.write(f"{TOOL}: running {format_signature(record) if record else func}\n")
     for (name, _), value in zip(params, args):
         sys.stderr.write(f"{TOOL}:   {name} = {describe(value)}\n")
-    sys.stderr.write(f"{TOOL}: device {options.device}, memory {options.memory}, "
+    sys.stderr.write(f"{TOOL}: device {options.device}, memory {options.memory}, exec mode {options.exec_mode}, "
                      f"{options.warmup} warm-up and {options.repeat} timed run(s)\n")
 
 
