@@ -18,7 +18,8 @@ For each workload, in one process and one run:
 
 Inputs are seeded random float32. Every peer's first result is checked against
 numpy's (largest difference relative to the largest output value, at most 1e-3).
-Timing alternates between the peers, a batch of about 10 ms each in turn, the first
+Timing alternates between the peers, a batch of about 10 ms each in turn (longer
+next to a slow peer: a quarter of its call, at most 0.5 s), the first
 peer changing every round, until the budget is spent; each call is timed on its own
 and the latency printed is the median. `x best` is the latency over the best one of
 the workload; throughput is GFLOP/s for the models and the matmul, GB/s (bytes read
@@ -177,7 +178,10 @@ def measure(peers: list[Peer], budget: float) -> None:
     """Round robin: each peer runs a ~10 ms batch in turn until the budget is spent."""
     # Each peer has run once already (its checked output); two more calls estimate its cost.
     estimates = {peer.name: statistics.median(peer.run_batch(2)) / 1e9 for peer in peers}
-    batches = {name: max(1, int(BATCH_SECONDS / max(one, 1e-9))) for name, one in estimates.items()}
+    # Next to a slow peer, the fast ones run longer batches (up to half a second), so
+    # that they too get many calls in the rounds the slow one allows.
+    batch_seconds = min(max(BATCH_SECONDS, max(estimates.values()) / 4), 0.5)
+    batches = {name: max(1, int(batch_seconds / max(one, 1e-9))) for name, one in estimates.items()}
     minimum_calls = 3 if max(estimates.values()) > 0.5 else 5
     deadline = time.perf_counter() + budget
     round_index = 0
