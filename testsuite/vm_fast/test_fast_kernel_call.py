@@ -67,3 +67,23 @@ def test_the_vm_calls_kernels_through_the_fast_path():
     assert any(getattr(f, "kernel", None) is not None for f in vm.func_pool)
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(vm["main"](x, x), x + x)
+
+
+def test_the_native_entry_refuses_any_object_and_falls_back(add_kernel):
+    from relax.runtime.kernels import fast_native
+
+    fast = add_kernel.fast_call
+    if fast_native.LAYOUT_OK:
+        assert "entry(" in fast.source
+    out = np.zeros(4, np.float32)
+    for bad in (3, None, "abcd", (1.0, 2.0, 3.0, 4.0), object()):
+        with pytest.raises(KernelCallError):
+            fast(bad, out, np.zeros(4, np.float32))
+
+    class Sub(np.ndarray):
+        pass
+
+    # A subclass is not numpy.ndarray itself: the checked path takes it (and accepts it).
+    x = np.arange(4, dtype=np.float32).view(Sub)
+    fast(x, x, out)
+    np.testing.assert_array_equal(out, np.arange(4, dtype=np.float32) * 2)

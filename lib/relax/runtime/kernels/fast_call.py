@@ -33,7 +33,7 @@ import threading
 
 import numpy as np
 
-from . import abi
+from . import abi, fast_native
 
 # CPython object header: reference count and type pointer, then numpy's `char *data`.
 DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)
@@ -103,6 +103,11 @@ def make_fast_call(kernel):
     pointer_checks = [f"p{i} % {dtype.itemsize} == 0" for i, (_, _, dtype, _) in enumerate(buffers) if dtype.itemsize > 1]
     pointer_checks += _overlap_checks(kernel, sizes)
     args = ", ".join(f"a{i}" for i in range(count))
+    native_entry = fast_native.native_entry(kernel, sizes, _overlaps(kernel, sizes)) if count else None
+    if native_entry is not None:
+        namespace["entry"] = native_entry
+        lines = [f"def fast_call({args}):", f"    if entry({args}):", f"        return checked({args})"]
+        return _finish(kernel, lines, namespace)
     lines = [f"def fast_call({args}):"]
     lines.append(f"    if not ({' and '.join(checks) or 'True'}) or not lock.acquire(False):")
     lines.append(f"        return checked({args})")
@@ -117,6 +122,10 @@ def make_fast_call(kernel):
     lines.append("        lock.release()")
     lines.append("    if code:")
     lines.append(f"        return checked({args})")
+    return _finish(kernel, lines, namespace)
+
+
+def _finish(kernel, lines: list, namespace: dict):
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<kernel {kernel.name}: fast call>", "exec"), namespace)  # noqa: S102 - generated text
     function = namespace["fast_call"]
@@ -133,17 +142,19 @@ def _nbytes(shape, dtype) -> int:
     return count * dtype.itemsize
 
 
-def _overlap_checks(kernel, sizes: dict[int, int]) -> list[str]:
-    """For tir.noalias kernels: each written buffer is disjoint from every other argument."""
+def _overlaps(kernel, sizes: dict[int, int]) -> list[tuple[int, int, int, int]]:
+    """For tir.noalias kernels, (written, other, written bytes, other bytes): pairs that must be disjoint."""
     if not kernel.info.noalias or len(sizes) < 2:
         return []
     index_of = {param.name: index for index, (_, param, _, _) in enumerate(kernel._buffers)}
-    checks = []
+    pairs = []
     for name in kernel.info.writes:
         written = index_of.get(name)
         if written is None or not sizes[written]:
             continue
-        for other, size in sizes.items():
-            if other != written and size:
-                checks.append(f"(p{written} >= p{other} + {size} or p{other} >= p{written} + {sizes[written]})")
-    return checks
+        pairs += [(written, other, sizes[written], size) for other, size in sizes.items() if other != written and size]
+    return pairs
+
+
+def _overlap_checks(kernel, sizes: dict[int, int]) -> list[str]:
+    return [f"(p{w} >= p{o} + {o_size} or p{o} >= p{w} + {w_size})" for w, o, w_size, o_size in _overlaps(kernel, sizes)]

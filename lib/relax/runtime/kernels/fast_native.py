@@ -1,0 +1,175 @@
+"""A native entry per static-shape kernel: the argument checks and the call in machine code.
+
+For a kernel that fast_call.py finds eligible, `native_entry(kernel)` JIT-compiles
+(llvmlite, into the kernel library's engine) a small function
+
+    int32_t entry(PyObject *a0, PyObject *a1, ...)
+
+that reads each argument's numpy array header, checks it exactly as the Python fast
+path does (type is numpy.ndarray, the dtype object, rank and every dimension,
+C-contiguity flag, alignment of the data pointer, no overlap of a written buffer with
+another argument for `tir.noalias` kernels), and then calls the kernel with its
+buffers, scalars and context on the entry's own stack (so the entry is reentrant).
+It returns the kernel's code, or -1 when a check fails; the caller then takes the
+checked path, which reports the problem. ctypes passes the arrays as `py_object`
+(no conversion), so a call costs one foreign call and nothing per argument in Python.
+
+The header offsets are numpy's public `PyArrayObject_fields` layout (data, nd,
+dimensions, strides, base, descr, flags after the object header). `LAYOUT_OK` checks
+them once per process against what numpy reports for probe arrays; where they do not
+hold (or pointers are not 64-bit), there is no native entry and fast_call.py's Python
+path is used.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from . import abi
+from .host import host
+
+TYPE, DATA, NDIM, DIMS, DESCR, FLAGS = 8, 16, 24, 32, 56, 64
+C_CONTIGUOUS = 0x1
+_counter = itertools.count()
+
+
+def _read(address: int, ctype):
+    return ctype.from_address(address).value
+
+
+def _layout_ok() -> bool:
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        return False
+    try:
+        for array in (np.zeros((3, 5), np.float32), np.zeros((4, 6), np.int64)[:, ::2], np.zeros(7, np.uint8)[1:]):
+            base = id(array)
+            dims = _read(base + DIMS, ctypes.c_void_p)
+            if (_read(base + TYPE, ctypes.c_void_p) != id(np.ndarray)
+                    or _read(base + DATA, ctypes.c_void_p) != array.__array_interface__["data"][0]
+                    or _read(base + NDIM, ctypes.c_int32) != array.ndim
+                    or tuple((ctypes.c_int64 * array.ndim).from_address(dims)) != array.shape
+                    or _read(base + DESCR, ctypes.c_void_p) != id(array.dtype)
+                    or bool(_read(base + FLAGS, ctypes.c_int32) & C_CONTIGUOUS) != array.flags.c_contiguous):
+                return False
+    except Exception:  # noqa: BLE001 - any surprise: no native entries
+        return False
+    return True
+
+
+LAYOUT_OK = _layout_ok()
+
+
+def _field(lines: list, obj: str, offset: int, ty: str, name: str) -> str:
+    lines.append(f"  %{name}.p = getelementptr i8, ptr %{obj}, i64 {offset}")
+    lines.append(f"  %{name} = load {ty}, ptr %{name}.p")
+    return f"%{name}"
+
+
+def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list) -> str:
+    """LLVM IR of the entry. `buffers`: (descr id, shape, itemsize); `overlaps`: (written, other, sizes)."""
+    count = len(buffers)
+    type_lines, lines, conditions = [], [], []
+    params = ", ".join(f"ptr %a{i}" for i in range(count))
+    for i, (descr, shape, itemsize) in enumerate(buffers):
+        obj = f"a{i}"
+        type_lines.append(f"  %type{i}.p = getelementptr i8, ptr %{obj}, i64 {TYPE}")
+        type_lines.append(f"  %type{i} = load i64, ptr %type{i}.p")
+        type_lines.append(f"  %istype{i} = icmp eq i64 %type{i}, {id(np.ndarray)}")
+        type_lines.append(f"  %types{i} = and i1 {'true' if i == 0 else f'%types{i - 1}'}, %istype{i}")
+        conditions.append(("eq", "i64", _field(lines, obj, DESCR, "i64", f"descr{i}"), str(descr)))
+        conditions.append(("eq", "i32", _field(lines, obj, NDIM, "i32", f"nd{i}"), str(len(shape))))
+        flags = _field(lines, obj, FLAGS, "i32", f"flags{i}")
+        lines.append(f"  %contig{i} = and i32 {flags}, {C_CONTIGUOUS}")
+        conditions.append(("ne", "i32", f"%contig{i}", "0"))
+        data = _field(lines, obj, DATA, "i64", f"data{i}")
+        if itemsize > 1:
+            lines.append(f"  %misaligned{i} = and i64 {data}, {itemsize - 1}")
+            conditions.append(("eq", "i64", f"%misaligned{i}", "0"))
+    header_checks = len(conditions)
+    for i, (written, other, written_size, other_size) in enumerate(overlaps):
+        lines.append(f"  %wend{i} = add i64 %data{written}, {written_size}")
+        lines.append(f"  %oend{i} = add i64 %data{other}, {other_size}")
+        lines.append(f"  %after{i} = icmp uge i64 %data{written}, %oend{i}")
+        lines.append(f"  %before{i} = icmp uge i64 %data{other}, %wend{i}")
+        lines.append(f"  %apart{i} = or i1 %after{i}, %before{i}")
+    body = [f"define i32 @{symbol}({params}) {{", "entry:"]
+    # Only the type is read from any object; the array header only from numpy arrays, and
+    # dimensions only from arrays of the right rank.
+    body += type_lines
+    body.append(f"  br i1 %types{count - 1}, label %header, label %bad")
+    body.append("header:")
+    body += lines
+    ok = "true"
+    for n, (predicate, ty, left, right) in enumerate(conditions[:header_checks]):
+        body.append(f"  %c{n} = icmp {predicate} {ty} {left}, {right}")
+        body.append(f"  %ok{n} = and i1 {ok}, %c{n}")
+        ok = f"%ok{n}"
+    for i in range(len(overlaps)):
+        body.append(f"  %okov{i} = and i1 {ok}, %apart{i}")
+        ok = f"%okov{i}"
+    body.append(f"  br i1 {ok}, label %dims, label %bad")
+    body.append("dims:")
+    ok = "true"
+    for i, (_, shape, _) in enumerate(buffers):
+        if not shape:
+            continue
+        body.append(f"  %dims{i}.p = getelementptr i8, ptr %a{i}, i64 {DIMS}")
+        body.append(f"  %dims{i} = load ptr, ptr %dims{i}.p")
+        for axis, size in enumerate(shape):
+            body.append(f"  %d{i}.{axis}.p = getelementptr i64, ptr %dims{i}, i64 {axis}")
+            body.append(f"  %d{i}.{axis} = load i64, ptr %d{i}.{axis}.p")
+            body.append(f"  %e{i}.{axis} = icmp eq i64 %d{i}.{axis}, {size}")
+            body.append(f"  %okd{i}.{axis} = and i1 {ok}, %e{i}.{axis}")
+            ok = f"%okd{i}.{axis}"
+    body.append(f"  br i1 {ok}, label %call, label %bad")
+    body.append("bad:")
+    body.append("  ret i32 -1")
+    body.append("call:")
+    body.append(f"  %buffers = alloca [{max(1, count)} x i64], align 8")
+    for i in range(count):
+        body.append(f"  %slot{i} = getelementptr [{max(1, count)} x i64], ptr %buffers, i64 0, i64 {i}")
+        body.append(f"  store i64 %data{i}, ptr %slot{i}")
+    body.append("  %scalars = alloca [1 x i64], align 8")
+    body.append("  %ctx = alloca [6 x i64], align 8")
+    body.append("  call void @llvm.memset.p0.i64(ptr %ctx, i8 0, i64 48, i1 false)")
+    body.append(f"  store i32 {abi.KERNEL_ABI_VERSION}, ptr %ctx")
+    body.append("  %threads = getelementptr i8, ptr %ctx, i64 4")
+    body.append("  store i32 1, ptr %threads")
+    body.append(f"  %kernel = inttoptr i64 {kernel_address} to ptr")
+    body.append("  %code = call i32 %kernel(ptr %buffers, ptr %scalars, ptr %ctx)")
+    body.append("  ret i32 %code")
+    body.append("}")
+    body.append("declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)")
+    return "\n".join(body) + "\n"
+
+
+def native_entry(kernel, sizes: dict[int, int], overlaps: list):
+    """A ctypes function for the kernel's native entry, or None where there can be none."""
+    if not LAYOUT_OK:
+        return None
+    library = kernel.library
+    buffers = [(id(dtype), tuple(param.shape), dtype.itemsize) for _, param, dtype, _ in kernel._buffers]
+    if any(dtype is not np.dtype(dtype.type) for _, _, dtype, _ in kernel._buffers):
+        return None
+    symbol = f"relax_entry_{next(_counter)}"
+    kernel_address = ctypes.cast(kernel._cfunc, ctypes.c_void_p).value
+    try:
+        module = llvm.parse_assembly(entry_ir(symbol, kernel_address, buffers, overlaps))
+        module.triple = host().triple
+        module.verify()
+        library._engine.add_module(module)
+        library._engine.finalize_object()
+        address = library._engine.get_function_address(symbol)
+    except Exception:  # noqa: BLE001 - no native entry: the Python fast path serves
+        return None
+    if not address:
+        return None
+    small = sum(sizes.values()) < library.parallel_threshold_bytes
+    # Small kernels keep the GIL (no release/re-acquire around a call of a few hundred ns);
+    # larger ones release it like every other kernel call. The entry keeps no state, so both are safe.
+    factory = ctypes.PYFUNCTYPE if small else ctypes.CFUNCTYPE
+    return factory(ctypes.c_int32, *([ctypes.py_object] * len(buffers)))(address)
