@@ -67,7 +67,7 @@ def _only(results):
     return inputs, outputs
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 7, 13), (7, 13, 1), (13, 1, 7), (1023, 13, 300), (5, 1023, 257)])
+@pytest.mark.parametrize("m,k,n", [(1, 7, 13), (7, 13, 1), (13, 1, 7), (1023, 13, 300), (5, 1023, 257), (13, 513, 64)])
 def test_matmul_matches_numpy(m, k, n):
     funcs = _module(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")',
                     "out = R.matmul(a, b)")
@@ -134,13 +134,33 @@ def _matmul_loops(func):
     return [(loop.loop_var.name, loop.kind) for loop in collect(func.body, tir.For)]
 
 
-def test_matmul_runs_j_innermost_tiled_and_parallel():
+def test_big_matmul_gets_a_parallel_register_tile():
     (func,) = _module('a: R.Tensor((1024, 1024), "float32"), b: R.Tensor((1024, 1024), "float32")',
                       "out = R.matmul(a, b)").values()
-    loops = _matmul_loops(default_cpu_schedule(func))
-    assert loops[0][1] == "parallel"
-    assert loops[-1][0].startswith("i1") and all(kind != "parallel" for _, kind in loops[1:])
-    assert [name for name, _ in loops].index("k_outer") < [name for name, _ in loops].index("k_inner")
+    scheduled = default_cpu_schedule(func)
+    loops = _matmul_loops(scheduled)
+    assert loops[0][1] == "parallel" and all(kind != "parallel" for _, kind in loops[1:])
+    assert [call.op for call in collect(scheduled.body, tir.Call)].count("tir.fma") in (8, 16)
+    assert all(not loop.annotations for loop in collect(scheduled.body, tir.For))
+
+
+def test_symbolic_matmul_runs_j_innermost_in_tiles():
+    (func,) = _module('a: R.Tensor(("n", 1024), "float32"), b: R.Tensor((1024, 1024), "float32")',
+                      "out = R.matmul(a, b)").values()
+    names = [name for name, _ in _matmul_loops(default_cpu_schedule(func))]
+    assert names[-1] == "i1_inner" and names.index("k_outer") < names.index("k_inner")
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_register_tiles_for_both_register_files(monkeypatch, wide):
+    import relax.tir.schedule as schedule
+    from relax.tir.schedule.cpu import CpuInfo
+
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: CpuInfo(wide_registers=wide))
+    funcs = _module('a: R.Tensor((13, 1023), "float32"), b: R.Tensor((1023, 257), "float32")',
+                    "out = R.matmul(a, b)")
+    inputs, outputs = _only(_run_both(funcs))
+    np.testing.assert_allclose(outputs[-1], inputs[0] @ inputs[1], **TOLERANCE)
 
 
 def test_small_kernels_stay_serial():

@@ -18,6 +18,7 @@ The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns
 
 | rule | file | matches |
 | --- | --- | --- |
+| register-tile | register_tile.py | float32 matmul and batched matmul with constant M >= 4, N >= 32: C tiles in vector registers |
 | reduction-order | reduction_order.py | matmul, batched matmul, conv2d: reductions whose output's last axis is read contiguously |
 | row-reduction | row_reduction.py | sum/max/mean over the innermost axes (softmax, layer_norm statistics) |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
@@ -28,7 +29,8 @@ from __future__ import annotations
 from ...ir import tir
 from ..loop_nests import has_thread_bindings, top_level
 from ..rewrite import collect
-from . import reduction_order, row_reduction
+from . import reduction_order, register_tile, row_reduction
+from .cpu import CpuInfo, cpu_info
 from .nest import match_nest
 from .parallel import parallelize
 
@@ -36,19 +38,20 @@ CONFIG_KEY = "tir.default_cpu_schedule"
 
 # (name, module with matches(nest) and apply(nest)): the first rule that matches wins.
 RULES = (
+    ("register-tile", register_tile),
     ("reduction-order", reduction_order),
     ("row-reduction", row_reduction),
 )
 
 
-def schedule_nest(stmt: tir.Stmt, parallel: bool = True) -> tir.Stmt:
+def schedule_nest(stmt: tir.Stmt, parallel: bool = True, cpu: CpuInfo = CpuInfo()) -> tir.Stmt:
     """One top-level statement with the first matching rule applied (and made parallel)."""
     nest = match_nest(stmt)
     scheduled = stmt
     if nest is not None:
         for _, rule in RULES:
-            if rule.matches(nest):
-                scheduled = rule.apply(nest)
+            if rule.matches(nest, cpu):
+                scheduled = rule.apply(nest, cpu)
                 break
     return parallelize(stmt, scheduled) if parallel else scheduled
 
@@ -61,7 +64,8 @@ def default_cpu_schedule(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
         return func  # already scheduled by hand
     parallel = getattr(target, "num_cores", 0) != 1
     statements, rebuild = top_level(func.body)
-    scheduled = [schedule_nest(stmt, parallel) for stmt in statements]
+    cpu = cpu_info(target)
+    scheduled = [schedule_nest(stmt, parallel, cpu) for stmt in statements]
     if all(a is b for a, b in zip(scheduled, statements)):
         return func
     return func.with_fields(body=rebuild(scheduled))

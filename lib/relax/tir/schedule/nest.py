@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir import tir
+from ...ir.node import FrozenDict
 from ..loop_nests import perfect_loops, uses
 from ..rewrite import substitute
 
@@ -75,8 +76,10 @@ def match_nest(stmt) -> Nest | None:
     return Nest(tuple(loops), inner)
 
 
-def loop(var: tir.Var, extent, body: tir.Stmt, kind: str = "serial") -> tir.For:
-    return tir.For(var, tir.IntImm(var.dtype, 0), extent, kind, body)
+def loop(var: tir.Var, extent, body: tir.Stmt, independent: bool = False) -> tir.For:
+    """A serial loop from 0; `independent` marks it for parallel.py (its iterations may run in any order)."""
+    annotations = FrozenDict({"relax.schedule.independent": True}) if independent else FrozenDict()
+    return tir.For(var, tir.IntImm(var.dtype, 0), extent, "serial", body, annotations=annotations)
 
 
 def fresh(like: tir.Var, suffix: str) -> tir.Var:

@@ -52,7 +52,7 @@ def reduction_parts(nest: Nest):
     return store, spatial, reduce
 
 
-def matches(nest: Nest) -> bool:
+def matches(nest: Nest, cpu=None) -> bool:
     parts = reduction_parts(nest)
     if parts is None:
         return False
@@ -68,7 +68,8 @@ class Tiles:
     """One loop cut into tiles of `size`: `wrap` puts the tile loop around a statement,
     `inner(make_body)` is one loop over a tile (the whole axis when it fits one tile)."""
 
-    def __init__(self, original: tir.For, size: int):
+    def __init__(self, original: tir.For, size: int, independent: bool = False):
+        self.independent = independent
         self.var, self.extent, self.size = original.loop_var, original.extent, size
         self.whole = isinstance(self.extent, tir.IntImm) and self.extent.value <= size
         self.outer = None if self.whole else fresh(self.var, "outer")
@@ -82,6 +83,12 @@ class Tiles:
         remaining = tile if divides else tir.Min(tile, self.extent - self.outer * tile)
         return loop(inner, remaining, make_body(self.outer * tile + inner))
 
+    def offset(self, value: tir.PrimExpr) -> tir.PrimExpr:
+        """The position inside its tile of `value`, an index `inner` passed to make_body."""
+        if self.whole:
+            return value
+        return value - self.outer * tir.IntImm(self.extent.dtype, self.size)
+
     def wrap(self, stmt: tir.Stmt) -> tir.Stmt:
         if self.whole:
             return stmt
@@ -89,7 +96,7 @@ class Tiles:
             count = tir.IntImm(self.extent.dtype, -(-self.extent.value // self.size))
         else:
             count = tir.FloorDiv(self.extent + (self.size - 1), tir.IntImm(self.extent.dtype, self.size))
-        return loop(self.outer, count, stmt)
+        return loop(self.outer, count, stmt, independent=self.independent)
 
 
 class _Whole:
@@ -105,15 +112,15 @@ class _Whole:
         return stmt
 
 
-def apply(nest: Nest) -> tir.Stmt:
+def apply(nest: Nest, cpu=None) -> tir.Stmt:
     """for s..., io, jo: (for ii, ji: init); for ko: for ii: for k: for ji: update."""
     store, spatial, reduce = reduction_parts(nest)
     j_iter = next(iv for iv in spatial if iv.var is store.indices[-1])
     outer_spatial = [iv for iv in spatial if iv is not j_iter]
     i_iter = outer_spatial.pop() if outer_spatial else None
     loop_vars = {iv.var: fresh(nest.loop_of(iv).loop_var, "s") for iv in outer_spatial + reduce}
-    j_tiles = Tiles(nest.loop_of(j_iter), J_TILE)
-    i_tiles = Tiles(nest.loop_of(i_iter), I_TILE) if i_iter is not None else _Whole()
+    j_tiles = Tiles(nest.loop_of(j_iter), J_TILE, independent=True)
+    i_tiles = Tiles(nest.loop_of(i_iter), I_TILE, independent=True) if i_iter is not None else _Whole()
     k_tiles = Tiles(nest.loop_of(reduce[0]), K_TILE) if len(reduce) == 1 else None
 
     def at(statement, i, j, k=None):
@@ -137,5 +144,5 @@ def apply(nest: Nest) -> tir.Stmt:
         update = i_tiles.inner(reductions)
     stmt = i_tiles.wrap(j_tiles.wrap(tir.SeqStmt((init, update))))
     for iv in reversed(outer_spatial):
-        stmt = loop(loop_vars[iv.var], nest.loop_of(iv).extent, stmt)
+        stmt = loop(loop_vars[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
     return stmt

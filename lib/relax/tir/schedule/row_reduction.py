@@ -21,7 +21,7 @@ from .nest import Nest, fresh, loop
 from .reduction_order import reduction_parts
 
 
-def matches(nest: Nest) -> bool:
+def matches(nest: Nest, cpu=None) -> bool:
     parts = reduction_parts(nest)
     if parts is None:
         return False
@@ -30,7 +30,7 @@ def matches(nest: Nest) -> bool:
     return max((positions[id(iv)] for iv in spatial), default=-1) < min(positions[id(iv)] for iv in reduce)
 
 
-def apply(nest: Nest) -> tir.Stmt:
+def apply(nest: Nest, cpu=None) -> tir.Stmt:
     store, spatial, reduce = reduction_parts(nest)
     loop_vars = {iv.var: fresh(nest.loop_of(iv).loop_var, "s") for iv in spatial + reduce}
     zero = tir.IntImm("int64", 0)
@@ -45,5 +45,5 @@ def apply(nest: Nest) -> tir.Stmt:
     output = nest.bound(store, loop_vars).with_fields(value=acc_load)
     stmt = allocation(acc, tir.SeqStmt((tir.BufferStore(acc, init.value, (zero,)), stmt, output)))
     for iv in reversed(spatial):
-        stmt = loop(loop_vars[iv.var], nest.loop_of(iv).extent, stmt)
+        stmt = loop(loop_vars[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
     return stmt

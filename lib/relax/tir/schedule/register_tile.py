@@ -1,0 +1,180 @@
+"""Rule: a float32 matmul keeps a ROWS x (VECTORS * LANES) tile of C in vector registers.
+
+`C[..., i, j] += A[..., i, k] * B[..., k, j]` (A's access free of j, B's last index
+exactly j, one reduction) with constant i and j extents of at least one tile. Full
+tiles run a register microkernel: the accumulators are a small local buffer read
+and written only as whole vectors at constant offsets, which LLVM turns into
+registers; every k step loads VECTORS vectors of a B row, broadcasts ROWS elements
+of A and does ROWS * VECTORS vector multiply-adds, with no load or store of C. The
+rows and columns outside full tiles run the loops of reduction_order (j innermost).
+Each element of C still adds its terms in the order k = 0, 1, ...
+
+    for i, j, k in T.grid(M, N, K): C[i, j] += A[i, k] * B[k, j]
+->
+    for j_tile in range(N // 32):                         # parallel when big
+        for i_tile in range(M // 4):
+            acc = T.alloc_local((128,))                   # 4 rows x 2 vectors of 16
+            acc[0:16] = 0 ... acc[112:128] = 0
+            for k in range(K):
+                acc[0:16] += T.Broadcast(A[i0, k], 16) * B[k, j0:j0 + 16]   # x 8, unrolled
+            C[i0, j0:j0 + 16] = acc[0:16] ...
+    <rows M // 4 * 4 .. M, then columns N // 32 * 32 .. N: reduction_order's loops>
+"""
+
+from __future__ import annotations
+
+from ...ir import tir
+from ..convert_blocks_to_loops import allocation
+from ..loop_nests import uses
+from . import reduction_order
+from .nest import Nest, fresh, loop
+
+ROWS = 4  # rows of C per register tile: 4 x 2 accumulators, B and A vectors fit 16 registers
+WIDE_ROWS = 8  # with 32 vector registers (AVX-512): 8 x 2 accumulators (70 vs 60 GFLOP/s measured)
+LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
+VECTORS = 2  # vectors per row of the tile
+K_PANEL = 256  # k steps per packed B panel (256 x 32 floats: 32 KiB, in L1)
+
+
+def _operands(nest: Nest):
+    """(j-free load, j-contiguous load) of `C = C + X * Y`, or None."""
+    parts = reduction_order.reduction_parts(nest)
+    if parts is None:
+        return None
+    store, spatial, reduce = parts
+    value = store.value
+    if len(reduce) != 1 or not isinstance(value, tir.Add) or not isinstance(value.b, tir.Mul):
+        return None
+    if store.buffer.dtype != "float32" or len(store.indices) < 2:
+        return None
+    j = store.indices[-1]
+    x, y = value.b.a, value.b.b
+    if not (isinstance(x, tir.BufferLoad) and isinstance(y, tir.BufferLoad)):
+        return None
+    if uses(y, j) and not uses(x, j):
+        pass
+    elif uses(x, j) and not uses(y, j):
+        x, y = y, x
+    else:
+        return None
+    if y.indices[-1] is not j or any(uses(index, j) for index in y.indices[:-1]):
+        return None
+    if x.dtype != "float32" or y.dtype != "float32":
+        return None
+    return x, y
+
+
+def matches(nest: Nest, cpu=None) -> bool:
+    if _operands(nest) is None:
+        return False
+    store = nest.block.body
+    i_loop, j_loop = (nest.loop_of(_iter(nest, store.indices[p])) for p in (-2, -1))
+    return (isinstance(i_loop.extent, tir.IntImm) and isinstance(j_loop.extent, tir.IntImm)
+            and i_loop.extent.value >= _rows(cpu) and j_loop.extent.value >= LANES * VECTORS)
+
+
+def _rows(cpu) -> int:
+    return WIDE_ROWS if cpu is not None and cpu.wide_registers else ROWS
+
+
+def _iter(nest: Nest, var: tir.Var) -> tir.IterVar:
+    return next(iv for iv in nest.block.iter_vars if iv.var is var)
+
+
+def _ramp(base: tir.PrimExpr, lanes: int = LANES) -> tir.Ramp:
+    return tir.Ramp(base, tir.IntImm(base.dtype, 1), lanes)
+
+
+def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_per_tile: int) -> tir.Stmt:
+    """The full register tiles: rows 0 .. M // rows_per_tile * rows_per_tile, columns 0 .. N // WIDTH * WIDTH."""
+    store, width = nest.block.body, LANES * VECTORS
+    i_loop, j_loop, k_loop = nest.loop_of(i_iter), nest.loop_of(j_iter), nest.loop_of(k_iter)
+    index = i_loop.loop_var.dtype
+    const = lambda value: tir.IntImm(index, value)  # noqa: E731
+    j_tile, i_tile = fresh(j_loop.loop_var, "tile"), fresh(i_loop.loop_var, "tile")
+    j0, i0 = j_tile * const(width), i_tile * const(rows_per_tile)
+    k_tiles = reduction_order.Tiles(k_loop, K_PANEL)
+    rows = i_loop.extent.value // rows_per_tile
+
+    def at(expr, i, j, k=None):
+        values = {**outer_values, i_iter.var: i, j_iter.var: j, k_iter.var: k if k is not None else const(0)}
+        return nest.bound(expr, values)
+
+    def local(name, size):
+        return tir.Buffer(f"{store.buffer.name}_{name}", (const(size),), "float32",
+                          tir.Var(f"{store.buffer.name}_{name}", "handle"), scope="local")
+
+    # The B panel of this column tile and k block, packed row after row.
+    panel = local("panel", K_PANEL * width)
+    column = fresh(j_loop.loop_var, "pack")
+    pack = k_tiles.inner(lambda k: loop(column, const(width), tir.BufferStore(
+        panel, at(y, i0, j0 + column, k), (k_tiles.offset(k) * const(width) + column,))))
+
+    acc = local("tile", rows_per_tile * width)
+    slots = [(r, v) for r in range(rows_per_tile) for v in range(VECTORS)]
+
+    def slot(r, v):
+        return (_ramp(const((r * VECTORS + v) * LANES)),)
+
+    def c_row(r, v):
+        return at(store, i0 + const(r), _ramp(j0 + const(v * LANES)))
+
+    loads = [tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v).indices), slot(r, v)) for r, v in slots]
+
+    def step(k):
+        updates = []
+        for r, v in slots:
+            a = tir.Broadcast(at(x, i0 + const(r), j0, k), LANES)
+            b = tir.BufferLoad(panel, (_ramp(k_tiles.offset(k) * const(width) + const(v * LANES)),))
+            total = tir.Call(f"float32x{LANES}", "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
+            updates.append(tir.BufferStore(acc, total, slot(r, v)))
+        return tir.SeqStmt(tuple(updates))
+
+    saves = [c_row(r, v).with_fields(value=tir.BufferLoad(acc, slot(r, v))) for r, v in slots]
+    tile = allocation(acc, tir.SeqStmt((*loads, k_tiles.inner(step), *saves)))
+    k_block = allocation(panel, tir.SeqStmt((pack, loop(i_tile, const(rows), tile, independent=True))))
+    i_init, j_init = fresh(i_loop.loop_var, "init"), fresh(j_loop.loop_var, "init")
+    init = loop(i_init, const(rows * rows_per_tile), loop(j_init, const(width), at(nest.block.init, i_init, j0 + j_init)))
+    body = tir.SeqStmt((init, k_tiles.wrap(k_block)))
+    return loop(j_tile, const(j_loop.extent.value // width), body, independent=True)
+
+
+def _remainder(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, rows, columns) -> tir.Stmt | None:
+    """Rows [start, stop) x columns [start, stop) in j-innermost loops (None when empty)."""
+    (i_start, i_stop), (j_start, j_stop) = rows, columns
+    if i_stop <= i_start or j_stop <= j_start:
+        return None
+    i_loop, j_loop, k_loop = nest.loop_of(i_iter), nest.loop_of(j_iter), nest.loop_of(k_iter)
+    index = i_loop.loop_var.dtype
+    i, k = fresh(i_loop.loop_var, "rest"), fresh(k_loop.loop_var, "rest")
+
+    def columns_loop(statement):
+        j = fresh(j_loop.loop_var, "rest")
+        values = {**outer_values, i_iter.var: i + tir.IntImm(index, i_start),
+                  j_iter.var: j + tir.IntImm(index, j_start), k_iter.var: k}
+        return loop(j, tir.IntImm(index, j_stop - j_start), nest.bound(statement, values))
+
+    update = loop(k, k_loop.extent, columns_loop(nest.block.body))
+    body = tir.SeqStmt((columns_loop(nest.block.init), update))
+    return loop(i, tir.IntImm(index, i_stop - i_start), body, independent=True)
+
+
+def apply(nest: Nest, cpu=None) -> tir.Stmt:
+    x, y = _operands(nest)
+    store, spatial, reduce = reduction_order.reduction_parts(nest)
+    i_iter, j_iter = _iter(nest, store.indices[-2]), _iter(nest, store.indices[-1])
+    outer = [iv for iv in spatial if iv is not i_iter and iv is not j_iter]
+    outer_vars = {iv.var: fresh(nest.loop_of(iv).loop_var, "s") for iv in outer}
+    rows = _rows(cpu)
+    i_full = nest.loop_of(i_iter).extent.value // rows * rows
+    j_full = nest.loop_of(j_iter).extent.value // (LANES * VECTORS) * (LANES * VECTORS)
+    i_end, j_end = nest.loop_of(i_iter).extent.value, nest.loop_of(j_iter).extent.value
+    parts = [_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows)]
+    for rest in (_remainder(nest, outer_vars, i_iter, j_iter, reduce[0], (i_full, i_end), (0, j_end)),
+                 _remainder(nest, outer_vars, i_iter, j_iter, reduce[0], (0, i_full), (j_full, j_end))):
+        if rest is not None:
+            parts.append(rest)
+    stmt = parts[0] if len(parts) == 1 else tir.SeqStmt(tuple(parts))
+    for iv in reversed(outer):
+        stmt = loop(outer_vars[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
+    return stmt
