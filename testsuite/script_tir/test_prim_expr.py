@@ -254,7 +254,18 @@ def test_let_uses_a_declared_variable(scope):
         ("T.floordiv(7, 2)", I32(3)),
         ("T.isnan(h)", ("Call", "bool", "tir.isnan", (("Cast", "float32", "h:float16"),))),
         ("T.isnan(T.float32(0.25))", ("IntImm", "bool", 0)),
+        ("T.int32(2) < 3", ("IntImm", "bool", 1)),
+        ("2 < T.int32(3)", ("LT", I32(2), I32(3))),
+        ("-1 > x", ("GT", F32(-1.0), "x:float32")),
+        ("i < 3.5", ("LT", ("Cast", "float32", "i:int32"), F32(3.5))),
+        ("T.int32(2) == T.int32(2)", ("EQ", I32(2), I32(2))),
+        ("T.likely(T.int32(0))", I32(0)),
+        ("T.likely(i < 2)", ("Call", "bool", "tir.likely", (("LT", "i:int32", I32(2)),))),
+        ("not 0 or i", True),
+        ("0.5 and 0.25", 0.25),
     ],
 )
 def test_folding_matches_tvm(scope, text, expected):
+    if isinstance(expected, (bool, float)):
+        expected = ("IntImm", "bool", int(expected)) if isinstance(expected, bool) else F32(expected)
     assert ok(text, scope) == expected

@@ -218,8 +218,17 @@ class PrimExprParser(PrimCallParser):
         node_type = tir.And if isinstance(node.op, ast.And) else tir.Or
         result = self.value(node.values[0])
         for operand in node.values[1:]:
-            result = tir_ops.binary(node_type, result, self.value(operand))
+            result = self._logical(node_type, result, lambda operand=operand: self.value(operand))
         return result
+
+    @staticmethod
+    def _logical(node_type: type, left: Operand, right: Callable[[], Operand]) -> Operand:
+        """`left and right` / `left or right`. A Python value on the left decides as
+        Python does (TVM evaluates the text so): `True or x` is True, x is not read."""
+        if not isinstance(left, tir.PrimExpr):
+            decided = (not left) if node_type is tir.And else bool(left)
+            return left if decided else right()
+        return tir_ops.binary(node_type, left, right())
 
     def _compare(self, node: ast.Compare) -> Operand:
         # `a < b < c` means `a < b and b < c`, each operand read once.
@@ -230,8 +239,8 @@ class PrimExprParser(PrimCallParser):
             if node_type is None:
                 raise self.ctx.fail(f"operator '{_describe_op(op)}' is not supported in TIR", node)
             right = self.value(right_node)
-            term = tir_ops.binary(node_type, left, right)
-            result = term if result is None else tir_ops.binary(tir.And, result, term)
+            term = tir_ops.compare(node_type, left, right)
+            result = term if result is None else self._logical(tir.And, result, lambda term=term: term)
             left = right
         return result
 

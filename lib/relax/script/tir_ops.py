@@ -120,8 +120,9 @@ _FOLD: dict[type, Callable] = {
     tir.LE: operator.le,
     tir.GT: operator.gt,
     tir.GE: operator.ge,
-    tir.And: lambda a, b: bool(a) and bool(b),
-    tir.Or: lambda a, b: bool(a) or bool(b),
+    # Python's own `and` / `or` on two Python numbers: the deciding operand.
+    tir.And: lambda a, b: a and b,
+    tir.Or: lambda a, b: a or b,
 }
 
 
@@ -185,11 +186,6 @@ def binary(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | Number:
             return folded
     if cls in (tir.And, tir.Or):
         a, b = cast_bool(a), cast_bool(b)
-    elif cls in (tir.EQ, tir.NE):
-        # TVM's EqualOp gives a Python number the other side's type (`m == T.int8(1)`).
-        a = a if isinstance(a, tir.PrimExpr) else make_const(a, b.dtype)
-        b = b if isinstance(b, tir.PrimExpr) else make_const(b, a.dtype)
-        a, b = match_types(a, b)
     else:
         a, b = match_types(a, b)
     if cls in _NEVER_FOLDED:
@@ -207,6 +203,30 @@ def binary(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | Number:
     if identity is not None:
         return identity
     return cls(a, b)
+
+
+def compare(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | bool:
+    """`a < b`, `a == b`, ... as TVMScript builds them. `==` and `!=` are nodes as
+    written; so is an ordering with a Python number on the left (`2 < m`). Both take a
+    Python number in the other side's type. An ordering with an expression on the
+    left is TVM's operator: types promoted, constants folded."""
+    if not isinstance(a, tir.PrimExpr) and not isinstance(b, tir.PrimExpr):
+        return _FOLD[cls](a, b)
+    if cls in (tir.EQ, tir.NE) or not isinstance(a, tir.PrimExpr):
+        a, b = match_types(_literal_like(a, b), _literal_like(b, a))
+        return cls(a, b)
+    return binary(cls, a, b)
+
+
+def _literal_like(value: Operand, other: Operand) -> tir.PrimExpr:
+    """A Python number as a constant of the other operand's type (TVMScript's
+    `_auto_broadcast`): an int takes any type, a float only a float type."""
+    if isinstance(value, tir.PrimExpr):
+        return value
+    scalar = dt.element(other.dtype)
+    if isinstance(value, float) and not dt.is_float(scalar):
+        return make_const(value, "float32")
+    return make_const(value, scalar)
 
 
 def cast_bool(value: Operand) -> tir.PrimExpr:

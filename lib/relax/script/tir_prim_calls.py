@@ -223,6 +223,14 @@ class PrimCallParser:
             return true_value if condition.value else false_value
         return tir.Call(true_value.dtype, "tir.if_then_else", (condition, true_value, false_value))
 
+    def _likely(self, node: ast.Call) -> Operand:
+        """T.likely(cond) marks a branch hint; a constant needs none (TVM returns it)."""
+        self.check_arity(node, "likely", 1, 1)
+        condition = self.finish(self.value(node.args[0]))
+        if isinstance(condition, (tir.IntImm, tir.FloatImm)):
+            return condition
+        return tir.Call(condition.dtype, "tir.likely", (condition,))
+
     def _float_class(self, node: ast.Call) -> Operand:
         """T.isnan / T.isinf / T.isfinite as TVM builds them: only isnan is a call; isinf
         is |x| == inf and not nan; an integer is never nan or inf."""
@@ -303,6 +311,7 @@ _SPECIAL_HANDLERS: dict[str, Callable[[PrimCallParser, ast.Call], Operand]] = {
     "nearbyint": PrimCallParser._rounding,
     "trunc": PrimCallParser._rounding,
     "if_then_else": PrimCallParser._if_then_else,
+    "likely": PrimCallParser._likely,
     "isnan": PrimCallParser._float_class,
     "isinf": PrimCallParser._float_class,
     "isfinite": PrimCallParser._float_class,
