@@ -23,8 +23,8 @@ class Module:
 
 
 def sites(vm):
-    return [step[1] for function in vm._bytecode if function is not None for step in function.code
-            if len(step) > 1 and isinstance(step[1], StorageSite)]
+    return [step[1].__self__ for function in vm._bytecode if function is not None for step in function.code
+            if len(step) > 1 and isinstance(getattr(step[1], "__self__", None), StorageSite)]
 
 
 def test_static_allocations_become_sites_kept_across_calls(monkeypatch):

@@ -168,8 +168,9 @@ def install_sites(vm, exe, bytecode: list, constants: list) -> None:
             if name == "vm.builtin.alloc_storage":
                 site = alloc_storage_site(vm, values)
                 if site is not None:
-                    function.code[position] = (CALL0, site, None, decoded[3])
+                    # The bound method, not the site: calling it skips the instance-call slot lookup.
+                    function.code[position] = (CALL0, site.__call__, None, decoded[3])
             elif values[0] is None:
                 site = alloc_tensor_site(values)
                 if site is not None:
-                    function.code[position] = (CALL1, site, decode_arg(instr.args[0])[1], decoded[3])
+                    function.code[position] = (CALL1, site.__call__, decode_arg(instr.args[0])[1], decoded[3])

@@ -106,7 +106,7 @@ def make_fast_call(kernel):
     native_entry = fast_native.native_entry(kernel, sizes, _overlaps(kernel, sizes)) if count else None
     if native_entry is not None:
         namespace["entry"] = native_entry
-        lines = [f"def fast_call({args}):", f"    if entry({args}):", f"        return checked({args})"]
+        lines = ["def fast_call(*args):", "    if entry(args):", "        return checked(*args)"]
         return _finish(kernel, lines, namespace)
     lines = [f"def fast_call({args}):"]
     lines.append(f"    if not ({' and '.join(checks) or 'True'}) or not lock.acquire(False):")

@@ -3,7 +3,7 @@
 For a kernel that fast_call.py finds eligible, `native_entry(kernel)` JIT-compiles
 (llvmlite, into the kernel library's engine) a small function
 
-    int32_t entry(PyObject *a0, PyObject *a1, ...)
+    int32_t entry(PyObject *args)   /* a tuple (a0, a1, ...) */
 
 that reads each argument's numpy array header, checks it exactly as the Python fast
 path does (type is numpy.ndarray, the dtype object, rank and every dimension,
@@ -11,11 +11,12 @@ C-contiguity flag, alignment of the data pointer, no overlap of a written buffer
 another argument for `tir.noalias` kernels), and then calls the kernel with its
 buffers, scalars and context on the entry's own stack (so the entry is reentrant).
 It returns the kernel's code, or -1 when a check fails; the caller then takes the
-checked path, which reports the problem. ctypes passes the arrays as `py_object`
-(no conversion), so a call costs one foreign call and nothing per argument in Python.
+checked path, which reports the problem. ctypes passes the argument tuple as one
+`py_object` (no conversion), so a call costs one foreign call with one argument.
 
 The header offsets are numpy's public `PyArrayObject_fields` layout (data, nd,
-dimensions, strides, base, descr, flags after the object header). `LAYOUT_OK` checks
+dimensions, strides, base, descr, flags after the object header) and CPython's
+`PyTupleObject` (size, then items). `LAYOUT_OK` checks
 them once per process against what numpy reports for probe arrays; where they do not
 hold (or pointers are not 64-bit), there is no native entry and fast_call.py's Python
 path is used.
@@ -33,6 +34,7 @@ from . import abi
 from .host import host
 
 TYPE, DATA, NDIM, DIMS, DESCR, FLAGS = 8, 16, 24, 32, 56, 64
+TUPLE_SIZE, TUPLE_ITEMS = 16, 24  # PyTupleObject: ob_size, then the item pointers
 C_CONTIGUOUS = 0x1
 _counter = itertools.count()
 
@@ -55,6 +57,11 @@ def _layout_ok() -> bool:
                     or _read(base + DESCR, ctypes.c_void_p) != id(array.dtype)
                     or bool(_read(base + FLAGS, ctypes.c_int32) & C_CONTIGUOUS) != array.flags.c_contiguous):
                 return False
+        probe = (np.zeros(1), "x", 3)
+        if (_read(id(probe) + TUPLE_SIZE, ctypes.c_int64) != 3
+                or tuple(_read(id(probe) + TUPLE_ITEMS + 8 * i, ctypes.c_void_p) for i in range(3))
+                != tuple(id(item) for item in probe)):
+            return False
     except Exception:  # noqa: BLE001 - any surprise: no native entries
         return False
     return True
@@ -73,7 +80,6 @@ def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list) ->
     """LLVM IR of the entry. `buffers`: (descr id, shape, itemsize); `overlaps`: (written, other, sizes)."""
     count = len(buffers)
     type_lines, lines, conditions = [], [], []
-    params = ", ".join(f"ptr %a{i}" for i in range(count))
     for i, (descr, shape, itemsize) in enumerate(buffers):
         obj = f"a{i}"
         type_lines.append(f"  %type{i}.p = getelementptr i8, ptr %{obj}, i64 {TYPE}")
@@ -96,7 +102,16 @@ def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list) ->
         lines.append(f"  %after{i} = icmp uge i64 %data{written}, %oend{i}")
         lines.append(f"  %before{i} = icmp uge i64 %data{other}, %wend{i}")
         lines.append(f"  %apart{i} = or i1 %after{i}, %before{i}")
-    body = [f"define i32 @{symbol}({params}) {{", "entry:"]
+    body = [f"define i32 @{symbol}(ptr %args) {{", "entry:"]
+    # The arguments come as one tuple (a single py_object is the cheapest ctypes call).
+    body.append(f"  %size.p = getelementptr i8, ptr %args, i64 {TUPLE_SIZE}")
+    body.append("  %size = load i64, ptr %size.p")
+    body.append(f"  %arity = icmp eq i64 %size, {count}")
+    body.append("  br i1 %arity, label %items, label %bad")
+    body.append("items:")
+    for i in range(count):
+        body.append(f"  %a{i}.p = getelementptr i8, ptr %args, i64 {TUPLE_ITEMS + 8 * i}")
+        body.append(f"  %a{i} = load ptr, ptr %a{i}.p")
     # Only the type is read from any object; the array header only from numpy arrays, and
     # dimensions only from arrays of the right rank.
     body += type_lines
@@ -172,4 +187,4 @@ def native_entry(kernel, sizes: dict[int, int], overlaps: list):
     # Small kernels keep the GIL (no release/re-acquire around a call of a few hundred ns);
     # larger ones release it like every other kernel call. The entry keeps no state, so both are safe.
     factory = ctypes.PYFUNCTYPE if small else ctypes.CFUNCTYPE
-    return factory(ctypes.c_int32, *([ctypes.py_object] * len(buffers)))(address)
+    return factory(ctypes.c_int32, ctypes.py_object)(address)
