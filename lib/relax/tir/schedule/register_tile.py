@@ -1,24 +1,32 @@
 """Rule: a float32 matmul keeps a ROWS x (VECTORS * LANES) tile of C in vector registers.
 
-`C[..., i, j] += A[..., i, k] * B[..., k, j]` (A's access free of j, B's last index
-exactly j, one reduction) with constant i and j extents of at least one tile. Full
-tiles run a register microkernel: the accumulators are a small local buffer read
-and written only as whole vectors at constant offsets, which LLVM turns into
-registers; every k step loads VECTORS vectors of a B row, broadcasts ROWS elements
-of A and does ROWS * VECTORS vector multiply-adds, with no load or store of C. The
-rows and columns outside full tiles run the loops of reduction_order (j innermost).
-Each element of C still adds its terms in the order k = 0, 1, ...
+`C[..., i, j] += A[..., i, k] * B[..., k, j]` (A's access free of j, B's access free
+of i with j its last index, one reduction) with constant i and j extents, j at
+least one tile wide; tiles have fewer rows when C has fewer. For each column tile
+(the parallel loop) and each block of K_PANEL k steps, the B panel is first copied
+into a contiguous local buffer (32 KiB, in L1; skipped when one row tile reads it);
+then every row tile loads its accumulators from C, and each k step broadcasts ROWS
+elements of A and does ROWS * VECTORS vector fused multiply-adds against the panel,
+with no load or store of C. The accumulators are a local buffer read and written
+only as whole vectors at constant offsets, which LLVM keeps in registers. Rows and
+columns outside full tiles run j-innermost loops. Each element of C adds its terms
+in the order k = 0, 1, ... as the plain nest does; the fused multiply-add rounds once
+per term instead of twice.
 
     for i, j, k in T.grid(M, N, K): C[i, j] += A[i, k] * B[k, j]
 ->
-    for j_tile in range(N // 32):                         # parallel when big
-        for i_tile in range(M // 4):
-            acc = T.alloc_local((128,))                   # 4 rows x 2 vectors of 16
-            acc[0:16] = 0 ... acc[112:128] = 0
-            for k in range(K):
-                acc[0:16] += T.Broadcast(A[i0, k], 16) * B[k, j0:j0 + 16]   # x 8, unrolled
-            C[i0, j0:j0 + 16] = acc[0:16] ...
-    <rows M // 4 * 4 .. M, then columns N // 32 * 32 .. N: reduction_order's loops>
+    for j_tile in T.parallel(N // 32):
+        for i, j in T.grid(M // 8 * 8, 32): C[i, j0 + j] = 0
+        for k_outer in range(ceildiv(K, 256)):
+            panel = T.alloc_local((256 * 32,))
+            for k, j in T.grid(256, 32): panel[k * 32 + j] = B[k0 + k, j0 + j]
+            for i_tile in range(M // 8):
+                acc = T.alloc_local((256,))                  # 8 rows x 2 vectors of 16
+                acc[0:16] = C[i0, j0:j0 + 16] ...
+                for k in range(256):
+                    acc[0:16] = T.fma(T.Broadcast(A[i0, k0 + k], 16), panel[k * 32:k * 32 + 16], acc[0:16]) ...
+                C[i0, j0:j0 + 16] = acc[0:16] ...
+    <rows M // 8 * 8 .. M, then columns N // 32 * 32 .. N, in j-innermost loops>
 """
 
 from __future__ import annotations
@@ -59,6 +67,8 @@ def _operands(nest: Nest):
         return None
     if y.indices[-1] is not j or any(uses(index, j) for index in y.indices[:-1]):
         return None
+    if uses(y, store.indices[-2]):  # one packed panel of B serves every row tile
+        return None
     if x.dtype != "float32" or y.dtype != "float32":
         return None
     return x, y
@@ -70,11 +80,12 @@ def matches(nest: Nest, cpu=None) -> bool:
     store = nest.block.body
     i_loop, j_loop = (nest.loop_of(_iter(nest, store.indices[p])) for p in (-2, -1))
     return (isinstance(i_loop.extent, tir.IntImm) and isinstance(j_loop.extent, tir.IntImm)
-            and i_loop.extent.value >= _rows(cpu) and j_loop.extent.value >= LANES * VECTORS)
+            and i_loop.extent.value >= 1 and j_loop.extent.value >= LANES * VECTORS)
 
 
-def _rows(cpu) -> int:
-    return WIDE_ROWS if cpu is not None and cpu.wide_registers else ROWS
+def _rows(cpu, extent: int) -> int:
+    """Rows per register tile: as many as the registers hold, at most the rows there are."""
+    return min(extent, WIDE_ROWS if cpu is not None and cpu.wide_registers else ROWS)
 
 
 def _iter(nest: Nest, var: tir.Var) -> tir.IterVar:
@@ -86,7 +97,7 @@ def _ramp(base: tir.PrimExpr, lanes: int = LANES) -> tir.Ramp:
 
 
 def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_per_tile: int) -> tir.Stmt:
-    """The full register tiles: rows 0 .. M // rows_per_tile * rows_per_tile, columns 0 .. N // WIDTH * WIDTH."""
+    """The full register tiles: row_tiles_count 0 .. M // rows_per_tile * rows_per_tile, columns 0 .. N // WIDTH * WIDTH."""
     store, width = nest.block.body, LANES * VECTORS
     i_loop, j_loop, k_loop = nest.loop_of(i_iter), nest.loop_of(j_iter), nest.loop_of(k_iter)
     index = i_loop.loop_var.dtype
@@ -94,7 +105,7 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     j_tile, i_tile = fresh(j_loop.loop_var, "tile"), fresh(i_loop.loop_var, "tile")
     j0, i0 = j_tile * const(width), i_tile * const(rows_per_tile)
     k_tiles = reduction_order.Tiles(k_loop, K_PANEL)
-    rows = i_loop.extent.value // rows_per_tile
+    row_tiles_count = i_loop.extent.value // rows_per_tile
 
     def at(expr, i, j, k=None):
         values = {**outer_values, i_iter.var: i, j_iter.var: j, k_iter.var: k if k is not None else const(0)}
@@ -104,11 +115,18 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
         return tir.Buffer(f"{store.buffer.name}_{name}", (const(size),), "float32",
                           tir.Var(f"{store.buffer.name}_{name}", "handle"), scope="local")
 
-    # The B panel of this column tile and k block, packed row after row.
+    # The B panel of this column tile and k block, packed row after row, when several
+    # row tiles read it (a single row tile reads B where it is, once).
+    packed = row_tiles_count > 1
     panel = local("panel", K_PANEL * width)
     column = fresh(j_loop.loop_var, "pack")
     pack = k_tiles.inner(lambda k: loop(column, const(width), tir.BufferStore(
         panel, at(y, i0, j0 + column, k), (k_tiles.offset(k) * const(width) + column,))))
+
+    def b_vector(k, v):
+        if packed:
+            return tir.BufferLoad(panel, (_ramp(k_tiles.offset(k) * const(width) + const(v * LANES)),))
+        return at(y, i0, _ramp(j0 + const(v * LANES)), k)
 
     acc = local("tile", rows_per_tile * width)
     slots = [(r, v) for r in range(rows_per_tile) for v in range(VECTORS)]
@@ -125,16 +143,17 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
         updates = []
         for r, v in slots:
             a = tir.Broadcast(at(x, i0 + const(r), j0, k), LANES)
-            b = tir.BufferLoad(panel, (_ramp(k_tiles.offset(k) * const(width) + const(v * LANES)),))
+            b = b_vector(k, v)
             total = tir.Call(f"float32x{LANES}", "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
             updates.append(tir.BufferStore(acc, total, slot(r, v)))
         return tir.SeqStmt(tuple(updates))
 
     saves = [c_row(r, v).with_fields(value=tir.BufferLoad(acc, slot(r, v))) for r, v in slots]
     tile = allocation(acc, tir.SeqStmt((*loads, k_tiles.inner(step), *saves)))
-    k_block = allocation(panel, tir.SeqStmt((pack, loop(i_tile, const(rows), tile, independent=True))))
+    row_tiles = loop(i_tile, const(row_tiles_count), tile, independent=True)
+    k_block = allocation(panel, tir.SeqStmt((pack, row_tiles))) if packed else row_tiles
     i_init, j_init = fresh(i_loop.loop_var, "init"), fresh(j_loop.loop_var, "init")
-    init = loop(i_init, const(rows * rows_per_tile), loop(j_init, const(width), at(nest.block.init, i_init, j0 + j_init)))
+    init = loop(i_init, const(row_tiles_count * rows_per_tile), loop(j_init, const(width), at(nest.block.init, i_init, j0 + j_init)))
     body = tir.SeqStmt((init, k_tiles.wrap(k_block)))
     return loop(j_tile, const(j_loop.extent.value // width), body, independent=True)
 
@@ -165,7 +184,7 @@ def apply(nest: Nest, cpu=None) -> tir.Stmt:
     i_iter, j_iter = _iter(nest, store.indices[-2]), _iter(nest, store.indices[-1])
     outer = [iv for iv in spatial if iv is not i_iter and iv is not j_iter]
     outer_vars = {iv.var: fresh(nest.loop_of(iv).loop_var, "s") for iv in outer}
-    rows = _rows(cpu)
+    rows = _rows(cpu, nest.loop_of(i_iter).extent.value)
     i_full = nest.loop_of(i_iter).extent.value // rows * rows
     j_full = nest.loop_of(j_iter).extent.value // (LANES * VECTORS) * (LANES * VECTORS)
     i_end, j_end = nest.loop_of(i_iter).extent.value, nest.loop_of(j_iter).extent.value
