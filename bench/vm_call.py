@@ -4,7 +4,8 @@
              Python in a loop: the cost of the kernel call path (checks, argument
              packing, the foreign call), in nanoseconds per call
     mlp      vm["main"] of samples/mlp.relax at -O2 (784-128-64-10, batch 1, weights
-             passed as arguments), median microseconds per call
+             passed as arguments), median microseconds per call; and its kernels alone
+             (each called on zero arrays, back to back): the difference is the VM's overhead
     mlp_b1   /work/shared/bench/mlp_b1.relax at -O2 with the weights bound as constants
              (784-512-512-10, batch 1), when that file exists
     chain200 /work/shared/bench/chain200.relax at -O0 (200 dependent adds on float32[4]),
@@ -87,7 +88,31 @@ def sample_call_us(name: str, mode: str, repeat: int):
     main = vm["main"]
     args = [data[p.name_hint] for p in mod["main"].params]
     np.testing.assert_allclose(main(*args)[0], expected["00"], rtol=1e-4, atol=1e-5)
-    return median_latency_us(main, args, repeat)
+    return median_latency_us(main, args, repeat), kernels_alone_us(vm, repeat)
+
+
+def kernels_alone_us(vm, repeat: int) -> float:
+    """The kernels of one call run back to back on zero arrays: the call's arithmetic, not its overhead."""
+    calls = []
+    for function in vm._bytecode:
+        for step in function.code if function is not None else ():
+            kernel = getattr(step[1], "kernel", None) if len(step) > 1 else None
+            if kernel is not None:
+                arrays = [np.zeros(tuple(p.shape), dtype=p.dtype) for p in kernel.info.params]
+                calls.append((step[1], arrays))
+
+    def run():
+        for function, arrays in calls:
+            function(*arrays)
+
+    for _ in range(10):
+        run()
+    times = []
+    for _ in range(200 * repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
 
 
 def median_latency_us(main, args, repeat: int) -> float:
@@ -146,13 +171,15 @@ def main(argv=None) -> int:
     options = parser.parse_args(argv)
     print(f"kernel call (add, float32[4]) : {kernel_call_ns(options.repeat):8.0f} ns/call")
     for mode in options.modes.split(","):
-        mlp = sample_call_us("mlp", mode, options.repeat)
-        if mlp is None:
+        measured = sample_call_us("mlp", mode, options.repeat)
+        if measured is None:
             print(f"[{mode}] not available in this VM")
             continue
         b1 = mlp_b1_call_us(mode, options.repeat)
         chain = chain200_ns_per_op(mode, options.repeat)
-        print(f"[{mode:8s}] mlp sample -O2   : {mlp:8.1f} us/call")
+        mlp, kernels = measured
+        print(f"[{mode:8s}] mlp sample -O2   : {mlp:8.1f} us/call ({kernels:.1f} us in its kernels alone, "
+              f"{mlp - kernels:.1f} us overhead)")
         if b1 is not None:
             print(f"[{mode:8s}] mlp_b1 -O2+w     : {b1:8.1f} us/call")
         print(f"[{mode:8s}] chain200 -O0     : {chain:8.0f} ns/add")

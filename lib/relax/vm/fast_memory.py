@@ -123,8 +123,9 @@ def alloc_tensor_site(values: list):
         return None
 
 
-def static_values(exe, instr, constants: list):
-    """The argument values of a call when none but the first is a register (None in its place)."""
+def static_values(exe, instr, constants: list, register_positions=(0,)):
+    """The argument values of a call when no argument is a register except at `register_positions`
+    (None in their place) and %vm (VM_ARGUMENT)."""
     from .isa import VM_REGISTER, ArgKind, decode_arg
 
     values = []
@@ -133,7 +134,7 @@ def static_values(exe, instr, constants: list):
         if kind == ArgKind.REGISTER:
             if value == VM_REGISTER:
                 values.append(VM_ARGUMENT)
-            elif position == 0:
+            elif position in register_positions:
                 values.append(None)
             else:
                 return None

@@ -26,6 +26,7 @@ from .decoder import (
     CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function, empty_function,
 )
 from .executable import Executable
+from .fast_checks import install_checks
 from .fast_memory import install_sites
 from .fast_path import compile_functions
 from .isa import FuncKind
@@ -118,6 +119,8 @@ class VirtualMachine:
                 decode_function(self.exe, function, self, self.constants, self.func_pool, bytecode, hooked)
         if not hooked and self.memory == "pooled":
             install_sites(self, self.exe, bytecode, self.constants)  # static shapes: storage kept across calls
+        if not hooked:
+            install_checks(self.exe, bytecode, self.constants)  # entry checks with constant arguments
         self._function_of_code = {id(function.code): function for function in bytecode if function is not None}
         return bytecode
 
