@@ -171,9 +171,12 @@ WORKLOADS = {"matmul": bench_matmul, "mlp": bench_mlp, "vadd": bench_vadd, "soft
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workloads", nargs="*", choices=[*WORKLOADS, []], default=list(WORKLOADS))
+    parser.add_argument("workloads", nargs="*", help=f"some of {', '.join(WORKLOADS)} (default: all)")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of timing per measurement")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.workloads if name not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload {unknown[0]}; choose from {', '.join(WORKLOADS)}")
     print(f"{'workload':<34} {'unscheduled (-O0)':>27} | {'scheduled (-O2)':>25} | {'numpy':>25} | speedup")
     for name in args.workloads or WORKLOADS:
         WORKLOADS[name](args.budget)
