@@ -9,6 +9,7 @@ Workloads (kernels as legalization and, for the models, -O2 fusion write them):
   mlp       every kernel of samples/mlp.relax (1x784 -> 128 -> 64 -> 10), per kernel
   vadd      a + b on float32[16M]                         GB/s (three arrays)
   softmax   softmax over the last axis of float32[128, 1024] (its fused kernels)
+  cnn, transformer   every kernel of the sample at -O2 (the five slowest listed), no numpy
 
 Each kernel is built twice in one process: with PassContext(opt_level=0) (plain loop
 nests) and at -O2 (the default schedule). Times are medians of calls through the
@@ -166,7 +167,22 @@ def bench_softmax(budget):
     row(f"softmax 128x1024 ({len(rows)} kernels)", plain, scheduled, reference, "GB/s", 2 * 4 * 128 * 1024)
 
 
-WORKLOADS = {"matmul": bench_matmul, "mlp": bench_mlp, "vadd": bench_vadd, "softmax": bench_softmax}
+def bench_sample(sample: str):
+    def run(budget):
+        funcs = lower(parse_source(str(ROOT / "samples" / f"{sample}.relax")), 2).prim_funcs()
+        funcs = {name: f for name, f in funcs.items() if all(
+            isinstance(d, tir.IntImm) for _, b in f.buffer_map for d in b.shape)}
+        rows = compare_kernels(funcs, budget)
+        for name, plain, scheduled in sorted(rows, key=lambda r: -r[1])[:5]:
+            print(f"  {sample} {name:<40} {plain * 1e6:>10.1f} us | {scheduled * 1e6:>10.1f} us")
+        plain, scheduled = sum(r[1] for r in rows), sum(r[2] for r in rows)
+        print(f"{sample + f' ({len(rows)} kernels, sum)':<34} {plain * 1e6:>12.1f} us | {scheduled * 1e6:>10.1f} us"
+              f" | x{plain / scheduled:.1f}")
+    return run
+
+
+WORKLOADS = {"matmul": bench_matmul, "mlp": bench_mlp, "vadd": bench_vadd, "softmax": bench_softmax,
+             "cnn": bench_sample("cnn"), "transformer": bench_sample("transformer")}
 
 
 def main(argv=None) -> int:

@@ -178,3 +178,14 @@ def test_opt_level_zero_and_config_key_leave_the_plain_nest():
         assert schedule_for_codegen(func) is func
     with PassContext(opt_level=1):
         assert schedule_for_codegen(func) is not func
+
+
+def test_conv2d_agrees_with_plain_nest():
+    _run_both(_module('x: R.Tensor((1, 3, 13, 13), "float32"), w: R.Tensor((5, 3, 3, 3), "float32")',
+                      "out = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])", level=2))
+
+
+def test_batched_matmul_with_broadcast_weight_matches_numpy():
+    funcs = _module('a: R.Tensor((2, 13, 40), "float32"), b: R.Tensor((40, 33), "float32")', "out = R.matmul(a, b)")
+    inputs, outputs = _only(_run_both(funcs))
+    np.testing.assert_allclose(outputs[-1], inputs[0] @ inputs[1], **TOLERANCE)

@@ -4,24 +4,28 @@ Runs on block-form PrimFuncs (what legalization and FuseTIR write), before
 relax.tir.pipeline lowers them, at -O1 and above. Each top-level nest is matched
 against RULES in order (rules as data: the first that matches rewrites the nest
 into plain loops); every nest then gets its outer independent loop parallel when
-it is big (parallel.py). Rules only reorder, tile and accumulate in registers: each
-output element sums its terms in the order of the plain nest.
+it is big (parallel.py). Rules reorder, tile, pack and accumulate in registers;
+each output element still combines its terms in the plain nest's order (register
+tiles round a multiply-add once; vector row reductions group terms by lane).
 
-    for i, j, k in T.grid(1024, 1024, 1024):       for i in T.parallel(1024):
-        with T.block("matmul"): ...          ->         for j_outer in range(4):
-            C[vi, vj] += A[vi, vk] * B[vk, vj]              for j_inner in range(256): C[i, j] = 0
-                                                            for k in range(1024):
-                                                                for j_inner in range(256): C[i, j] += ...
+    for i, j, k in T.grid(1024, 1024, 1024):       for j_tile in T.parallel(32):
+        with T.block("matmul"): ...          ->         ...pack B[k0:k0+256, j0:j0+32]...
+            C[vi, vj] += A[vi, vk] * B[vk, vj]              for i_tile in range(128):   # 8 x 32 in registers
+                                                                for k in range(256): 16 x T.fma(...)
 
 The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns it off;
 -O0 never runs it, so plain nests stay available for comparison.
 
 | rule | file | matches |
 | --- | --- | --- |
-| register-tile | register_tile.py | float32 matmul and batched matmul with constant M >= 4, N >= 32: C tiles in vector registers |
-| reduction-order | reduction_order.py | matmul, batched matmul, conv2d: reductions whose output's last axis is read contiguously |
-| row-reduction | row_reduction.py | sum/max/mean over the innermost axes (softmax, layer_norm statistics) |
+| register-tile | register_tile.py | float32 matmul and batched matmul with constant M, N >= 32: C tiles in vector registers |
+| reduction-order | reduction_order.py | other one-axis reductions whose output's last axis is read contiguously (symbolic matmul, column sums): that axis innermost |
+| row-reduction | row_reduction.py | reductions over the innermost axes (sum/max/min, softmax, layer_norm, conv2d): register accumulators, 16 lanes for contiguous float32 terms |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
+
+Measured and not kept (bench/schedules.py, `python bench/schedules.py`): conv2d with its
+output width innermost (2-7x slower than the plain order at these sizes) and 8..64-square
+tiles for transposes (no gain or 2x slower on the MLP's 784x128).
 """
 
 from __future__ import annotations
