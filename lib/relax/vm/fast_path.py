@@ -83,9 +83,20 @@ class _Writer:
             target, args = self.value(("closure",), _closure_caller(self.vm, self.compiled)), args[1:]
         else:
             target = self.value(("target", pc), decoded[1])
+            entry = getattr(decoded[1], "entry", None)
+            if entry is not None:  # a kernel's native entry, called inline (runtime/kernels/fast_call.py)
+                return self.native_call(pc, entry, decoded[1].checked, args, instr.field("dst"))
         expression = f"{target}({', '.join(args)})"
         dst = instr.field("dst")
         return expression if dst == VOID_REGISTER else f"r{dst} = {expression}"
+
+    def native_call(self, pc: int, entry, checked, args: list, dst: int) -> str:
+        entry_name = self.value(("entry", pc), entry)
+        checked_name = self.value(("checked", pc), checked)
+        packed = f"({', '.join(args)},)"
+        if dst == VOID_REGISTER:
+            return f"if {entry_name}({packed}): {checked_name}({', '.join(args)})"
+        return f"r{dst} = {checked_name}({', '.join(args)}) if {entry_name}({packed}) else None"
 
     def block(self, start: int, end: int, indent: int) -> bool:
         """Writes instructions [start, end) as structured code; False if the jumps do not allow it."""

@@ -107,7 +107,10 @@ def make_fast_call(kernel):
     if native_entry is not None:
         namespace["entry"] = native_entry
         lines = ["def fast_call(*args):", "    if entry(args):", "        return checked(*args)"]
-        return _finish(kernel, lines, namespace)
+        function = _finish(kernel, lines, namespace)
+        # Generated callers (vm/fast_path.py) may call these two themselves: `if entry(args): checked(*args)`.
+        function.entry, function.checked = native_entry, kernel.__call__
+        return function
     lines = [f"def fast_call({args}):"]
     lines.append(f"    if not ({' and '.join(checks) or 'True'}) or not lock.acquire(False):")
     lines.append(f"        return checked({args})")
