@@ -51,11 +51,22 @@ def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = Fals
     exe.kernel_objects = []
     kernels = mod.prim_funcs()
     if kernels:
-        kernel_object = build_kernel_object(IRModule.from_functions(kernels), [target])
+        # Kernel schedules read the -O level from the pass context: build them under it.
+        with _context_at(opt_level):
+            kernel_object = build_kernel_object(IRModule.from_functions(kernels), [target])
         exe.kernel_objects.append(kernel_object)
         if target.kind == "llvm" and _runs_here(target):
             exe.import_module(load_kernel_library(kernel_object, "<built>"))
     return exe
+
+
+def _context_at(opt_level: int):
+    """The current pass context (its config kept) at `opt_level`."""
+    import dataclasses
+
+    from .transform.pass_infra import PassContext
+
+    return dataclasses.replace(PassContext.current(), opt_level=opt_level, instruments=[])
 
 
 def _runs_here(target) -> bool:

@@ -217,13 +217,17 @@ def choose_emit(emit: str | None, lowered_text: bool, output: str | None) -> str
 
 
 def compile_main(options: CompileOptions) -> int:
-    if options.emit in ARTIFACT_EMITS:
-        from .artifact import compile_artifact
+    # Every stage, kernel code generation included, sees the -O level and --pass-config.
+    from ..transform.pass_infra import PassContext
 
-        return compile_artifact(options)
-    mod = parse_source(options.source)
-    if options.check:
-        check_module(mod)
-    mod = run_pipeline(mod, options)
-    EMITTERS[options.emit](mod, options)
+    with PassContext(opt_level=options.opt_level, config=_pass_config(options.pass_config)):
+        if options.emit in ARTIFACT_EMITS:
+            from .artifact import compile_artifact
+
+            return compile_artifact(options)
+        mod = parse_source(options.source)
+        if options.check:
+            check_module(mod)
+        mod = run_pipeline(mod, options)
+        EMITTERS[options.emit](mod, options)
     return 0
