@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import re
-import sys
 import zipfile
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from ..diagnostics import UserError
 from ..runtime.dtype import DataType
+from .io import read_bytes
 
 _SHORT_TYPES = {"f": "float", "i": "int", "u": "uint", "bf": "bfloat", "si": "int", "ui": "uint"}
 _TYPE = r"(?:bool|i1|(?:float|int|uint|bfloat|f|i|u|bf|si|ui)\d+)"
@@ -124,20 +124,8 @@ def _element(item: str, dtype: np.dtype, origin: str):
 
 # ---- files ----------------------------------------------------------------------------------
 
-def _read_file(path: str) -> bytes:
-    if path == "-":
-        return sys.stdin.buffer.read()
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise UserError(f"'{path}': no such file or directory") from None
-    except IsADirectoryError:
-        raise UserError(f"'{path}': is a directory") from None
-
-
 def _from_file(path: str, origin: str) -> list[Supplied]:
-    data = _read_file(path)
+    data = read_bytes(path)
     try:
         if data[:4] == b"PK\x03\x04" or (not data and path.endswith(".npz")):
             with np.load(io.BytesIO(data), allow_pickle=False) as archive:
