@@ -23,6 +23,7 @@ from ..ir import tir
 from ..ir.module import IRModule
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from ..op.infer import literal_of
+from .binding_rewriter import BindingRewriter
 from .pass_infra import FunctionPass, register_pass
 
 DPS_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_tir_inplace")
@@ -40,43 +41,22 @@ def _allocation(info: TensorStructInfo, span) -> rx.Call:
     )
 
 
-class _Rewriter:
+class _Rewriter(BindingRewriter):
     def __init__(self):
         self.counter = 0
 
-    def block(self, block: rx.BindingBlock) -> rx.BindingBlock:
-        bindings: list[rx.Binding] = []
-        for binding in block.bindings:
-            bindings.extend(self.binding(binding))
-        return dataclasses.replace(block, bindings=tuple(bindings))
-
-    def binding(self, binding: rx.Binding) -> list[rx.Binding]:
+    def rewrite(self, binding: rx.Binding) -> list[rx.Binding]:
         value = binding.value
-        if isinstance(binding, rx.VarBinding):
-            value = self.expr(value)
-            binding = dataclasses.replace(binding, value=value) if value is not binding.value else binding
-        if not (isinstance(value, rx.Call) and isinstance(value.op, rx.Op) and value.op.name in DPS_OPS):
-            return [binding]
-        return self.rewrite(binding, value)
-
-    def expr(self, expr: rx.Expr) -> rx.Expr:
-        """Rewrites inside nested structure: branches of an If, local functions."""
-        if isinstance(expr, rx.If):
-            return dataclasses.replace(expr, true_branch=self.seq(expr.true_branch), false_branch=self.seq(expr.false_branch))
-        if isinstance(expr, rx.SeqExpr):
-            return self.seq(expr)
-        if isinstance(expr, rx.Function):
-            return dataclasses.replace(expr, body=self.seq(expr.body))
-        return expr
-
-    def seq(self, seq: rx.SeqExpr) -> rx.SeqExpr:
-        return dataclasses.replace(seq, blocks=tuple(self.block(b) for b in seq.blocks))
+        if isinstance(binding, rx.VarBinding) and isinstance(value, rx.Call) and isinstance(value.op, rx.Op) \
+                and value.op.name in DPS_OPS:
+            return self.destination_passing(binding, value)
+        return [binding]
 
     def fresh(self, name: str, info) -> rx.Var:
         self.counter += 1
         return rx.Var(name if self.counter == 1 else f"{name}{self.counter - 1}", info)
 
-    def rewrite(self, binding: rx.Binding, call: rx.Call) -> list[rx.Binding]:
+    def destination_passing(self, binding: rx.Binding, call: rx.Call) -> list[rx.Binding]:
         out_info = call.sinfo_args[0]
         fields = out_info.fields if isinstance(out_info, TupleStructInfo) else (out_info,)
         inputs = call.args[1].fields if isinstance(call.args[1], rx.Tuple) else (call.args[1],)
@@ -108,4 +88,4 @@ class CallTIRRewrite(FunctionPass):
     name = "call-tir-rewrite"
 
     def transform_function(self, func: rx.Function, mod: IRModule) -> rx.Function:
-        return dataclasses.replace(func, body=_Rewriter().seq(func.body))
+        return _Rewriter().function(func)

@@ -22,6 +22,7 @@ from ..ir import tir
 from ..ir.module import IRModule
 from ..ir.struct_info import ObjectStructInfo, ShapeStructInfo, TupleStructInfo
 from ..op.shape import int64, static_value
+from .binding_rewriter import BindingRewriter
 from .pass_infra import FunctionPass, register_pass
 
 VOID = TupleStructInfo(())
@@ -50,28 +51,14 @@ def _op(name: str, args, span) -> rx.Call:
     return rx.Call(rx.Op(f"relax.{name}"), tuple(args), span=span)
 
 
-class _Lowerer:
-    def seq(self, seq: rx.SeqExpr) -> rx.SeqExpr:
-        return dataclasses.replace(seq, blocks=tuple(self.block(b) for b in seq.blocks))
-
-    def block(self, block: rx.BindingBlock) -> rx.BindingBlock:
-        out: list[rx.Binding] = []
-        for binding in block.bindings:
-            out.extend(self.binding(binding))
-        return dataclasses.replace(block, bindings=tuple(out))
-
-    def binding(self, binding: rx.Binding) -> list[rx.Binding]:
+class _Lowerer(BindingRewriter):
+    def rewrite(self, binding: rx.Binding) -> list[rx.Binding]:
         value = binding.value
-        if isinstance(value, rx.If):
-            value = dataclasses.replace(value, true_branch=self.seq(value.true_branch),
-                                        false_branch=self.seq(value.false_branch))
-        elif isinstance(value, rx.Function):
-            value = dataclasses.replace(value, body=self.seq(value.body))
-        elif isinstance(value, rx.Call) and isinstance(value.op, rx.Op):
+        if isinstance(value, rx.Call) and isinstance(value.op, rx.Op):
             lowered = self.call(binding, value)
             if lowered is not None:
                 return lowered
-        return [dataclasses.replace(binding, value=value) if value is not binding.value else binding]
+        return [binding]
 
     def call(self, binding: rx.Binding, call: rx.Call) -> list[rx.Binding] | None:
         name, args, span = call.op.name, call.args, call.span
@@ -128,4 +115,4 @@ class VMBuiltinLower(FunctionPass):
     name = "vm-builtin-lower"
 
     def transform_function(self, func: rx.Function, mod: IRModule) -> rx.Function:
-        return dataclasses.replace(func, body=_Lowerer().seq(func.body))
+        return _Lowerer().function(func)
