@@ -56,7 +56,9 @@ MATH_INTRINSICS: dict[str, tuple[str, str, int]] = {
     "fabs": ("llvm", "llvm.fabs", 1),
     "abs": ("custom", "emit_abs", 1),
     "copysign": ("llvm", "llvm.copysign", 2),
-    "fma": ("llvm", "llvm.fma", 3),
+    # fmuladd, as TVM lowers tir.fma: fused where the CPU has an FMA unit, a multiply
+    # and an add elsewhere (llvm.fma would call libm's fmaf per element there).
+    "fma": ("llvm", "llvm.fmuladd", 3),
     "fmod": ("custom", "emit_fmod", 2),
     "nextafter": ("libm", "nextafter", 2),
     "ldexp": ("custom", "emit_ldexp", 2),
