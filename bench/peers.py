@@ -7,7 +7,7 @@
 
 For each workload, in one process and one run:
 
-  relax        relax.build(mod, "llvm", opt_level=2, params=weights): the weights bound
+  relax        relax.build(mod, "llvm -mcpu=native", opt_level=2, params=weights): the weights bound
                as constants (what `relaxc --params` does); chain200 at -O0, where it
                measures the interpreter's cost per operator call
   numpy        bench/peers_numpy.py, weights prepared once
@@ -115,11 +115,16 @@ def load_workload(name: str):
     return mod, weights, inputs
 
 
+# Our kernels are compiled for this host, as ONNX Runtime's and numpy's are
+# (`--target llvm` measures the generic CPU of the host's triple instead).
+TARGET = "llvm -mcpu=native"
+
+
 def relax_peer(name, mod, weights, inputs) -> Peer:
     from relax.build import build
     from relax.vm import VirtualMachine
 
-    exe = build(mod, "llvm", opt_level=OPT_LEVEL.get(name, 2), params=weights or None)
+    exe = build(mod, TARGET, opt_level=OPT_LEVEL.get(name, 2), params=weights or None)
     function = VirtualMachine(exe, "cpu")["main"]
     return local_peer("relax", lambda: function(*inputs))
 
@@ -276,6 +281,7 @@ def cpu_name() -> str:
 
 
 def main(argv=None) -> int:
+    global TARGET
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), metavar="WORKLOAD",
                         help=f"some of: {', '.join(WORKLOADS)} (default: all)")
@@ -283,9 +289,11 @@ def main(argv=None) -> int:
     parser.add_argument("--tvm-python", default=os.environ.get("RELAX_BENCH_TVM_PYTHON"),
                         help="a Python with apache-tvm installed: adds TVM as a peer (env RELAX_BENCH_TVM_PYTHON)")
     parser.add_argument("--no-onnxruntime", action="store_true", help="leave ONNX Runtime out")
+    parser.add_argument("--target", default=TARGET, help="relax's target (default: this host's CPU)")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for every peer (default: each peer's own default, all cores)")
     args = parser.parse_args(argv)
+    TARGET = args.target
     if args.threads and os.environ.get("RELAX_BENCH_THREADS") != str(args.threads):
         # BLAS reads its thread count when numpy is first imported: start again with it set.
         for variable in THREAD_VARIABLES:
