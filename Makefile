@@ -11,7 +11,7 @@ all: samples
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,cuda]'
 	touch $(STAMP)
 
 venv: $(STAMP)

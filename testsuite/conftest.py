@@ -13,3 +13,42 @@ SHARED_BENCH = REPO_ROOT.parent / "shared" / "bench"
 @pytest.fixture
 def samples_dir() -> pathlib.Path:
     return SAMPLES
+
+
+def _nvrtc_problem() -> str | None:
+    """Why CUDA kernels cannot be compiled here (the cuda extra is missing), or None."""
+    try:
+        from cupy.cuda import nvrtc
+
+        nvrtc.getVersion()
+    except Exception as error:  # noqa: BLE001 - any import or library failure means no NVRTC
+        return f"cupy's NVRTC is not usable ({type(error).__name__}: {error}); pip install '.[cuda]'"
+    return None
+
+
+def _gpu_problem() -> str | None:
+    """Why no CUDA GPU can run kernels here, or None."""
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA GPU is visible"
+    except Exception as error:  # noqa: BLE001 - any driver failure means no GPU
+        return f"no CUDA GPU is usable ({type(error).__name__})"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    nvrtc_problem = gpu_problem = None
+    checked = False
+    for item in items:
+        wants_gpu = item.get_closest_marker("gpu") is not None
+        wants_nvrtc = item.get_closest_marker("nvrtc") is not None
+        if not (wants_gpu or wants_nvrtc):
+            continue
+        if not checked:
+            nvrtc_problem, gpu_problem, checked = _nvrtc_problem(), _gpu_problem(), True
+        if wants_gpu and gpu_problem:
+            item.add_marker(pytest.mark.skip(reason=gpu_problem))
+        elif wants_nvrtc and nvrtc_problem:
+            item.add_marker(pytest.mark.skip(reason=nvrtc_problem))
