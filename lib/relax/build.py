@@ -50,7 +50,9 @@ def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = Fals
     exe = generate(mod)
     exe.kernel_objects = []
     kernels = mod.prim_funcs()
-    if kernels:
+    if kernels and target.kind == "cuda":
+        _build_for_cuda(exe, mod, target, opt_level)
+    elif kernels:
         # Kernel schedules read the -O level from the pass context: build them under it.
         with _context_at(opt_level):
             kernel_object = build_kernel_object(IRModule.from_functions(kernels), [target])
@@ -58,6 +60,24 @@ def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = Fals
         if target.kind == "llvm" and _runs_here(target):
             exe.import_module(load_kernel_library(kernel_object, "<built>"))
     return exe
+
+
+def _build_for_cuda(exe, mod: IRModule, target, opt_level: int) -> None:
+    """A cuda .ko for the device kernels and a host .ko for the shape functions (build_cuda.py);
+    the host kernels are imported when they run here, the device ones load on a cuda VM."""
+    from .build_cuda import build_cuda_objects
+    from .runtime.kernels import container
+    from .runtime.kernels.library import load_kernel_library
+
+    with _context_at(opt_level):
+        objects = build_cuda_objects(mod, [target])
+    exe.device_kernel_objects = []
+    for kind, data in objects:
+        exe.kernel_objects.append(data)
+        if kind == "cuda":
+            exe.device_kernel_objects.append(("<built cuda>", container.read(data, "<built cuda>")))
+        elif _runs_here(target.host_target):
+            exe.import_module(load_kernel_library(data, "<built host>"))
 
 
 def _context_at(opt_level: int):

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from ..diagnostics import UserError
-from .device import CPU, Device
+from .device import CPU, CUDA, Device
 from .objects import Storage
 
 ALIGNMENT = 64
@@ -80,6 +80,10 @@ ALLOCATORS = {"naive": NaiveAllocator, "pooled": PooledAllocator}
 
 
 def make_allocator(kind: str, device: Device):
+    if device.device_type == CUDA:
+        from .cuda.allocator import make_cuda_allocator  # cupy only when a GPU is asked for
+
+        return make_cuda_allocator(kind, device)
     factory = ALLOCATORS.get(kind)
     if factory is None:
         raise UserError(f"unknown memory allocator '{kind}' (expected one of: {', '.join(ALLOCATORS)})")

@@ -21,6 +21,7 @@ from ..runtime.errors import VMError
 from ..runtime.objects import Closure, ShapeTuple, Storage, type_key
 from ..runtime import host_ops  # noqa: F401 - registers relax.run.* (sorting, unique, nonzero)
 from ..runtime.registry import register_func
+from ..runtime.cuda.tensors import is_device_array
 
 ASSERT_EQUAL_TO_IMM, STORE_TO_HEAP, NO_OP, ASSERT_EQUAL_TO_LOAD = range(4)
 USE_IMM, LOAD_SHAPE = range(2)
@@ -56,6 +57,8 @@ def alloc_shape_heap(vm, size: int) -> np.ndarray:
 def match_shape(value, heap, size: int, *codes):
     err_ctx = codes[2 * size] if len(codes) > 2 * size else None
     shape = value.shape if isinstance(value, np.ndarray) else value
+    if not isinstance(shape, tuple) and is_device_array(value):
+        shape = value.shape
     if not isinstance(shape, tuple):
         raise VMError(f"TypeError: {_context(err_ctx)}match_cast expects a Tensor or Shape, got {type_key(value)}")
     if len(shape) != size:
@@ -118,7 +121,7 @@ def make_prim_value(heap, code: int, operand: int) -> int:
 
 def check_tensor_info(arg, ndim: int, *rest) -> None:
     dtype, err_ctx = (None, rest[0] if rest else None) if len(rest) < 2 else (rest[0], rest[1])
-    if not isinstance(arg, np.ndarray):
+    if not isinstance(arg, np.ndarray) and not is_device_array(arg):
         raise VMError(f"TypeError: {_context(err_ctx)}expected a Tensor but got {type_key(arg)}")
     if ndim != -1 and arg.ndim != ndim:
         raise VMError(f"ValueError: {_context(err_ctx)}expected Tensor with ndim {ndim} but got {arg.ndim} "
@@ -187,10 +190,21 @@ def ensure_zero_offset(tensor: np.ndarray) -> np.ndarray:
     return tensor if tensor.flags.c_contiguous else np.ascontiguousarray(tensor)
 
 
-def to_device(data: np.ndarray, device_type: int, device_id: int) -> np.ndarray:
-    if device_type != 1:
-        raise VMError(f"to_device: device type {device_type} is not supported by this runtime (only cpu)")
-    return np.array(data, copy=True)
+def to_device(data, device_type: int, device_id: int):
+    """A copy of `data` on device (type, id): numpy on the cpu (1), cupy on a cuda GPU (2)."""
+    if device_type == 1:
+        return data.get() if is_device_array(data) else np.array(data, copy=True)
+    if device_type != 2:
+        raise VMError(f"to_device: device type {device_type} is not supported by this runtime (cpu or cuda)")
+    from ..runtime.cuda.support import cuda_problem
+
+    problem = cuda_problem()
+    if problem is not None:
+        raise VMError(f"to_device: device cuda:{device_id} is not available: {problem}")
+    import cupy
+
+    with cupy.cuda.Device(int(device_id)):
+        return cupy.array(data, copy=True)
 
 
 # ---- values ----------------------------------------------------------------------------------
@@ -222,7 +236,7 @@ def tuple_reset_item(value, index: int) -> None:
 
 
 def shape_of(tensor) -> ShapeTuple:
-    if not isinstance(tensor, np.ndarray):
+    if not isinstance(tensor, np.ndarray) and not is_device_array(tensor):
         raise VMError(f"shape_of expects a Tensor, got {type_key(tensor)}")
     return ShapeTuple(tensor.shape)
 
@@ -237,7 +251,7 @@ def reshape(tensor: np.ndarray, new_shape) -> np.ndarray:
 def tensor_to_shape(tensor: np.ndarray) -> ShapeTuple:
     if tensor.ndim != 1 or tensor.dtype.kind not in "iu":
         raise VMError(f"tensor_to_shape expects a 1-d integer tensor, got {tensor.dtype} of shape {tensor.shape}")
-    return ShapeTuple(tensor.tolist())
+    return ShapeTuple(tensor.tolist())  # cupy's tolist copies to the host
 
 
 def read_if_cond(cond) -> bool:
@@ -245,7 +259,7 @@ def read_if_cond(cond) -> bool:
         if cond.dtype.kind not in "biu":
             raise VMError(f"read_if_cond expects an integer or bool condition, got {cond.dtype}")
         return bool(cond.reshape(-1)[0])
-    return bool(int(cond))
+    return bool(int(cond))  # a GPU tensor's int() reads it back
 
 
 # ---- closures --------------------------------------------------------------------------------

@@ -62,7 +62,15 @@ def import_host_kernels(exe: Executable, artifact: vmx.Artifact, kernel_objects:
     """Imports, in link order, the kernel objects that run here until every kernel symbol is provided."""
     from ..runtime.kernels.library import load_kernel_library
 
+    from ..runtime.cuda.module import is_cuda_object
+
     needed = set(artifact.info.symbols_resolved_as("kernel"))
+    # GPU kernels load when a VM is made on a cuda device (vm/cuda_device.py), not here.
+    device = [(member_name(source, artifact.info.inputs[index + 1], "ko", index), kernel_object)
+              for index, kernel_object in enumerate(kernel_objects) if is_cuda_object(kernel_object)]
+    if device:
+        exe.device_kernel_objects = device
+        needed -= {kernel.name for _, kernel_object in device for kernel in kernel_object.kernels}
     for index, kernel_object in enumerate(kernel_objects):
         provides = {kernel.name for kernel in kernel_object.kernels} & needed
         if not provides or not _runs_here(kernel_object):

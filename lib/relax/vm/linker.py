@@ -117,7 +117,11 @@ def _resolve(references, runtime, defined, allow_undefined, kernel_names, proble
                                 f"'{kernel_names[symbol]}'")
             symbols.append({"name": symbol, "resolution": "runtime"})
             continue
-        missing = [key for key, table in defined.items() if symbol not in table]
+        # A cuda artifact splits its kernels: GPU kernels in a cuda .ko, shape functions in a host
+        # .ko. A symbol must be defined for every target of each platform that defines it.
+        platforms = {_platform(key) for key, table in defined.items() if symbol in table}
+        missing = [key for key, table in defined.items()
+                   if symbol not in table and (_platform(key) in platforms or not platforms)]
         if symbol in kernel_names and not missing:
             objects = sorted({table[symbol] for table in defined.values()})
             symbols.append({"name": symbol, "resolution": "kernel", "kernel_objects": objects})
@@ -130,6 +134,11 @@ def _resolve(references, runtime, defined, allow_undefined, kernel_names, proble
         else:
             problems.extend(f"undefined reference to '{symbol}' in function '{user}'" for user in users)
     return symbols
+
+
+def _platform(target_key: str) -> str:
+    """"cuda" for a GPU target, "host" for a CPU one (target keys start with the triple)."""
+    return "cuda" if target_key.startswith("nvptx") else "host"
 
 
 def _basename(name: str) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..diagnostics import UserError
 from ..runtime.allocator import make_allocator
-from ..runtime.device import CPU, Device, cpu
+from ..runtime.device import CPU, CUDA, Device, cpu
 from ..runtime.errors import Frame, VMError
 from ..runtime.objects import Closure, ShapeTuple
 from ..runtime.registry import get_global_func
@@ -66,6 +66,15 @@ class VirtualMachine:
         self.memory = memory
         self._allocators: list = [None] * len(devices)
         make_allocator(memory, devices[-1])  # refuses an unknown kind now, not at the first allocation
+        self._device_libraries: list = []  # kernel libraries on devices[0] when it is a GPU
+        if devices[0].device_type == CUDA:
+            from .cuda_device import attach
+
+            attach(self)  # cupy, the cuda kernels, device copies of inputs and results
+        elif getattr(exe, "device_kernel_objects", None):
+            from .cuda_device import refuse_cpu
+
+            refuse_cpu(exe)
         self.constants = self._load_constants()
         self.unresolved_functions: list[str] = []
         self.func_pool = self._init_func_pool()
@@ -83,12 +92,16 @@ class VirtualMachine:
     # ---- set-up ------------------------------------------------------------------------
 
     def _load_constants(self) -> list:
+        if self.devices[0].device_type == CUDA:
+            from .cuda_device import upload_constants
+
+            return upload_constants(self, self.exe.constants)  # once per VM
         if self.devices[0].device_type != CPU:
-            raise UserError(f"device {self.devices[0]} is not supported by this runtime (only cpu)")
+            raise UserError(f"device {self.devices[0]} is not supported by this runtime (cpu or cuda)")
         return list(self.exe.constants)  # tensors are read-only numpy arrays, shared by every VM
 
     def _resolve(self, name: str) -> Callable | None:
-        for library in self.exe.imports:
+        for library in self._device_libraries + self.exe.imports:
             found = library.get_function(name)
             if found is not None:
                 return found

@@ -1,0 +1,143 @@
+"""One cuda kernel: bind the symbolic sizes, work out every launch, run them in order.
+
+A kernel's metadata (KernelInfo) lists its parameters and, for cuda, its launches:
+LaunchInfo(symbol, grid, block, shared_bytes) with grid and block as shape
+expressions over the kernel's symbolic sizes. A call checks the arguments (device
+arrays of the right dtype, rank and shape; scalars), binds every symbolic size from
+the shapes, evaluates each launch's grid and block, and launches each `__global__`
+with the arguments typed as the CUDA C signature declares them (cuda_spec): buffer
+pointers in parameter order, scalars in their own C type, then one int64 per
+symbolic size. A launch with a zero grid or block dimension (an empty tensor) is
+skipped: CUDA refuses such launches and there is nothing to compute.
+
+`plan_launches` is the pure part (no cupy, no GPU), so it is tested on any machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import VMError
+from ..kernels.metadata import evaluate, format_expr
+from .tensors import is_device_array
+
+# The numpy type that cupy passes with the C type of a scalar parameter.
+SCALAR_TYPES = {
+    "bool": np.int8, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+    "float16": np.float16, "float32": np.float32, "float64": np.float64,
+}
+ARRAY_TYPES = dict(SCALAR_TYPES, bool=np.bool_)
+
+
+class CudaKernelError(VMError):
+    """A cuda kernel was called with wrong arguments or its launch failed."""
+
+
+def _fail(info, message: str) -> CudaKernelError:
+    return CudaKernelError(f"kernel '{info.name}': {message}")
+
+
+def bind_sizes(info, args) -> dict[str, int]:
+    """The symbolic sizes bound from the buffers' shapes, every buffer's shape checked."""
+    if len(args) != len(info.params):
+        raise _fail(info, f"takes {len(info.params)} arguments "
+                          f"({', '.join(p.name for p in info.params)}), got {len(args)}")
+    values: dict[str, int] = {}
+    buffers = []
+    for param, value in zip(info.params, args):
+        if param.kind != "buffer":
+            continue
+        if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+            raise _fail(info, f"parameter '{param.name}' expects a {param.dtype} tensor, got {type(value).__name__}")
+        expected = ARRAY_TYPES.get(param.dtype)
+        if expected is None or value.dtype != np.dtype(expected):
+            raise _fail(info, f"parameter '{param.name}' expects dtype {param.dtype}, got {value.dtype}")
+        if len(value.shape) != len(param.shape):
+            raise _fail(info, f"parameter '{param.name}' expects {len(param.shape)} dimensions "
+                              f"{tuple(format_expr(d) for d in param.shape)}, got shape {tuple(value.shape)}")
+        if not value.flags.c_contiguous:
+            raise _fail(info, f"parameter '{param.name}' must be a C-contiguous (compact row-major) array")
+        for axis, dim in enumerate(param.shape):
+            if isinstance(dim, str) and dim not in values:
+                values[dim] = int(value.shape[axis])
+        buffers.append((param, value))
+    for param, value in buffers:
+        for axis, dim in enumerate(param.shape):
+            try:
+                expected = evaluate(dim, values)
+            except KeyError as exc:
+                raise _fail(info, f"cannot bind symbolic size {exc} from the shape of '{param.name}'") from None
+            if expected != value.shape[axis]:
+                wanted = str(dim) if isinstance(dim, int) else f"{format_expr(dim)} = {expected}"
+                raise _fail(info, f"parameter '{param.name}' dimension {axis} must be {wanted}, "
+                                  f"got shape {tuple(value.shape)}")
+    for name in info.symbolic_vars:
+        if name not in values:
+            raise _fail(info, f"symbolic size '{name}' is not bound by any buffer's shape")
+    return values
+
+
+def typed_arguments(info, args, values: dict[str, int]) -> tuple:
+    """The launch arguments: buffers as given, scalars in their C type, then the sizes as int64."""
+    buffers, scalars = [], []
+    for param, value in zip(info.params, args):
+        if param.kind == "buffer":
+            buffers.append(value)
+            continue
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        scalar_type = SCALAR_TYPES.get(param.dtype)
+        if scalar_type is None:
+            raise _fail(info, f"parameter '{param.name}' has dtype {param.dtype}, which no launch can pass")
+        is_float = param.dtype.startswith("float")
+        accepted = (int, float, np.integer, np.floating) if is_float else (int, np.integer, bool, np.bool_)
+        if not isinstance(value, accepted) or (is_float and isinstance(value, (bool, np.bool_))):
+            raise _fail(info, f"parameter '{param.name}' expects a {param.dtype} scalar, got {value!r}")
+        scalars.append(scalar_type(value))
+    sizes = [np.int64(values[name]) for name in info.symbolic_vars]
+    return tuple(buffers + scalars + sizes)
+
+
+def plan_launches(info, args) -> list[tuple[str, tuple, tuple, int, tuple]]:
+    """(symbol, grid, block, shared bytes, arguments) for each launch to run, in order."""
+    launches = tuple(getattr(info, "launches", None) or ())
+    if not launches:
+        raise _fail(info, "has no launch dimensions in its metadata (not a cuda kernel?)")
+    values = bind_sizes(info, args)
+    arguments = typed_arguments(info, args, values)
+    plan = []
+    for launch in launches:
+        try:
+            grid = tuple(int(evaluate(d, values)) for d in launch.grid)
+            block = tuple(int(evaluate(d, values)) for d in launch.block)
+            shared = int(evaluate(launch.shared_bytes, values))
+        except (KeyError, ZeroDivisionError) as exc:
+            raise _fail(info, f"cannot compute the launch of '{launch.symbol}': {exc}") from None
+        if any(d < 0 for d in grid + block):
+            raise _fail(info, f"launch '{launch.symbol}' has a negative dimension: grid {grid}, block {block}")
+        if 0 in grid or 0 in block:
+            continue
+        plan.append((launch.symbol, grid, block, shared, arguments))
+    return plan
+
+
+class CudaKernel:
+    """A callable kernel: device arrays and numbers in parameter order, outputs passed in."""
+
+    def __init__(self, info, functions: dict):
+        self.info = info
+        self.name = info.name
+        self._functions = functions  # symbol -> cupy Function
+
+    def __call__(self, *args):
+        for param, value in zip(self.info.params, args):
+            if param.kind == "buffer" and not is_device_array(value):
+                raise _fail(self.info, f"parameter '{param.name}' expects a tensor on the GPU, "
+                                       f"got {type(value).__name__} (the VM copies inputs to the device)")
+        for symbol, grid, block, shared, arguments in plan_launches(self.info, args):
+            try:
+                self._functions[symbol](grid, block, arguments, shared_mem=shared)
+            except Exception as error:  # noqa: BLE001 - a driver error names the launch
+                raise _fail(self.info, f"launch of '{symbol}' (grid {grid}, block {block}) failed: "
+                                       f"{type(error).__name__}: {error}") from None
