@@ -71,8 +71,9 @@ def default_cpu_schedule(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
     parallel = getattr(target, "num_cores", 0) != 1
     statements, rebuild = top_level(func.body)
     cpu = cpu_info(target)
-    scheduled = [schedule_nest(stmt, parallel, cpu) for stmt in statements]
-    if all(a is b for a, b in zip(scheduled, statements)):
+    merged, fused = conv2d.fuse_epilogues(statements, func, cpu, parallel)  # conv2d + bias/relu nests, scheduled
+    scheduled = [stmt if id(stmt) in fused else schedule_nest(stmt, parallel, cpu) for stmt in merged]
+    if len(scheduled) == len(statements) and all(a is b for a, b in zip(scheduled, statements)):
         return func
     return func.with_fields(body=rebuild(scheduled))
 

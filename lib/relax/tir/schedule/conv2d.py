@@ -32,7 +32,9 @@ from __future__ import annotations
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
-from .nest import Nest, fresh, loop
+from ..rewrite import collect
+from .nest import Nest, fresh, loop, match_nest
+from .parallel import parallelize, strip_marks
 from .reduction_order import reduction_parts
 
 LANES = 16  # output columns per vector (AVX-512 width for float32; LLVM splits it where narrower)
@@ -113,8 +115,9 @@ def _vector(scalar_dtype: str, lanes: int) -> str:
     return scalar_dtype if lanes == 1 else f"{scalar_dtype}x{lanes}"
 
 
-def _tile(conv: _Conv, n, c0, channels: int, h0, rows: int, w0, lanes: int) -> tir.Stmt:
-    """One register tile: output channels c0.., rows h0.., columns w0.. (lanes of them)."""
+def _tile(conv: _Conv, n, c0, channels: int, h0, rows: int, w0, lanes: int, epilogues=()) -> tir.Stmt:
+    """One register tile: output channels c0.., rows h0.., columns w0.. (lanes of them),
+    each vector passed through the `epilogues` before it is stored."""
     nest, const = conv.nest, conv.const
     reduce_vars = {iv.var: fresh(nest.loop_of(iv).loop_var, "r") for iv in conv.reduce}
 
@@ -154,9 +157,13 @@ def _tile(conv: _Conv, n, c0, channels: int, h0, rows: int, w0, lanes: int) -> t
         step = loop(reduce_vars[iv.var], nest.loop_of(iv).extent, step)
     saves = []
     for i, j in slots:
-        out = at(conv.store, c0 + const(i), h0 + const(j), w0)
-        saves.append(tir.BufferStore(out.buffer, tir.BufferLoad(acc, slot(i, j)),
-                                     (*out.indices[:-1], ramp(out.indices[-1]))))
+        position = (n, c0 + const(i), h0 + const(j), w0)
+        value = tir.BufferLoad(acc, slot(i, j))
+        out = at(conv.store, *position[1:])
+        for stage in epilogues:
+            value = stage.vector_value(value, position, lanes)
+            out = stage.at(stage.nest.block.body, position)
+        saves.append(tir.BufferStore(out.buffer, value, (*out.indices[:-1], ramp(out.indices[-1]))))
     return allocation(acc, tir.SeqStmt((*init, step, *saves)))
 
 
@@ -179,7 +186,8 @@ def _split(conv: _Conv, like: tir.Var, extent: int, size: int, make, independent
     return _seq(parts)
 
 
-def apply(nest: Nest, cpu=None) -> tir.Stmt:
+def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
+    """The scheduled nest; `epilogues` (from fuse_epilogues) are applied to each output vector."""
     conv = _match(nest)
     channels, rows = WIDE_TILE if cpu is not None and cpu.wide_registers else NARROW_TILE
     n_var = fresh(nest.loop_of(conv._iter(conv.n)).loop_var, "s")
@@ -188,7 +196,128 @@ def apply(nest: Nest, cpu=None) -> tir.Stmt:
     def over_channels(c0, c_count):
         return _split(conv, like[conv.h], conv.extent(conv.h), rows, lambda h0, h_count: _split(
             conv, like[conv.w], conv.extent(conv.w), LANES,
-            lambda w0, lanes: _tile(conv, n_var, c0, c_count, h0, h_count, w0, lanes)))
+            lambda w0, lanes: _tile(conv, n_var, c0, c_count, h0, h_count, w0, lanes, epilogues)))
 
     body = _split(conv, like[conv.c], conv.extent(conv.c), channels, over_channels, independent=True)
     return loop(n_var, nest.loop_of(conv._iter(conv.n)).extent, body, independent=True)
+
+
+# -- fused epilogues ------------------------------------------------------------------
+
+_ELEMENTWISE = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min)
+
+
+class _Epilogue:
+    """An elementwise nest over the convolution's output shape, `out[n, c, h, w] = f(previous[...], ...)`:
+    bias adds, relu, scaling. Other loads are either free of w (broadcast) or read at w (a vector)."""
+
+    def __init__(self, nest: Nest, previous: tir.Buffer):
+        self.nest, self.previous = nest, previous
+        self.vars = nest.block.body.indices
+        self.extents = [nest.loop_of(self._iter(v)).extent.value for v in self.vars]
+
+    def _iter(self, var):
+        return next(iv for iv in self.nest.block.iter_vars if iv.var is var)
+
+    def at(self, expr, position):
+        return self.nest.bound(expr, dict(zip(self.vars, position)))
+
+    def _reads_previous(self, load) -> bool:
+        """`previous` read at the element being written (a constant 0 index on an axis of extent 1)."""
+        return len(load.indices) == 4 and all(
+            index is var or (isinstance(index, tir.IntImm) and index.value == 0 and extent == 1)
+            for index, var, extent in zip(load.indices, self.vars, self.extents))
+
+    def _vector(self, expr, current, position, lanes):
+        """`expr` computed for `lanes` columns, `current` standing for previous; None when not elementwise."""
+        w = self.vars[-1]
+        if isinstance(expr, tir.BufferLoad):
+            if expr.buffer is self.previous:
+                return current if self._reads_previous(expr) else None
+            if any(uses(index, w) for index in expr.indices[:-1]) or expr.dtype != "float32":
+                return None
+            load = self.at(expr, position)
+            if expr.indices and expr.indices[-1] is w:
+                if lanes == 1:
+                    return load
+                return tir.BufferLoad(load.buffer, (*load.indices[:-1], tir.Ramp(
+                    load.indices[-1], tir.IntImm(load.indices[-1].dtype, 1), lanes)))
+            if uses(expr, w):
+                return None
+            return load if lanes == 1 else tir.Broadcast(load, lanes)
+        if isinstance(expr, tir.FloatImm) and expr.dtype == "float32":
+            return expr if lanes == 1 else tir.Broadcast(expr, lanes)
+        if isinstance(expr, _ELEMENTWISE):
+            a = self._vector(expr.a, current, position, lanes)
+            b = self._vector(expr.b, current, position, lanes)
+            return None if a is None or b is None else type(expr)(a, b)
+        return None
+
+    def vector_value(self, current, position, lanes):
+        return self._vector(self.nest.block.body.value, current, position, lanes)
+
+
+def _epilogue(stmt, previous: tir.Buffer, shape) -> _Epilogue | None:
+    nest = match_nest(stmt)
+    if nest is None or nest.block.init is not None or any(iv.iter_type != "DataPar" for iv in nest.block.iter_vars):
+        return None
+    store = nest.block.body
+    if store.buffer.dtype != "float32" or len(store.indices) != 4 or len(set(map(id, store.indices))) != 4:
+        return None
+    if [d.value if isinstance(d, tir.IntImm) else None for d in store.buffer.shape] != shape:
+        return None
+    if not all(any(iv.var is index for iv in nest.block.iter_vars) for index in store.indices):
+        return None
+    stage = _Epilogue(nest, previous)
+    if stage.extents != shape:
+        return None
+    probe = tir.Broadcast(tir.FloatImm("float32", 0.0), 2)
+    if len(nest.block.iter_vars) != 4 or not _reads_buffer(store.value, previous):
+        return None
+    position = tuple(tir.IntImm(store.indices[0].dtype, 0) for _ in range(4))
+    return stage if stage.vector_value(probe, position, 2) is not None else None
+
+
+def _reads_buffer(expr, buffer) -> bool:
+    return any(load.buffer is buffer for load in collect(expr, tir.BufferLoad))
+
+
+def _read_later(statements, buffer) -> bool:
+    return any(load.buffer is buffer for stmt in statements for load in collect(stmt, tir.BufferLoad))
+
+
+def fuse_epilogues(statements: list, func: tir.PrimFunc, cpu=None, parallel: bool = True):
+    """(statements, scheduled ids): each conv2d nest followed by elementwise nests over its output
+    (bias add, relu: what FuseOps/FuseTIR put after it) becomes one scheduled statement that applies
+    them to the register tile; the intermediate outputs are then never written. Others are unchanged."""
+    params = {id(buffer) for _, buffer in func.buffer_map}
+    result, done, index = [], set(), 0
+    while index < len(statements):
+        stmt = statements[index]
+        nest = match_nest(stmt)
+        conv = _match(nest) if nest is not None else None
+        chain, previous = [], conv.store.buffer if conv is not None else None
+        if conv is not None:
+            shape = [d.value if isinstance(d, tir.IntImm) else None for d in previous.shape]
+            for follower in statements[index + 1:]:
+                if id(previous) in params:
+                    break
+                stage = _epilogue(follower, previous, shape)
+                rest = statements[index + 1 + len(chain) + 1:]
+                if stage is None or _read_later(rest, previous):
+                    break
+                chain.append(stage)
+                previous = stage.nest.block.body.buffer
+        if chain:
+            scheduled = apply(nest, cpu, tuple(chain))
+            if parallel:
+                scheduled = parallelize(stmt, scheduled)
+            else:
+                scheduled = strip_marks(scheduled)
+            result.append(scheduled)
+            done.add(id(scheduled))
+            index += 1 + len(chain)
+        else:
+            result.append(stmt)
+            index += 1
+    return result, done
