@@ -62,6 +62,8 @@ class ParseContext:
         self._dialect_cache: dict[int, tuple[ast.expr, tuple[str, str] | None]] = {}
         self.diagnostics: list[Diagnostic] = []
         self.aliases: dict[str, str] = dict(DEFAULT_ALIASES)
+        # placeholder name -> nested list of a long R.const literal (script.array_literals)
+        self.array_literals: dict[str, list] = {}
 
     # -- locations -------------------------------------------------------------
     def span(self, node: ast.AST | None) -> Span | None:

@@ -19,6 +19,7 @@ import warnings
 
 from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError, Span
+from . import array_literals
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .relax_literals import attr_dict, attr_value
 from .relax_parser import RelaxFunctionParser, symbolic_declarations
@@ -42,11 +43,12 @@ def parse_module(text: str, source_name: str = "<string>") -> ir.IRModule:
 
 def _parse_module(text: str, source_name: str) -> ir.IRModule:
     ctx = ParseContext(source_name, text)
+    ast_text, ctx.array_literals = array_literals.extract(text)
     try:
         # Python's own warnings (such as "invalid escape sequence") are not ours to print.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=source_name)
+            tree = ast.parse(ast_text, filename=source_name)
     except SyntaxError as error:
         raise DiagnosticError([_syntax_error(error, source_name)]) from None
     except (ValueError, RecursionError, MemoryError) as error:  # NUL bytes, absurd nesting

@@ -176,7 +176,10 @@ def const(parser, node: ast.Call) -> ir.Constant:
         dtype = parser.dtype_string(bound["dtype"], allow_none=True)
         dtype = None if dtype == "void" else dtype
     try:
-        value = number_or_list(value_node)
+        if isinstance(value_node, ast.Name) and value_node.id in parser.ctx.array_literals:
+            value = parser.ctx.array_literals[value_node.id]
+        else:
+            value = number_or_list(value_node)
     except NotALiteral as error:
         raise parser.ctx.fail("the value of R.const must be a number or a nested list of numbers", error.node) from None
     try:

@@ -1,0 +1,85 @@
+"""Long R.const literals: read through json (script.array_literals) and printed with
+one formatting call per element, with exactly the results of the general paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from parse_helpers import bindings, errors, function
+
+from relax.script import array_literals
+from relax.script import printer_relax
+
+
+def _nested(values: np.ndarray) -> str:
+    return printer_relax._array_text(values)
+
+
+def _constant(literal: str, dtype: str = "float32"):
+    (binding,) = bindings(function(f'''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            c = R.const({literal}, "{dtype}")
+            return x
+    '''))
+    return binding.value.data
+
+
+def test_long_literal_goes_through_the_table_with_the_same_values(monkeypatch):
+    data = (np.random.default_rng(1).standard_normal((9, 40)) * 1e3).astype("float32")
+    data[0, :5] = [0.0, -0.0, 2.0, -7.0, 1e20]
+    literal = _nested(data)
+    text, table = array_literals.extract(f"c = R.const({literal}, 'float32')\n")
+    assert len(table) == 1 and "[" not in text and len(text) == len(literal) + len("c = R.const(, 'float32')\n")
+    fast = _constant(literal)
+    monkeypatch.setattr(array_literals, "MIN_LENGTH", 10**9)
+    slow = _constant(literal)
+    assert fast.dtype == slow.dtype == np.float32 and fast.shape == (9, 40)
+    np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_array_equal(fast, data)
+
+
+def test_integer_literals_keep_their_dtype():
+    data = np.arange(-200, 200, dtype="int64").reshape(20, 20)
+    got = _constant(_nested(data), "int64")
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, data)
+
+
+@pytest.mark.parametrize("odd", [".5", "5.", "+1.0", '"nan"', "True", "1.0\n"])
+def test_literals_json_does_not_read_stay_on_the_ordinary_path(odd):
+    literal = "[" + ", ".join(["1.25"] * 100 + [odd]) + "]"
+    text, table = array_literals.extract(f"R.const({literal})")
+    assert table == {} and text == f"R.const({literal})"
+    assert array_literals.extract(f"R.const({literal.replace(odd, '1.5')})")[1] != {}
+
+
+def test_columns_after_a_replaced_literal_are_unchanged(monkeypatch):
+    literal = _nested(np.full((300,), 0.5, "float32"))
+    source = f'''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            c = R.const({literal}, "float32"); d = R.add(x, nonexistent_var)
+            return x
+    '''
+    fast = errors(source)
+    assert any("nonexistent_var" in message and column > len(literal) for _, column, message in fast)
+    monkeypatch.setattr(array_literals, "MIN_LENGTH", 10**9)
+    assert errors(source) == fast
+
+
+def test_unbalanced_or_short_literals_are_left_alone():
+    assert array_literals.extract("R.const([1.0, 2.0], 'float32')")[1] == {}
+    assert array_literals.extract("R.const([[" + "1.0, " * 100)[1] == {}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int32", "uint8", "bool"])
+def test_printed_elements_match_the_scalar_printer(dtype):
+    rng = np.random.default_rng(2)
+    samples = [rng.standard_normal((7, 13)) * 100, np.array([1.0, 2.5, -0.0, 0.0, 1e20, 3e-30, -7.0]),
+               np.array([np.nan, np.inf, -np.inf, 1.5]), np.arange(12.0).reshape(3, 4)]
+    for sample in samples:
+        with np.errstate(invalid="ignore", over="ignore"):
+            data = sample.astype(dtype)
+        expected = [printer_relax._scalar_text(v) for v in data.reshape(-1).tolist()]
+        assert printer_relax._flat_texts(data) == expected
