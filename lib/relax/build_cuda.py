@@ -29,7 +29,7 @@ def is_host_kernel(name: str, func) -> bool:
 
 def split_kernels(funcs) -> tuple[dict, dict]:
     """({name: device PrimFunc}, {name: host PrimFunc}) of a module's or a dict's PrimFuncs."""
-    items = funcs.prim_funcs() if isinstance(funcs, IRModule) else funcs.items()
+    items = (funcs.prim_funcs() if isinstance(funcs, IRModule) else funcs).items()
     device, host = {}, {}
     for name, func in items:
         (host if is_host_kernel(name, func) else device)[name] = func

@@ -123,7 +123,7 @@ def _resolve(references, runtime, defined, allow_undefined, kernel_names, proble
         missing = [key for key, table in defined.items()
                    if symbol not in table and (_platform(key) in platforms or not platforms)]
         if symbol in kernel_names and not missing:
-            objects = sorted({table[symbol] for table in defined.values()})
+            objects = sorted({table[symbol] for table in defined.values() if symbol in table})
             symbols.append({"name": symbol, "resolution": "kernel", "kernel_objects": objects})
         elif any(fnmatch.fnmatchcase(symbol, pattern) for pattern in allow_undefined):
             symbols.append({"name": symbol, "resolution": "undefined"})

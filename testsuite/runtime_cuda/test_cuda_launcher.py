@@ -1,0 +1,125 @@
+"""The cuda launcher's pure part (no GPU): sizes bound from shapes, launches evaluated, arguments typed."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from relax.runtime.cuda.launcher import CudaKernel, CudaKernelError, plan_launches
+from relax.runtime.kernels.metadata import ParamInfo
+
+
+def launch(symbol, grid, block, shared=0):
+    return SimpleNamespace(symbol=symbol, grid=grid, block=block, shared_bytes=shared)
+
+
+def scale_info(launches):
+    """relaxk_scale(float* A, float* B, float alpha, int64 n): B = A * alpha over n elements."""
+    return SimpleNamespace(
+        name="scale",
+        params=(ParamInfo("A", "buffer", "float32", ("n",)), ParamInfo("B", "buffer", "float32", ("n",)),
+                ParamInfo("alpha", "scalar", "float32")),
+        symbolic_vars=("n",),
+        launches=launches,
+    )
+
+
+CEIL_256 = ["floordiv", ["add", "n", 255], 256]
+
+
+def test_grid_from_symbolic_size_and_typed_arguments():
+    info = scale_info((launch("relaxk_scale", [CEIL_256, 1, 1], [256, 1, 1]),))
+    a, b = np.zeros(1000, np.float32), np.zeros(1000, np.float32)
+    [(symbol, grid, block, shared, args)] = plan_launches(info, (a, b, 2.5))
+    assert (symbol, grid, block, shared) == ("relaxk_scale", (4, 1, 1), (256, 1, 1), 0)
+    assert args[0] is a and args[1] is b
+    assert type(args[2]) is np.float32 and args[2] == np.float32(2.5)
+    assert type(args[3]) is np.int64 and args[3] == 1000
+
+
+def test_several_launches_in_order_with_shared_memory():
+    info = scale_info((launch("relaxk_scale_0", ["n", 1, 1], [32, 1, 1], ["mul", 32, 4]),
+                       launch("relaxk_scale_1", [1, 1, 1], [["min", "n", 1024], 1, 1])))
+    plan = plan_launches(info, (np.zeros(3, np.float32), np.zeros(3, np.float32), 1))
+    assert [(p[0], p[1], p[2], p[3]) for p in plan] == [
+        ("relaxk_scale_0", (3, 1, 1), (32, 1, 1), 128), ("relaxk_scale_1", (1, 1, 1), (3, 1, 1), 0)]
+
+
+def test_empty_tensor_launches_nothing():
+    info = scale_info((launch("relaxk_scale", [CEIL_256, 1, 1], [256, 1, 1]),))
+    assert plan_launches(info, (np.zeros(0, np.float32), np.zeros(0, np.float32), 1.0)) == []
+
+
+def test_scalar_types_follow_the_c_signature():
+    info = SimpleNamespace(name="k", symbolic_vars=(), launches=(launch("relaxk_k", [1, 1, 1], [1, 1, 1]),),
+                           params=tuple(ParamInfo(f"p{i}", "scalar", d) for i, d in
+                                        enumerate(("int32", "int64", "float16", "float64", "bool"))))
+    [(_, _, _, _, args)] = plan_launches(info, (3, np.int64(4), 0.5, 1.25, True))
+    assert [type(a) for a in args] == [np.int32, np.int64, np.float16, np.float64, np.int8]
+
+
+@pytest.mark.parametrize("args,message", [
+    ((np.zeros(4, np.float64), np.zeros(4, np.float32), 1.0), "parameter 'A' expects dtype float32, got float64"),
+    ((np.zeros(4, np.float32), np.zeros(5, np.float32), 1.0), r"parameter 'B' dimension 0 must be n = 4"),
+    ((np.zeros((2, 2), np.float32), np.zeros(4, np.float32), 1.0), "parameter 'A' expects 1 dimensions"),
+    ((np.zeros(4, np.float32), np.zeros(4, np.float32)), "takes 3 arguments"),
+    ((np.zeros(4, np.float32), np.zeros(4, np.float32), "x"), "parameter 'alpha' expects a float32 scalar"),
+    ((np.zeros(8, np.float32)[::2], np.zeros(4, np.float32), 1.0), "must be a C-contiguous"),
+])
+def test_bad_arguments_are_named(args, message):
+    info = scale_info((launch("relaxk_scale", [CEIL_256, 1, 1], [256, 1, 1]),))
+    with pytest.raises(CudaKernelError, match=message):
+        plan_launches(info, args)
+
+
+def test_kernel_without_launches_is_refused():
+    with pytest.raises(CudaKernelError, match="has no launch dimensions"):
+        plan_launches(scale_info(()), (np.zeros(1, np.float32), np.zeros(1, np.float32), 1.0))
+
+
+def test_unbound_size_in_a_launch_is_reported():
+    info = scale_info((launch("relaxk_scale", ["m", 1, 1], [1, 1, 1]),))
+    with pytest.raises(CudaKernelError, match="cannot compute the launch of 'relaxk_scale'"):
+        plan_launches(info, (np.zeros(1, np.float32), np.zeros(1, np.float32), 1.0))
+
+
+def test_host_arrays_are_refused_before_any_launch():
+    calls = []
+    kernel = CudaKernel(scale_info((launch("relaxk_scale", [1, 1, 1], [1, 1, 1]),)),
+                        {"relaxk_scale": lambda *a, **k: calls.append(a)})
+    with pytest.raises(CudaKernelError, match="expects a tensor on the GPU, got ndarray"):
+        kernel(np.zeros(1, np.float32), np.zeros(1, np.float32), 1.0)
+    assert calls == []
+
+
+class FakeDeviceArray(np.ndarray):
+    """A numpy array that says it is on a GPU, to drive CudaKernel without one."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (0, False), "version": 3}
+
+
+def test_kernel_launches_each_symbol_with_its_dimensions():
+    calls = []
+
+    def function(symbol):
+        return lambda grid, block, args, shared_mem=0: calls.append((symbol, grid, block, shared_mem, len(args)))
+
+    info = scale_info((launch("relaxk_scale_0", [CEIL_256, 1, 1], [256, 1, 1]),
+                       launch("relaxk_scale_1", [1, 1, 1], [32, 1, 1], 64)))
+    kernel = CudaKernel(info, {"relaxk_scale_0": function("relaxk_scale_0"),
+                               "relaxk_scale_1": function("relaxk_scale_1")})
+    a = np.zeros(600, np.float32).view(FakeDeviceArray)
+    kernel(a, a.copy(), 1.0)
+    assert calls == [("relaxk_scale_0", (3, 1, 1), (256, 1, 1), 0, 4), ("relaxk_scale_1", (1, 1, 1), (32, 1, 1), 64, 4)]
+
+
+def test_a_failed_launch_names_the_symbol():
+    def broken(grid, block, args, shared_mem=0):
+        raise RuntimeError("CUDA_ERROR_INVALID_VALUE")
+
+    kernel = CudaKernel(scale_info((launch("relaxk_scale", [1, 1, 1], [2048, 1, 1]),)), {"relaxk_scale": broken})
+    a = np.zeros(4, np.float32).view(FakeDeviceArray)
+    with pytest.raises(CudaKernelError, match=r"launch of 'relaxk_scale' \(grid \(1, 1, 1\), block \(2048, 1, 1\)\)"):
+        kernel(a, a.copy(), 1.0)
