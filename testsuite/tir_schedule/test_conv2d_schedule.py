@@ -1,0 +1,158 @@
+"""The conv2d schedule rule (relax.tir.schedule.conv2d): scheduled kernels compute what the plain nests do.
+
+Each case legalizes and fuses (-O2) conv2d followed by a bias add and relu (the
+epilogue the rule applies to its register tile), builds the kernels unscheduled
+(-O0) and scheduled, runs both on the same random data and compares them with each
+other and with a numpy convolution. Tolerance: rtol 1e-4, atol 1e-4 (float32 sums of
+up to 400 terms; the schedule uses fused multiply-adds, the plain nest does not).
+"""
+
+import numpy as np
+import pytest
+
+from relax.build import lower
+from relax.codegen.build_kernels import build_host_library
+from relax.ir import tir
+from relax.script import parse
+from relax.tir.loop_nests import top_level
+from relax.tir.rewrite import collect
+from relax.tir.schedule import conv2d, default_cpu_schedule
+from relax.tir.schedule.nest import match_nest
+from relax.transform.pass_infra import PassContext
+
+TOLERANCE = dict(rtol=1e-4, atol=1e-4)
+
+
+def _kernels(params: str, body: str) -> dict:
+    text = f"""
+@I.ir_module
+class Module:
+    @R.function
+    def main({params}):
+        with R.dataflow():
+            {body}
+            R.output(out)
+        return out
+"""
+    return lower(parse(text), 2).prim_funcs()
+
+
+def _conv_module(batch, channels, out_channels, size, kernel, stride, pad, dilation, epilogue=True,
+                 groups=1, layout="NCHW"):
+    if layout == "NCHW":
+        data, weight = (batch, channels, size, size), (out_channels, channels // groups, kernel, kernel)
+        bias, layouts = (1, out_channels, 1, 1), ""
+    else:
+        data, weight = (batch, size, size, channels), (kernel, kernel, channels // groups, out_channels)
+        bias, layouts = (1, 1, 1, out_channels), ', data_layout="NHWC", kernel_layout="HWIO"'
+    params = f'x: R.Tensor({data}, "float32"), w: R.Tensor({weight}, "float32"), b: R.Tensor({bias}, "float32")'
+    conv = (f"R.nn.conv2d(x, w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], "
+            f"dilation=[{dilation}, {dilation}], groups={groups}{layouts})")
+    if epilogue:
+        body = f"y = {conv}\n            z = R.add(y, b)\n            out = R.nn.relu(z)"
+    else:
+        body = f"out = {conv}"
+    return _kernels(params, body)
+
+
+def _reference(x, w, b, stride, pad, dilation, epilogue):
+    """NCHW / OIHW convolution in float64, then bias and relu."""
+    batch, _, height, width = x.shape
+    out_channels, _, kh, kw = w.shape
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (height + 2 * pad - dilation * (kh - 1) - 1) // stride + 1
+    ow = (width + 2 * pad - dilation * (kw - 1) - 1) // stride + 1
+    out = np.zeros((batch, out_channels, oh, ow))
+    for ry in range(kh):
+        for rx in range(kw):
+            window = padded[:, :, ry * dilation::stride, rx * dilation::stride][:, :, :oh, :ow]
+            out += np.einsum("nchw,oc->nohw", window, w[:, :, ry, rx].astype(np.float64))
+    return np.maximum(out + b, 0) if epilogue else out
+
+
+def _run_both(funcs: dict):
+    """The one kernel's (inputs, scheduled outputs), after checking plain and scheduled builds agree."""
+    (name, func), = funcs.items()
+    with PassContext(opt_level=0):
+        plain = build_host_library(funcs)
+    scheduled = build_host_library(funcs)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(tuple(d.value for d in buffer.shape)).astype(buffer.dtype)
+              for _, buffer in func.buffer_map]
+    a, b = [x.copy() for x in inputs], [x.copy() for x in inputs]
+    plain.get_function(name)(*a)
+    scheduled.get_function(name)(*b)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, **TOLERANCE)
+    return inputs, b
+
+
+def _conv_nests(func) -> list:
+    statements, _ = top_level(func.body)
+    return [nest for nest in map(match_nest, statements) if nest is not None and conv2d.matches(nest)]
+
+
+CASES = [  # batch, channels, out channels, size, kernel, stride, padding, dilation
+    (1, 3, 16, 32, 3, 1, 1, 1),
+    (2, 7, 7, 13, 3, 2, 1, 1),
+    (1, 1, 3, 7, 5, 1, 2, 1),
+    (2, 16, 16, 13, 1, 1, 0, 1),
+    (1, 3, 7, 13, 3, 1, 2, 2),
+    (1, 3, 5, 1, 1, 1, 0, 1),
+    (1, 16, 1, 1, 3, 1, 1, 1),
+    (2, 1, 16, 7, 5, 2, 2, 1),
+    (1, 7, 3, 32, 3, 2, 0, 1),
+    (1, 16, 7, 7, 3, 1, 1, 2),
+    (2, 3, 16, 32, 5, 2, 2, 1),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "n{}c{}o{}s{}k{}st{}p{}d{}".format(*c))
+def test_conv2d_bias_relu_matches_numpy(case):
+    batch, channels, out_channels, size, kernel, stride, pad, dilation = case
+    funcs = _conv_module(*case)
+    (func,) = funcs.values()
+    assert _conv_nests(func), "the conv2d rule should match this nest"
+    inputs, outputs = _run_both(funcs)
+    expected = _reference(*inputs[:3], stride, pad, dilation, epilogue=True)
+    np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
+
+
+@pytest.mark.parametrize("case", [(1, 3, 16, 32, 3, 1, 1, 1), (2, 7, 5, 13, 3, 2, 0, 1)])
+def test_conv2d_alone_matches_numpy(case):
+    batch, channels, out_channels, size, kernel, stride, pad, dilation = case
+    funcs = _kernels(
+        f'x: R.Tensor(({batch}, {channels}, {size}, {size}), "float32"), '
+        f'w: R.Tensor(({out_channels}, {channels}, {kernel}, {kernel}), "float32")',
+        f"out = R.nn.conv2d(x, w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}])")
+    inputs, outputs = _run_both(funcs)
+    expected = _reference(*inputs[:2], 0.0, stride, pad, dilation, epilogue=False)
+    np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
+
+
+def test_epilogue_is_applied_in_registers():
+    (func,) = _conv_module(1, 16, 32, 16, 3, 1, 1, 1).values()
+    scheduled = default_cpu_schedule(func)
+    written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
+    output = func.buffer_map[-1][1].name
+    assert output in written
+    # The convolution's and the bias add's outputs are never written: relu(acc + bias) is stored directly.
+    assert not any(name.startswith(("conv2d", "T_add")) for name in written), written
+    fmas = [call for call in collect(scheduled.body, tir.Call) if call.op == "tir.fma"]
+    assert fmas and all(call.dtype == "float32x16" for call in fmas)
+
+
+@pytest.mark.parametrize("groups,layout", [(3, "NCHW"), (1, "NHWC")], ids=["depthwise", "nhwc"])
+def test_other_convolutions_fall_back(groups, layout):
+    funcs = _conv_module(1, 3, 3 if groups > 1 else 5, 13, 3, 1, 1, 1, groups=groups, layout=layout)
+    (func,) = funcs.values()
+    assert not _conv_nests(func)
+    _run_both(funcs)  # still computed as the plain nest computes it
+
+
+def test_float64_falls_back():
+    funcs = _kernels('x: R.Tensor((1, 3, 7, 7), "float64"), w: R.Tensor((4, 3, 3, 3), "float64")',
+                     "out = R.nn.conv2d(x, w)")
+    (func,) = funcs.values()
+    assert not _conv_nests(func)
+    _run_both(funcs)
