@@ -1,24 +1,33 @@
-"""Parallel loops: outlined into a worker, run in chunks pulled by POSIX threads.
+"""Parallel loops: outlined into a worker, run in chunks on the process's thread pool.
 
 For `for i in T.parallel(begin, end)` the kernel gets
 
     worker(begin, end, ctx, captured...)   the loop body over one range (pointers noalias
                                            when the kernel is)
-    trampoline(closure)                    a pthread start routine: takes the next chunk
-                                           from an atomic counter in the closure, runs
-                                           the worker on it, until none is left
-    __relax_parallel_launch(...)           starts count-1 threads on the trampoline, runs
-                                           it on the calling thread too, joins them
+    trampoline(closure)                    takes the next chunk from an atomic counter in
+                                           the closure, runs the worker on it, until none
+                                           is left
+    __relax_pool_launch(...)               left undefined: the loader provides it
+                                           (runtime/kernels/thread_pool.py); it runs the
+                                           trampoline on count-1 pool threads and on the
+                                           calling thread, and returns when all are done
 
 The iterations are cut into about CHUNKS_PER_THREAD chunks per thread and every
 thread takes chunks as it gets to them, so a thread that starts late, or shares
-its core with other work, takes fewer chunks instead of holding everybody up. The
-kernel calls pthread_create/pthread_join itself (resolved in the loading process),
-so no Python thread and no GIL is involved. The thread count is
+its core with other work, takes fewer chunks instead of holding everybody up. No
+Python thread and no GIL is involved. The thread count is
 min(ctx->num_threads, iterations, MAX_THREADS); with one thread the worker is
-called directly. A thread that cannot be started is simply not there: the others
-take its chunks. The first non-zero worker status is the loop's. Nested parallel
+called directly. The first non-zero worker status is the loop's. Nested parallel
 loops run serially inside their worker.
+
+Too small to gain: a loop whose estimated work (iterations times work_per_iteration
+of its body) is under SERIAL_WORK runs serially, decided here when the iteration
+count is a constant (the loop is then an ordinary loop and the kernel is not
+marked parallel) and at run time otherwise.
+
+Objects built before the pool (kernel ABI 1 as first published) carry their own
+launcher, `__relax_parallel_launch` (LAUNCHER_IR below, which starts and joins
+pthreads per call); the loader still runs them as they are.
 """
 
 from __future__ import annotations
@@ -31,11 +40,25 @@ import llvmlite.ir as ir
 from ..ir import tir
 from ..ir.node import Node
 from ..runtime.kernels import abi
+from ..runtime.kernels.thread_pool import POOL_LAUNCH
 from .llvm_types import I32, I64, POINTER, opaque
 
-LAUNCHER = "__relax_parallel_launch"
+LAUNCHER = "__relax_parallel_launch"  # the per-object launcher of objects built before the pool
 
 CHUNKS_PER_THREAD = 4
+
+# Below this much estimated work (iterations x work_per_iteration) a parallel loop
+# runs serially. One unit is about one TIR node evaluated per iteration, roughly
+# 0.3 ns after vectorization; a pool launch costs about 2 us of the caller's time
+# on a 2-core machine, so parallel pays from about 2 x 2 us of work on
+# (bench/parallel_threshold.py measures the crossover).
+SERIAL_WORK = 16384
+
+# The trip count assumed for an inner loop whose extent is not a constant.
+UNKNOWN_EXTENT = 64
+
+# The cost assumed for a call to an external function (T.call_extern): unknown, so large.
+EXTERN_CALL_WORK = 1024
 
 LAUNCHER_IR = f"""
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
@@ -90,7 +113,11 @@ _STATUS, _BEGIN, _END, _CHUNK, _NEXT, _CONTEXT = range(6)
 
 
 def link_launcher(module: "llvm.ModuleRef") -> None:
-    """Adds the launcher's definition to a parsed module that declares it."""
+    """Adds the old per-object launcher to a parsed module that declares it.
+
+    The code generator no longer declares it (it calls the pool); kept for modules
+    written against the first launcher, so they still link.
+    """
     if module.get_function(LAUNCHER).is_declaration:
         helper = llvm.parse_assembly(LAUNCHER_IR)
         helper.triple = module.triple
@@ -129,8 +156,28 @@ def referenced_keys(node, found: dict, stores_only: bool = False) -> dict:
     return found
 
 
+def work_per_iteration(node) -> int:
+    """Estimated cost of one iteration of `node`: its TIR nodes, inner loops counted per trip."""
+    if isinstance(node, (tuple, list)):
+        return sum(work_per_iteration(item) for item in node)
+    if not isinstance(node, Node) or isinstance(node, tir.Buffer):
+        return 0
+    if isinstance(node, tir.For):
+        trips = node.extent.value if isinstance(node.extent, tir.IntImm) else UNKNOWN_EXTENT
+        return 1 + max(trips, 0) * work_per_iteration(node.body)
+    if isinstance(node, tir.Call) and node.op in ("tir.call_extern", "tir.call_packed"):
+        return EXTERN_CALL_WORK + work_per_iteration(node.args)
+    return 1 + sum(work_per_iteration(getattr(node, field.name))
+                   for field in dataclasses.fields(node) if field.name != "span")
+
+
 class ParallelCodegen:
     def emit_parallel_for(self, loop: tir.For, begin: ir.Value, end: ir.Value) -> None:
+        cost = max(1, work_per_iteration(loop.body))
+        if isinstance(loop.extent, tir.IntImm):
+            if loop.extent.value * cost < SERIAL_WORK:
+                self._serial_loop(loop, begin, end)
+                return
         keys = [k for k in referenced_keys(loop.body, {}) if k in self.vars and k is not loop.loop_var]
         captured = [self.vars[k] for k in keys]
         counts = self.module.__dict__.setdefault("_relax_parallel_count", {})
@@ -146,7 +193,9 @@ class ParallelCodegen:
         total = b.sub(end64, begin64)
         threads = b.sext(self.load_context("num_threads"), I64)
         threads = self._min(self._min(threads, total), ir.Constant(I64, abi.MAX_THREADS))
-        with b.if_else(b.icmp_signed("<=", threads, ir.Constant(I64, 1))) as (serial, threaded):
+        small = b.icmp_signed("<", total, ir.Constant(I64, -(-SERIAL_WORK // cost)))
+        one_thread = b.icmp_signed("<=", threads, ir.Constant(I64, 1))
+        with b.if_else(b.or_(small, one_thread)) as (serial, threaded):
             with serial:
                 b.store(b.call(worker, [begin, end, self.context] + captured), status_slot)
             with threaded:
@@ -156,13 +205,21 @@ class ParallelCodegen:
                 values = [ir.Constant(I32, 0), begin64, end64, chunk, ir.Constant(I64, 0), self.context] + captured
                 for position, value in enumerate(values):
                     b.store(value, self._field(b, closure, closure_type, position))
-                launcher = self.declare(LAUNCHER, ir.FunctionType(ir.VoidType(), [POINTER, POINTER, I32]))
+                launcher = self.declare(POOL_LAUNCH, ir.FunctionType(ir.VoidType(), [POINTER, POINTER, I32]))
                 b.call(launcher, [trampoline, closure, b.trunc(threads, I32)])
                 status = b.load(self._field(b, closure, closure_type, _STATUS), typ=I32)
                 b.store(status, status_slot)
         status = b.load(status_slot, typ=I32)
         with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
             b.ret(status)
+
+    def _serial_loop(self, loop: tir.For, begin: ir.Value, end: ir.Value) -> None:
+        """The loop as an ordinary one: too little work to be worth a launch."""
+        def body(index):
+            self.vars[loop.loop_var] = index
+            self.emit_stmt(loop.body)
+
+        self.counted_loop(begin, end, body, name=loop.loop_var.name)
 
     @staticmethod
     def _field(builder: ir.IRBuilder, closure: ir.Value, closure_type, position: int) -> ir.Value:

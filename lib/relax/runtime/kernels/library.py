@@ -27,6 +27,7 @@ from .fast_call import make_fast_call
 from .llvm_compile import compile_bitcode
 from .metadata import KernelInfo, evaluate, format_expr
 from .object_symbols import missing_symbols, undefined_symbols
+from .thread_pool import POOL_LAUNCH, ensure_pool
 
 # Below this many bytes of buffer data a parallel kernel runs on one thread:
 # starting threads would cost more than it saves.
@@ -282,7 +283,10 @@ def load_kernel_library(data, name: str = "<memory>", prefer: str = "native") ->
 def _unresolved(code: bytes) -> list[str]:
     """Undefined symbols of a native object that the process cannot provide (MCJIT would bind them to 0)."""
     _ensure_engine()
-    return missing_symbols(undefined_symbols(code))
+    names = undefined_symbols(code)
+    if names is None or POOL_LAUNCH in names:
+        ensure_pool()  # parallel loops call the process's thread pool (thread_pool.py)
+    return missing_symbols(names)
 
 
 @functools.cache

@@ -1,0 +1,292 @@
+"""The process-wide thread pool that parallel loops of kernels run on.
+
+A kernel's parallel loop calls `__relax_pool_launch(task, closure, count)`
+(parallel.py emits the call; the symbol is left undefined in the object). This
+module writes that function, and the pool behind it, in LLVM IR, compiles it
+once per process with MCJIT on the first load of an object that needs it, and
+registers its address with LLVM's symbol table (`llvm.add_symbol`), so MCJIT
+binds the kernels' references to it. No C compiler is involved, and the code
+runs on threads that never touch Python or the GIL.
+
+The protocol, all in one 64-bit word `slots` = launch id << 32 | CLOSED | joined:
+
+- a launch takes the pool with a try-lock (`busy`); a launch that finds the pool
+  taken (another Python thread's kernel, or a nested launch) runs the task on
+  its own thread instead of waiting, so nothing can deadlock;
+- on the first launch (and after a fork) the pool is set up; worker threads are
+  started as launches ask for more of them, up to MAX_THREADS - 1, and are
+  never stopped;
+- the caller stores the task, its closure and how many workers may join, then
+  opens a new launch id, wakes sleeping workers, and runs the task itself;
+- a worker that sees a new id joins by incrementing `joined` with a
+  compare-and-swap (refused once the launch is closed or full), runs the task,
+  and counts itself in `finished`; the task takes chunks from the closure's
+  atomic counter until none is left (parallel.py's trampoline);
+- when the caller's own task returns, every chunk has been taken; it closes
+  the launch (sets CLOSED, which fixes how many joined) and waits, spinning then
+  yielding its core, until that many have finished. A worker that was asleep or
+  descheduled when the launch ran simply never joins it, so it delays nobody.
+
+Idle workers spin on `slots` for SPIN_ROUNDS rounds (a `pause` each on x86)
+and then sleep on a condition variable; the caller takes the mutex to signal
+only when some worker sleeps. The mutex and condition variable live in 128-byte
+slots initialized with pthread_*_init, so no platform's struct layout is assumed.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import llvmlite.binding as llvm
+
+from . import abi
+from .host import host_target_machine, initialize_llvm
+
+POOL_LAUNCH = "__relax_pool_launch"
+
+# Rounds an idle worker polls for the next launch before it sleeps (about 40 us
+# with x86's pause): long enough to catch the next kernel of a model run from
+# Python, short enough not to steal a busy machine's cores for long.
+SPIN_ROUNDS = 1000
+
+# Polls of `finished` before the launching thread yields its core to the workers.
+WAIT_SPINS = 64
+
+_CLOSED = 1 << 31
+_JOINED_MASK = _CLOSED - 1
+
+
+def _pause(triple: str) -> tuple[str, str]:
+    """A call telling the CPU it is in a spin loop, and the intrinsic's declaration."""
+    arch = triple.split("-", 1)[0]
+    if arch in ("x86_64", "i386", "i686"):
+        return "  call void @llvm.x86.sse2.pause()\n", "declare void @llvm.x86.sse2.pause()"
+    if arch in ("aarch64", "arm64"):
+        return "  call void @llvm.aarch64.hint(i32 1)\n", "declare void @llvm.aarch64.hint(i32)"
+    return "", ""
+
+
+def pool_ir(triple: str) -> str:
+    """The pool's LLVM module, as text."""
+    pause, pause_declaration = _pause(triple)
+    workers = abi.MAX_THREADS - 1
+    return f"""
+@slots = internal global i64 0, align 64
+@finished = internal global i32 0, align 64
+@task = internal global ptr null, align 64
+@closure = internal global ptr null, align 8
+@wanted = internal global i32 0, align 8
+@busy = internal global i32 0, align 64
+@started = internal global i32 0, align 8
+@sleepers = internal global i32 0, align 64
+@owner_pid = internal global i32 0, align 8
+@mutex = internal global [128 x i8] zeroinitializer, align 64
+@cond = internal global [128 x i8] zeroinitializer, align 64
+
+declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @pthread_detach(i64)
+declare i32 @pthread_mutex_init(ptr, ptr)
+declare i32 @pthread_mutex_lock(ptr)
+declare i32 @pthread_mutex_unlock(ptr)
+declare i32 @pthread_cond_init(ptr, ptr)
+declare i32 @pthread_cond_wait(ptr, ptr)
+declare i32 @pthread_cond_broadcast(ptr)
+declare i32 @sched_yield()
+declare i32 @getpid()
+{pause_declaration}
+
+; A worker: wait for a launch id other than the last one seen, try to join it, run it.
+define internal ptr @worker(ptr %first_seen) {{
+entry:
+  %seen0 = ptrtoint ptr %first_seen to i64
+  br label %idle
+idle:
+  %seen = phi i64 [%seen0, %entry], [%id, %skip], [%id, %ran]
+  br label %spin
+spin:
+  %round = phi i64 [0, %idle], [%round.next, %spin.again]
+  %w.spin = load atomic i64, ptr @slots seq_cst, align 8
+  %id.spin = lshr i64 %w.spin, 32
+  %new.spin = icmp ne i64 %id.spin, %seen
+  br i1 %new.spin, label %look, label %spin.again
+spin.again:
+{pause}  %round.next = add i64 %round, 1
+  %more = icmp ult i64 %round.next, {SPIN_ROUNDS}
+  br i1 %more, label %spin, label %sleep
+sleep:
+  call i32 @pthread_mutex_lock(ptr @mutex)
+  atomicrmw add ptr @sleepers, i32 1 seq_cst
+  br label %sleep.check
+sleep.check:
+  %w.sleep = load atomic i64, ptr @slots seq_cst, align 8
+  %id.sleep = lshr i64 %w.sleep, 32
+  %new.sleep = icmp ne i64 %id.sleep, %seen
+  br i1 %new.sleep, label %woken, label %sleep.wait
+sleep.wait:
+  call i32 @pthread_cond_wait(ptr @cond, ptr @mutex)
+  br label %sleep.check
+woken:
+  atomicrmw sub ptr @sleepers, i32 1 seq_cst
+  call i32 @pthread_mutex_unlock(ptr @mutex)
+  br label %look
+look:
+  %w = load atomic i64, ptr @slots seq_cst, align 8
+  %id = lshr i64 %w, 32
+  %closed.bit = and i64 %w, {_CLOSED}
+  %closed = icmp ne i64 %closed.bit, 0
+  br i1 %closed, label %skip, label %room
+room:
+  %joined = and i64 %w, {_JOINED_MASK}
+  %wanted = load atomic i32, ptr @wanted seq_cst, align 4
+  %wanted64 = sext i32 %wanted to i64
+  %full = icmp sge i64 %joined, %wanted64
+  br i1 %full, label %skip, label %join
+join:
+  %w.joined = add i64 %w, 1
+  %swap = cmpxchg ptr @slots, i64 %w, i64 %w.joined seq_cst seq_cst
+  %in = extractvalue {{ i64, i1 }} %swap, 1
+  br i1 %in, label %run, label %look
+run:
+  %task = load atomic ptr, ptr @task seq_cst, align 8
+  %closure = load atomic ptr, ptr @closure seq_cst, align 8
+  call ptr %task(ptr %closure)
+  atomicrmw add ptr @finished, i32 1 seq_cst
+  br label %ran
+ran:
+  br label %idle
+skip:
+  br label %idle
+}}
+
+; Sets the pool up on the first launch of this process (or of a forked child).
+define internal void @ensure_setup() {{
+entry:
+  %pid = call i32 @getpid()
+  %owner = load i32, ptr @owner_pid, align 4
+  %same = icmp eq i32 %pid, %owner
+  br i1 %same, label %done, label %setup
+setup:
+  store atomic i32 0, ptr @started seq_cst, align 4
+  store atomic i32 0, ptr @sleepers seq_cst, align 4
+  call i32 @pthread_mutex_init(ptr @mutex, ptr null)
+  call i32 @pthread_cond_init(ptr @cond, ptr null)
+  store i32 %pid, ptr @owner_pid, align 4
+  br label %done
+done:
+  ret void
+}}
+
+; Starts workers until `need` run (or one cannot be started); returns how many run.
+define internal i32 @grow(i32 %need) {{
+entry:
+  %tid = alloca i64, align 8
+  br label %check
+check:
+  %have = load atomic i32, ptr @started seq_cst, align 4
+  %enough = icmp sge i32 %have, %need
+  br i1 %enough, label %done, label %start
+start:
+  %w = load atomic i64, ptr @slots seq_cst, align 8
+  %id = lshr i64 %w, 32
+  %arg = inttoptr i64 %id to ptr
+  %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @worker, ptr %arg)
+  %ok = icmp eq i32 %rc, 0
+  br i1 %ok, label %started.one, label %done
+started.one:
+  %thread = load i64, ptr %tid, align 8
+  call i32 @pthread_detach(i64 %thread)
+  %have.next = add i32 %have, 1
+  store atomic i32 %have.next, ptr @started seq_cst, align 4
+  br label %check
+done:
+  %result = load atomic i32, ptr @started seq_cst, align 4
+  ret i32 %result
+}}
+
+define void @{POOL_LAUNCH}(ptr %task, ptr %closure, i32 %count) {{
+entry:
+  %take = cmpxchg ptr @busy, i32 0, i32 1 seq_cst seq_cst
+  %mine = extractvalue {{ i32, i1 }} %take, 1
+  br i1 %mine, label %setup, label %alone
+alone:
+  call ptr %task(ptr %closure)
+  ret void
+setup:
+  call void @ensure_setup()
+  %helpers = sub i32 %count, 1
+  %capped.cmp = icmp slt i32 %helpers, {workers}
+  %need = select i1 %capped.cmp, i32 %helpers, i32 {workers}
+  %have = call i32 @grow(i32 %need)
+  %fewer = icmp slt i32 %have, %need
+  %wanted = select i1 %fewer, i32 %have, i32 %need
+  %none = icmp sle i32 %wanted, 0
+  br i1 %none, label %serial, label %open
+serial:
+  call ptr %task(ptr %closure)
+  store atomic i32 0, ptr @busy seq_cst, align 4
+  ret void
+open:
+  store atomic ptr %task, ptr @task seq_cst, align 8
+  store atomic ptr %closure, ptr @closure seq_cst, align 8
+  store atomic i32 %wanted, ptr @wanted seq_cst, align 4
+  store atomic i32 0, ptr @finished seq_cst, align 4
+  %old = load atomic i64, ptr @slots seq_cst, align 8
+  %old.id = lshr i64 %old, 32
+  %new.id = add i64 %old.id, 1
+  %new.id.low = and i64 %new.id, 4294967295
+  %opened = shl i64 %new.id.low, 32
+  store atomic i64 %opened, ptr @slots seq_cst, align 8
+  %sleeping = load atomic i32, ptr @sleepers seq_cst, align 4
+  %wake = icmp sgt i32 %sleeping, 0
+  br i1 %wake, label %signal, label %work
+signal:
+  call i32 @pthread_mutex_lock(ptr @mutex)
+  call i32 @pthread_cond_broadcast(ptr @cond)
+  call i32 @pthread_mutex_unlock(ptr @mutex)
+  br label %work
+work:
+  call ptr %task(ptr %closure)
+  %at.close = atomicrmw or ptr @slots, i64 {_CLOSED} seq_cst
+  %joined64 = and i64 %at.close, {_JOINED_MASK}
+  %joined = trunc i64 %joined64 to i32
+  br label %wait
+wait:
+  %spins = phi i32 [0, %work], [%spins.next, %wait.pause], [%spins.next, %wait.yield]
+  %done.count = load atomic i32, ptr @finished seq_cst, align 4
+  %all = icmp eq i32 %done.count, %joined
+  br i1 %all, label %release, label %wait.again
+wait.again:
+  %spins.next = add i32 %spins, 1
+  %patient = icmp ult i32 %spins, {WAIT_SPINS}
+  br i1 %patient, label %wait.pause, label %wait.yield
+wait.pause:
+{pause}  br label %wait
+wait.yield:
+  call i32 @sched_yield()
+  br label %wait
+release:
+  store atomic i32 0, ptr @busy seq_cst, align 4
+  ret void
+}}
+"""
+
+
+@functools.cache
+def ensure_pool() -> int:
+    """Compiles the pool (once per process) and makes POOL_LAUNCH resolvable; returns its address."""
+    initialize_llvm()
+    machine = host_target_machine()
+    module = llvm.parse_assembly(pool_ir(machine.triple))
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    address = engine.get_function_address(POOL_LAUNCH)
+    if not address:
+        raise RuntimeError("the kernel thread pool did not compile")
+    llvm.add_symbol(POOL_LAUNCH, address)
+    # Worker threads run this code until the process ends: it must never be freed,
+    # not even when Python tears its objects down at exit.
+    engine.detach()
+    return address
