@@ -1,0 +1,142 @@
+"""Rule: matmul, batched matmul and dense run tiled through shared memory.
+
+Matches a one-axis sum `C[.., i, j] = C[.., i, j] + f(A-load, B-load)` where one load
+uses i and k (not j) and the other k and j (not i), whatever their layout (dense's
+transposed B included) and batch indices. Each block computes a TILE x TILE tile of
+C (blockIdx.y rows, blockIdx.x columns, blockIdx.z the batch) with 16 x 16 threads,
+each holding a REG x REG register tile (rows ty + 16a, columns tx + 16b). For each
+K_STEP-wide slice of k the block copies the A and B tiles to `__shared__` memory
+(zero outside the matrices, so sizes need not divide), synchronizes, accumulates,
+and synchronizes again before the next copy. Stores are guarded. Epilogues (bias,
+relu) are separate nests that the elementwise rule schedules.
+
+    for i, j, k in T.grid(M, N, K):             for by, bx in blockIdx.y, blockIdx.x; ty, tx in threadIdx.y, x:
+        with T.block("matmul"):          ->          acc[4 * 4] = 0
+            C[vi, vj] += A[vi, vk] * B[vk, vj]       for ko in range(ceildiv(K, 16)):
+                                                         A_shared[64, 16], B_shared[16, 64] <- guarded copies; sync
+                                                         for kk, a, b: acc[a*4+b] += A_shared[ty+16a, kk] * B_shared[kk, tx+16b]
+                                                         sync
+                                                     if in range: C[by*64+ty+16a, bx*64+tx+16b] = acc[a*4+b]
+"""
+
+from __future__ import annotations
+
+from ...ir import tir
+from ..loop_nests import uses
+from ..rewrite import Rewriter, collect
+from ..schedule.nest import Nest
+from ..schedule.reduction_order import reduction_parts
+from .launch import allocate, as_index, ceildiv, imm, launch, local_buffer, product, seq, split_index, sync
+
+SIDE = 16  # threads per block along each of x and y
+REG = 4  # register tile per thread: REG x REG outputs
+TILE = SIDE * REG  # 64 x 64 outputs per block
+K_STEP = 16  # k values per shared-memory tile
+
+
+def _operands(nest: Nest):
+    """(store, i, j, k, A-load, B-load, batch iters) when the nest is a matmul, else None."""
+    parts = reduction_parts(nest)
+    if parts is None:
+        return None
+    store, spatial, reduce = parts
+    if len(reduce) != 1 or len(store.indices) < 2 or not isinstance(store.value, tir.Add):
+        return None
+    i, j, k = store.indices[-2], store.indices[-1], reduce[0].var
+    loads = collect(store.value.b, tir.BufferLoad)
+    if len(loads) != 2 or any(load.buffer is store.buffer for load in loads):
+        return None
+    a_loads = [ld for ld in loads if uses(ld, i) and uses(ld, k) and not uses(ld, j)]
+    b_loads = [ld for ld in loads if uses(ld, j) and uses(ld, k) and not uses(ld, i)]
+    if len(a_loads) != 1 or len(b_loads) != 1:
+        return None
+    batch = [iv for iv in spatial if iv.var is not i and iv.var is not j]
+    return store, i, j, k, a_loads[0], b_loads[0], batch
+
+
+def matches(nest: Nest, options) -> bool:
+    return options.threads >= SIDE * SIDE and _operands(nest) is not None
+
+
+class _ReplaceLoads(Rewriter):
+    def __init__(self, replacements: dict):
+        self.replacements = replacements
+
+    def visit_BufferLoad(self, load):
+        return self.replacements.get(id(load), load)
+
+
+def apply(nest: Nest, options, name: str) -> tir.Stmt:
+    store, i, j, k, a_load, b_load, batch = _operands(nest)
+    index = nest.loops[0].loop_var.dtype
+    iv_of = {iv.var: iv for iv in nest.block.iter_vars}
+    extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
+    batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
+    grid = {"x": ceildiv(extent[j], TILE, index), "y": ceildiv(extent[i], TILE, index)}
+    if batch:
+        grid["z"] = product(batch_extents, index)
+    c = lambda value: imm(index, value)  # noqa: E731
+
+    def body(ix):
+        bx, by, tx, ty = ix["blockIdx.x"], ix["blockIdx.y"], ix["threadIdx.x"], ix["threadIdx.y"]
+        batch_values = dict(zip((iv.var for iv in batch), split_index(ix["blockIdx.z"], batch_extents, index))) \
+            if batch else {}
+        row0, col0 = tir.Mul(by, c(TILE)), tir.Mul(bx, c(TILE))
+        ko, kk = tir.Var(f"{name}_ko", index), tir.Var(f"{name}_kk", index)
+        acc = local_buffer(f"{name}_acc", store.buffer.dtype, (REG * REG,))
+        a_shared = local_buffer(f"{name}_A_shared", a_load.buffer.dtype, (TILE, K_STEP), scope="shared")
+        b_shared = local_buffer(f"{name}_B_shared", b_load.buffer.dtype, (K_STEP, TILE), scope="shared")
+
+        def register_tile(make_stmt) -> tir.Stmt:
+            """for a, b in unrolled REG x REG: make_stmt(a, b, acc index, row of C, column of C)."""
+            a, b = tir.Var(f"{name}_a", index), tir.Var(f"{name}_b", index)
+            row = tir.Add(row0, tir.Add(ty, tir.Mul(c(SIDE), a)))
+            col = tir.Add(col0, tir.Add(tx, tir.Mul(c(SIDE), b)))
+            stmt = make_stmt(a, b, tir.Add(tir.Mul(a, c(REG)), b), row, col)
+            return tir.For(a, c(0), c(REG), "unrolled", tir.For(b, c(0), c(REG), "unrolled", stmt))
+
+        def at(chosen: dict) -> dict:
+            """Iterator values for an access: `chosen` for i/j/k, this block's batch, 0 for the rest."""
+            return {**{iv.var: c(0) for iv in nest.block.iter_vars}, **batch_values, **chosen}
+
+        def a_global(r, q):
+            gi, gk = tir.Add(row0, r), tir.Add(tir.Mul(ko, c(K_STEP)), q)
+            return tir.And(tir.LT(gi, extent[i]), tir.LT(gk, extent[k])), {i: gi, k: gk}
+
+        def b_global(r, q):
+            gk, gj = tir.Add(tir.Mul(ko, c(K_STEP)), r), tir.Add(col0, q)
+            return tir.And(tir.LT(gk, extent[k]), tir.LT(gj, extent[j])), {k: gk, j: gj}
+
+        def copy_tile(shared, load, rows, cols, global_of):
+            """shared[r, q] = the operand at this tile's (r, q), 0 outside it; several elements per thread."""
+            part = tir.Var(f"{name}_{shared.name}_l", index)
+            flat = tir.Add(tir.Mul(part, c(SIDE * SIDE)), tir.Add(tir.Mul(ty, c(SIDE)), tx))
+            r, q = tir.FloorDiv(flat, c(cols)), tir.FloorMod(flat, c(cols))
+            inside, chosen = global_of(r, q)
+            loaded = nest.bound(tir.Evaluate(load), at(chosen)).value
+            copy_stmt = tir.IfThenElse(inside, tir.BufferStore(shared, loaded, (r, q)),
+                                       tir.BufferStore(shared, tir.const(0, shared.dtype), (r, q)))
+            return tir.For(part, c(0), c(rows * cols // (SIDE * SIDE)), "unrolled", copy_stmt)
+
+        def accumulate(a, b, acc_index, row, col):
+            term = _ReplaceLoads({
+                id(a_load): tir.BufferLoad(a_shared, (tir.Add(ty, tir.Mul(c(SIDE), a)), kk)),
+                id(b_load): tir.BufferLoad(b_shared, (kk, tir.Add(tx, tir.Mul(c(SIDE), b)))),
+            }).visit(store.value.b)
+            return tir.BufferStore(acc, tir.Add(tir.BufferLoad(acc, (acc_index,)), term), (acc_index,))
+
+        def initialize(a, b, acc_index, row, col):
+            return tir.BufferStore(acc, nest.bound(nest.block.init, at({i: row, j: col})).value, (acc_index,))
+
+        def write(a, b, acc_index, row, col):
+            inside = tir.And(tir.LT(row, extent[i]), tir.LT(col, extent[j]))
+            return tir.IfThenElse(inside, nest.bound(store, at({i: row, j: col})).with_fields(
+                value=tir.BufferLoad(acc, (acc_index,))))
+
+        steps = tir.For(ko, c(0), ceildiv(extent[k], K_STEP, index), "serial", seq(
+            copy_tile(a_shared, a_load, TILE, K_STEP, a_global),
+            copy_tile(b_shared, b_load, K_STEP, TILE, b_global),
+            sync(), tir.For(kk, c(0), c(K_STEP), "serial", register_tile(accumulate)), sync()))
+        body = seq(register_tile(initialize), steps, register_tile(write))
+        return allocate(a_shared, allocate(b_shared, allocate(acc, body)))
+    return launch(index, name, grid, {"x": c(SIDE), "y": c(SIDE)}, body)
