@@ -21,7 +21,7 @@ import re
 MIN_LENGTH = 256
 PLACEHOLDER_PREFIX = "__relax_array_literal_"
 
-_START = re.compile(r"\bconst\(\s*\[")
+_OPENING = re.compile(r"\s*\[")
 _BRACKETS = re.compile(r"[\[\]]")
 _NUMBERS_ONLY = re.compile(r"[-+0-9.eE,\s\[\]]*")
 
@@ -33,8 +33,7 @@ def extract(text: str) -> tuple[str, dict[str, list]]:
     table: dict[str, list] = {}
     pieces: list[str] = []
     done = 0
-    for match in _START.finditer(text):
-        start = match.end() - 1
+    for start in _literal_starts(text):
         if start < done:
             continue
         end = _closing_bracket(text, start)
@@ -56,6 +55,18 @@ def extract(text: str) -> tuple[str, dict[str, list]]:
         return text, {}
     pieces.append(text[done:])
     return "".join(pieces), table
+
+
+def _literal_starts(text: str):
+    """The index of each `[` that opens the first argument of a `const(` call. str.find
+    scans megabytes far faster than a regular expression that starts with a word boundary."""
+    position = text.find("const(")
+    while position >= 0:
+        if position == 0 or not (text[position - 1].isalnum() or text[position - 1] == "_"):
+            opening = _OPENING.match(text, position + len("const("))
+            if opening is not None:
+                yield opening.end() - 1
+        position = text.find("const(", position + 1)
 
 
 def _closing_bracket(text: str, start: int) -> int | None:
