@@ -61,6 +61,9 @@ def cuda_codegen():
         from .codegen import cuda
     except ImportError as error:
         raise UserError(f"cuda code generation is not available in this build ({error})") from None
+    if not hasattr(cuda, "build_cuda_kernel_object"):
+        raise UserError("cuda code generation is not available in this build "
+                        "(relax.codegen.cuda has no build_cuda_kernel_object)")
     problem = cuda.cuda_problem() if hasattr(cuda, "cuda_problem") else None
     if problem:
         raise UserError(f"cannot compile for cuda: {problem}")

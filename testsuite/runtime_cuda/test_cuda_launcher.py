@@ -123,3 +123,11 @@ def test_a_failed_launch_names_the_symbol():
     a = np.zeros(4, np.float32).view(FakeDeviceArray)
     with pytest.raises(CudaKernelError, match=r"launch of 'relaxk_scale' \(grid \(1, 1, 1\), block \(2048, 1, 1\)\)"):
         kernel(a, a.copy(), 1.0)
+
+
+def test_launch_dimensions_may_use_integer_scalars():
+    info = SimpleNamespace(name="fill", symbolic_vars=("n",),
+                           params=(ParamInfo("A", "buffer", "float32", ("n",)), ParamInfo("rows", "scalar", "int32")),
+                           launches=(launch("relaxk_fill", [["mul", "rows", 2], 1, 1], ["n", 1, 1]),))
+    [(_, grid, block, _, args)] = plan_launches(info, (np.zeros(7, np.float32), 5))
+    assert grid == (10, 1, 1) and block == (7, 1, 1) and type(args[1]) is np.int32

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..diagnostics import UserError
 from .compile import CompileOptions, check_module, parse_source, resolve_targets, run_pipeline
 from .io import write_bytes, write_text
 from .progress import StageProgress
@@ -82,10 +83,26 @@ def _build_and_link(options: CompileOptions, mod, bytecode: bytes, targets, stem
     from .link import describe_link
 
     progress.stage("kernels for " + ", ".join(getattr(t, "mtriple", "") or str(t) for t in targets))
-    kernels = build_kernel_object(mod, targets)
+    if any(getattr(t, "kind", "") == "cuda" for t in targets):
+        kernel_inputs = _cuda_kernel_inputs(mod, targets, stem)
+    else:
+        kernel_inputs = [LinkInput(f"{stem}.ko", build_kernel_object(mod, targets))]
     progress.stage("link")
-    result = link(LinkInput(f"{stem}.vmo", bytecode), [LinkInput(f"{stem}.ko", kernels)], options.allow_undefined)
+    result = link(LinkInput(f"{stem}.vmo", bytecode), kernel_inputs, options.allow_undefined)
     write_bytes(options.output, result.data, "a linked artifact")
     if options.verbose:
-        names = [f"{stem}.vmo", f"{stem}.ko"]
+        names = [f"{stem}.vmo"] + [item.name for item in kernel_inputs]
         sys.stderr.write(describe_link(result, options.verbose, options.output or "<stdout>", names, "relaxc"))
+
+
+def _cuda_kernel_inputs(mod, targets, stem: str) -> list:
+    """For cuda targets: `stem.cuda.ko` (GPU kernels, every arch) and `stem.host.ko` (the shape
+    functions, for the targets' host), as relax.build makes them (build_cuda.py)."""
+    from ..build_cuda import build_cuda_objects
+    from ..vm.linker import LinkInput
+
+    kinds = {getattr(t, "kind", "") for t in targets}
+    if kinds != {"cuda"}:
+        raise UserError("cuda and llvm targets cannot be built into one artifact "
+                        "(build one .vmx per device kind)")
+    return [LinkInput(f"{stem}.{kind}.ko", data) for kind, data in build_cuda_objects(mod, list(targets))]

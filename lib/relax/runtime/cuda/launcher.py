@@ -4,7 +4,7 @@ A kernel's metadata (KernelInfo) lists its parameters and, for cuda, its launche
 LaunchInfo(symbol, grid, block, shared_bytes) with grid and block as shape
 expressions over the kernel's symbolic sizes. A call checks the arguments (device
 arrays of the right dtype, rank and shape; scalars), binds every symbolic size from
-the shapes, evaluates each launch's grid and block, and launches each `__global__`
+the shapes (and integer scalar parameters by name), evaluates each launch's grid and block, and launches each `__global__`
 with the arguments typed as the CUDA C signature declares them (cuda_spec): buffer
 pointers in parameter order, scalars in their own C type, then one int64 per
 symbolic size. A launch with a zero grid or block dimension (an empty tensor) is
@@ -106,6 +106,10 @@ def plan_launches(info, args) -> list[tuple[str, tuple, tuple, int, tuple]]:
         raise _fail(info, "has no launch dimensions in its metadata (not a cuda kernel?)")
     values = bind_sizes(info, args)
     arguments = typed_arguments(info, args, values)
+    # Launch dimensions may also use integer scalar parameters (by name).
+    for param, value in zip(info.params, args):
+        if param.kind == "scalar" and not param.dtype.startswith("float") and param.name not in values:
+            values[param.name] = int(value[()] if isinstance(value, np.ndarray) else value)
     plan = []
     for launch in launches:
         try:
