@@ -9,6 +9,7 @@ Workloads (kernels as legalization and, for the models, -O2 fusion write them):
   mlp       every kernel of samples/mlp.relax (1x784 -> 128 -> 64 -> 10), per kernel
   vadd      a + b on float32[16M]                         GB/s (three arrays)
   softmax   softmax over the last axis of float32[128, 1024] (its fused kernels)
+  conv      the CNN benchmark's two 3x3 conv2d + bias + relu kernels   GFLOP/s (numpy: im2col + sgemm)
   cnn, transformer   every kernel of the sample at -O2 (the five slowest listed), no numpy
 
 Each kernel is built twice in one process: with PassContext(opt_level=0) (plain loop
@@ -167,6 +168,30 @@ def bench_softmax(budget):
     row(f"softmax 128x1024 ({len(rows)} kernels)", plain, scheduled, reference, "GB/s", 2 * 4 * 128 * 1024)
 
 
+def bench_conv(budget):
+    """The two convolutions of ../shared/bench/cnn.relax, each with its fused bias add and relu."""
+    rng = np.random.default_rng(0)
+    for channels, out_channels, size in ((3, 16, 32), (16, 32, 16)):
+        text = _module(f'x: R.Tensor((1, {channels}, {size}, {size}), "float32"), '
+                       f'w: R.Tensor(({out_channels}, {channels}, 3, 3), "float32"), '
+                       f'b: R.Tensor((1, {out_channels}, 1, 1), "float32")',
+                       "y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])\n            z = R.add(y, b)\n"
+                       "            out = R.nn.relu(z)")
+        (name, plain, scheduled), = compare_kernels(kernels_of(text, 2), budget)
+        x = rng.standard_normal((channels, size + 2, size + 2)).astype("float32")
+        w = rng.standard_normal((out_channels, channels * 9)).astype("float32")
+        b = rng.standard_normal((out_channels, 1)).astype("float32")
+
+        def im2col():  # numpy's best: the 3x3 windows as a matrix, one sgemm, then bias and relu
+            cols = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))
+            cols = cols.transpose(0, 3, 4, 1, 2).reshape(channels * 9, size * size)
+            return np.maximum(w @ cols + b, 0)
+
+        reference = timed(im2col, budget)
+        flops = 2 * out_channels * size * size * channels * 9
+        row(f"conv {channels}x{size}x{size} -> {out_channels} +bias+relu", plain, scheduled, reference, "GFLOP/s", flops)
+
+
 def bench_sample(sample: str):
     def run(budget):
         funcs = lower(parse_source(str(ROOT / "samples" / f"{sample}.relax")), 2).prim_funcs()
@@ -181,7 +206,7 @@ def bench_sample(sample: str):
     return run
 
 
-WORKLOADS = {"matmul": bench_matmul, "mlp": bench_mlp, "vadd": bench_vadd, "softmax": bench_softmax,
+WORKLOADS = {"matmul": bench_matmul, "mlp": bench_mlp, "vadd": bench_vadd, "softmax": bench_softmax, "conv": bench_conv,
              "cnn": bench_sample("cnn"), "transformer": bench_sample("transformer")}
 
 
