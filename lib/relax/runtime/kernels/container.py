@@ -13,7 +13,13 @@ Layout (little-endian; docs/file-format-ko.md is the prose version):
     ...           section payloads, each starting on a 16-byte boundary, zero padding
 
 Section kinds are SECTION_KINDS: exactly one manifest (UTF-8 JSON: targets and
-kernel metadata), and per target a native object and/or LLVM bitcode.
+kernel metadata), and per target a native object and/or LLVM bitcode (CPU
+targets) or a cubin and its PTX (cuda targets).
+
+Format 0.2 adds cuda: targets of triple CUDA_TRIPLE (all or none of a file's),
+the "ptx" section kind and KernelInfo.launches. A writer writes 0.1 for a CPU
+object (byte-identical to what it wrote before) and 0.2 for a cuda one; a reader
+reads both.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...diagnostics import UserError
 from ...version import FORMAT_VERSIONS
@@ -33,10 +39,15 @@ HEADER = struct.Struct("<8sHHIQ32s")
 SECTION = struct.Struct("<IIQQ")
 PAYLOAD_ALIGNMENT = 16
 
-SECTION_KINDS = {1: "manifest", 2: "object", 3: "bitcode"}
+SECTION_KINDS = {1: "manifest", 2: "object", 3: "bitcode", 4: "ptx"}
 SECTION_CODES = {name: code for code, name in SECTION_KINDS.items()}
 
 FORMAT_VERSION = tuple(int(part) for part in FORMAT_VERSIONS["ko"].split("."))
+CPU_FORMAT_VERSION = (0, 1)  # what a .ko without cuda targets is written as
+READABLE_VERSIONS = (CPU_FORMAT_VERSION, FORMAT_VERSION)
+
+CUDA_TRIPLE = "nvptx64-nvidia-cuda"
+ELF_MAGIC = b"\x7fELF"
 
 
 @dataclass(frozen=True)
@@ -76,8 +87,13 @@ class KernelObject:
 
     targets: tuple[TargetEntry, ...]
     kernels: tuple[KernelInfo, ...]
-    objects: dict  # target index -> native object bytes
+    objects: dict  # target index -> native object bytes (a cubin for a cuda target)
     bitcode: dict  # target index -> LLVM bitcode bytes
+    ptx: dict = field(default_factory=dict)  # target index -> PTX text bytes (cuda targets)
+
+    @property
+    def is_cuda(self) -> bool:
+        return bool(self.targets) and all(t.triple == CUDA_TRIPLE for t in self.targets)
 
     def kernel(self, name: str) -> KernelInfo | None:
         for info in self.kernels:
@@ -103,6 +119,8 @@ def write(kernel_object: KernelObject) -> bytes:
             sections.append((SECTION_CODES["object"], index, bytes(kernel_object.objects[index])))
         if index in kernel_object.bitcode:
             sections.append((SECTION_CODES["bitcode"], index, bytes(kernel_object.bitcode[index])))
+        if index in kernel_object.ptx:
+            sections.append((SECTION_CODES["ptx"], index, bytes(kernel_object.ptx[index])))
     offset = _align(HEADER.size + SECTION.size * len(sections))
     table, payload = [], bytearray()
     for kind, target, data in sections:
@@ -115,7 +133,9 @@ def write(kernel_object: KernelObject) -> bytes:
     body = b"".join(table) + bytes(payload)
     size = HEADER.size + len(body)
     digest = hashlib.sha256(body).digest()
-    header = HEADER.pack(MAGIC, FORMAT_VERSION[0], FORMAT_VERSION[1], len(sections), size, digest)
+    cuda = kernel_object.is_cuda or bool(kernel_object.ptx) or any(k.launches for k in kernel_object.kernels)
+    major, minor = FORMAT_VERSION if cuda else CPU_FORMAT_VERSION
+    header = HEADER.pack(MAGIC, major, minor, len(sections), size, digest)
     return header + body
 
 
@@ -129,7 +149,7 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
     if len(data) < HEADER.size or data[:8] != MAGIC:
         raise _refuse(name, "bad magic number (not a .ko file)")
     magic, major, minor, count, size, digest = HEADER.unpack_from(data)
-    if (major, minor) != FORMAT_VERSION:
+    if (major, minor) not in READABLE_VERSIONS:
         newer = (major, minor) > FORMAT_VERSION
         raise UserError(
             f"'{name}' is a kernel object of format version {major}.{minor}, "
@@ -141,7 +161,7 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         raise _refuse(name, "checksum mismatch (the file is corrupted)")
     if HEADER.size + SECTION.size * count > size:
         raise _refuse(name, "section table runs past the end of the file")
-    manifest, objects, bitcode = None, {}, {}
+    manifest, objects, bitcode, ptx = None, {}, {}, {}
     for index in range(count):
         kind, target, offset, length = SECTION.unpack_from(data, HEADER.size + SECTION.size * index)
         if kind not in SECTION_KINDS or offset + length > size or offset < HEADER.size:
@@ -150,7 +170,7 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         if SECTION_KINDS[kind] == "manifest":
             manifest = payload
         else:
-            (objects if SECTION_KINDS[kind] == "object" else bitcode)[target] = payload
+            {"object": objects, "bitcode": bitcode, "ptx": ptx}[SECTION_KINDS[kind]][target] = payload
     if manifest is None:
         raise _refuse(name, "no manifest section")
     try:
@@ -159,7 +179,39 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         kernels = tuple(KernelInfo.from_json(k) for k in document["kernels"])
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise _refuse(name, f"unreadable manifest ({exc})") from None
-    for index in list(objects) + list(bitcode):
+    for index in list(objects) + list(bitcode) + list(ptx):
         if index >= len(targets):
             raise _refuse(name, f"a section names target {index}, the manifest lists {len(targets)}")
-    return KernelObject(targets, kernels, objects, bitcode)
+    result = KernelObject(targets, kernels, objects, bitcode, ptx)
+    _check_cuda(result, name, (major, minor))
+    return result
+
+
+def _check_cuda(kernel_object: KernelObject, name: str, version: tuple) -> None:
+    """A cuda .ko is all cuda (format 0.2): per target an ELF cubin and UTF-8 PTX, per kernel
+    its launches; a CPU .ko has neither PTX nor launches."""
+    cuda = [t.triple == CUDA_TRIPLE for t in kernel_object.targets]
+    if not any(cuda):
+        if kernel_object.ptx:
+            raise _refuse(name, "a PTX section for a CPU target")
+        for info in kernel_object.kernels:
+            if info.launches:
+                raise _refuse(name, f"CPU kernel '{info.name}' has GPU launches")
+        return
+    if not all(cuda):
+        raise _refuse(name, "it mixes cuda and CPU targets")
+    if version < FORMAT_VERSION:
+        raise _refuse(name, f"cuda targets in a format {version[0]}.{version[1]} file")
+    for index, target in enumerate(kernel_object.targets):
+        cubin = kernel_object.objects.get(index)
+        if cubin is None or cubin[:4] != ELF_MAGIC:
+            raise _refuse(name, f"cuda target {index} ({target.cpu}) has no cubin (ELF) object")
+        if index not in kernel_object.ptx:
+            raise _refuse(name, f"cuda target {index} ({target.cpu}) has no PTX")
+        try:
+            kernel_object.ptx[index].decode("utf-8")
+        except UnicodeDecodeError:
+            raise _refuse(name, f"the PTX of cuda target {index} is not UTF-8 text") from None
+    for info in kernel_object.kernels:
+        if not info.launches:
+            raise _refuse(name, f"cuda kernel '{info.name}' has no launches")

@@ -111,6 +111,49 @@ class ParamInfo:
 
 
 @dataclass(frozen=True)
+class LaunchInfo:
+    """One GPU launch of a cuda kernel: its `__global__` symbol and its grid and block
+    (3 shape expressions each, over the kernel's symbolic sizes and scalar parameters)."""
+
+    symbol: str
+    grid: tuple
+    block: tuple
+    shared_bytes: object = 0  # dynamic shared memory in bytes, a shape expression
+
+    def to_json(self) -> dict:
+        return {"symbol": self.symbol, "grid": list(self.grid), "block": list(self.block),
+                "shared_bytes": self.shared_bytes}
+
+    @staticmethod
+    def from_json(data: dict, where: str, names: set) -> "LaunchInfo":
+        try:
+            symbol = data["symbol"]
+            if not isinstance(symbol, str) or not symbol:
+                raise UserError(f"kernel metadata: launch without a symbol in {where}")
+            grid, block = tuple(data["grid"]), tuple(data["block"])
+            if len(grid) != 3 or len(block) != 3:
+                raise UserError(f"kernel metadata: launch '{symbol}' in {where} needs 3 grid and 3 block dimensions")
+            shared = data.get("shared_bytes", 0)
+            for expr in grid + block + (shared,):
+                _check_expr(expr, where)
+                unknown = sorted(_names(expr) - names)
+                if unknown:
+                    raise UserError(f"kernel metadata: launch '{symbol}' in {where} uses unknown size "
+                                    f"'{unknown[0]}'")
+            return LaunchInfo(symbol, grid, block, shared)
+        except (KeyError, TypeError) as exc:
+            raise UserError(f"kernel metadata: malformed launch in {where}: {exc}") from None
+
+
+def _names(expr) -> set:
+    if isinstance(expr, str):
+        return {expr}
+    if isinstance(expr, list):
+        return set().union(*(_names(operand) for operand in expr[1:]))
+    return set()
+
+
+@dataclass(frozen=True)
 class KernelInfo:
     """Everything the loader checks and passes for one kernel symbol."""
 
@@ -125,6 +168,7 @@ class KernelInfo:
     writes: tuple[str, ...] = ()  # the buffer parameters the kernel stores to
     ret_dtype: str = ""  # the dtype of a scalar result (T.ret), "" when there is none
     attrs: dict = field(default_factory=dict)
+    launches: tuple[LaunchInfo, ...] = ()  # cuda kernels only: the launches, in execution order
 
     @property
     def buffers(self) -> tuple[ParamInfo, ...]:
@@ -135,7 +179,7 @@ class KernelInfo:
         return tuple(p for p in self.params if p.kind == "scalar")
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "name": self.name,
             "symbol": self.symbol,
             "abi_version": self.abi_version,
@@ -148,6 +192,9 @@ class KernelInfo:
             "ret_dtype": self.ret_dtype,
             "attrs": dict(sorted(self.attrs.items())),
         }
+        if self.launches:  # absent for CPU kernels: their manifests stay as they were
+            data["launches"] = [launch.to_json() for launch in self.launches]
+        return data
 
     @staticmethod
     def from_json(data: dict) -> "KernelInfo":
@@ -156,18 +203,24 @@ class KernelInfo:
             params = tuple(ParamInfo.from_json(p, where) for p in data["params"])
             workspace = data.get("workspace_bytes", 0)
             _check_expr(workspace, where)
+            symbolic = tuple(str(v) for v in data.get("symbolic_vars", ()))
+            names = set(symbolic) | {p.name for p in params if p.kind == "scalar"}
+            launches = data.get("launches", [])
+            if not isinstance(launches, list):
+                raise UserError(f"kernel metadata: 'launches' of {where} is not a list")
             return KernelInfo(
                 name=str(data["name"]),
                 symbol=str(data["symbol"]),
                 abi_version=int(data["abi_version"]),
                 params=params,
-                symbolic_vars=tuple(str(v) for v in data.get("symbolic_vars", ())),
+                symbolic_vars=symbolic,
                 workspace_bytes=workspace,
                 parallel=bool(data.get("parallel", False)),
                 noalias=bool(data.get("noalias", False)),
                 writes=tuple(str(name) for name in data.get("writes", ())),
                 ret_dtype=str(data.get("ret_dtype", "")),
                 attrs=dict(data.get("attrs", {})),
+                launches=tuple(LaunchInfo.from_json(launch, where, names) for launch in launches),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"kernel metadata: malformed {where}: {exc}") from None

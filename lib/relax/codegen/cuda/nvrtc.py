@@ -1,0 +1,85 @@
+"""CUDA C to a cubin and to PTX with NVRTC, through cupy.cuda.nvrtc (no GPU needed).
+
+    cuda_problem() -> str | None           why NVRTC cannot be used here (None: it can)
+    compile_cubin(source, arch, names)     ELF bytes for -arch=sm_XY
+    compile_ptx(source, arch, names)       PTX text for -arch=compute_XY
+
+A compile error is a UserError naming the kernels and showing NVRTC's log.
+"""
+
+from __future__ import annotations
+
+from ...diagnostics import UserError
+
+INSTALL_HINT = "install the cuda extra: pip install '.[cuda]'"
+
+# -std=c++17 for the lambdas of Let expressions; IEEE float semantics (no fast math).
+OPTIONS = ("-std=c++17", "--fmad=true")
+
+
+def _nvrtc():
+    from cupy.cuda import nvrtc  # noqa: PLC0415 (optional dependency)
+
+    return nvrtc
+
+
+def cuda_problem() -> str | None:
+    """None when NVRTC can compile CUDA C here, else why not (naming the extra)."""
+    try:
+        nvrtc = _nvrtc()
+    except ImportError as exc:
+        return f"cupy is not installed ({exc}); {INSTALL_HINT}"
+    except Exception as exc:  # cupy present but broken (a CUDA library missing)
+        return f"cupy cannot be imported ({exc}); {INSTALL_HINT}"
+    try:
+        nvrtc.getVersion()
+    except Exception as exc:
+        return f"NVRTC cannot be loaded ({exc}); {INSTALL_HINT}"
+    return None
+
+
+def _require():
+    problem = cuda_problem()
+    if problem is not None:
+        raise UserError(f"codegen: cuda: cannot compile CUDA kernels: {problem}")
+    return _nvrtc()
+
+
+def _compile(source: str, arch_option: str, what: str):
+    nvrtc = _require()
+    program = nvrtc.createProgram(source, "relax_kernels.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(program, [arch_option, *OPTIONS])
+        except Exception as exc:  # NVRTCError
+            try:
+                log = nvrtc.getProgramLog(program)
+            except Exception:
+                log = ""
+            raise UserError(f"codegen: cuda: NVRTC could not compile {what} ({arch_option}): {exc}\n{log}".rstrip()) from None
+        return program
+    except UserError:
+        nvrtc.destroyProgram(program)
+        raise
+
+
+def compile_cubin(source: str, arch: str, what: str = "the kernels") -> bytes:
+    """The cubin (an ELF for EM_CUDA) of `source` for `arch` ("sm_90")."""
+    nvrtc = _require()
+    program = _compile(source, f"-arch={arch}", what)
+    try:
+        return bytes(nvrtc.getCUBIN(program))
+    finally:
+        nvrtc.destroyProgram(program)
+
+
+def compile_ptx(source: str, arch: str, what: str = "the kernels") -> str:
+    """The PTX text of `source` for the virtual architecture of `arch` (sm_90 -> compute_90)."""
+    nvrtc = _require()
+    virtual = "compute_" + arch.split("_", 1)[1] if arch.startswith("sm_") else arch
+    program = _compile(source, f"-arch={virtual}", what)
+    try:
+        ptx = nvrtc.getPTX(program)
+    finally:
+        nvrtc.destroyProgram(program)
+    return ptx.decode("utf-8") if isinstance(ptx, bytes) else str(ptx)
