@@ -21,7 +21,7 @@ Examples:
   relaxc --list-targets | relaxc --list-ops
 """
 
-EMIT_KINDS = ["ir", "json", "kernels", "llvm", "asm", "vms", "vmo", "vmx"]
+EMIT_KINDS = ["ir", "json", "kernels", "llvm", "asm", "cuda", "vms", "vmo", "vmx"]
 
 
 def _list_callback(kind: str):
@@ -41,7 +41,7 @@ def _list_callback(kind: str):
 @click.option(
     "--emit", type=click.Choice(EMIT_KINDS), default=None,
     help="ir: TVMScript text; json: the IR as JSON; kernels: a .ko kernel object; "
-         "llvm: LLVM IR of the kernels; asm: their assembly; vms: the lowered module (-S); "
+         "llvm: LLVM IR of the kernels; asm: their assembly; cuda: their CUDA C (cuda target); vms: the lowered module (-S); "
          "vmo: bytecode; vmx: a linked artifact. Default: from -o's suffix (.vmx, .vmo, .vms), else ir.",
 )
 @click.option("-S", "lowered_text", is_flag=True, help="Write the lowered module (.vms) after the -O pipeline.")

@@ -131,10 +131,20 @@ def kernels_of(mod, options: CompileOptions):
 
 
 def _emit_kernels(mod, options: CompileOptions) -> None:
-    from ..codegen.build_kernels import build_kernel_object
-
     targets = resolve_targets(options.targets, options.verbose)
-    write_bytes(options.output, build_kernel_object(kernels_of(mod, options), targets), "a kernel object")
+    kinds = {target.kind for target in targets}
+    if "cuda" in kinds:
+        if kinds != {"cuda"}:
+            raise UserError("--emit kernels: a kernel object is for cuda targets or for CPU targets, not both")
+        # The GPU kernels only: host shape functions belong to the host build (relax.build_cuda).
+        from ..codegen.cuda import build_cuda_kernel_object
+
+        data = build_cuda_kernel_object(kernels_of(mod, options), targets)
+    else:
+        from ..codegen.build_kernels import build_kernel_object
+
+        data = build_kernel_object(kernels_of(mod, options), targets)
+    write_bytes(options.output, data, "a kernel object")
 
 
 def _single_target(options: CompileOptions):
@@ -156,7 +166,14 @@ def _emit_asm(mod, options: CompileOptions) -> None:
     write_text(options.output, emit_assembly(kernels_of(mod, options), _single_target(options)))
 
 
-EMITTERS = {"ir": _emit_ir, "json": _emit_json, "kernels": _emit_kernels, "llvm": _emit_llvm, "asm": _emit_asm}
+def _emit_cuda(mod, options: CompileOptions) -> None:
+    from ..codegen.cuda import emit_cuda_source
+
+    write_text(options.output, emit_cuda_source(kernels_of(mod, options), _single_target(options)))
+
+
+EMITTERS = {"ir": _emit_ir, "json": _emit_json, "kernels": _emit_kernels, "llvm": _emit_llvm, "asm": _emit_asm,
+            "cuda": _emit_cuda}
 
 
 def _pass_config(items: tuple[str, ...]) -> dict:
