@@ -12,7 +12,7 @@ from ..ir import tir
 from .annotate_storage import AnnotateStorage
 from .convert_blocks_to_loops import ConvertBlocksToLoops
 from .default_cpu_schedule import DefaultCPUSchedule
-from .default_gpu_schedule import DefaultGPUSchedule
+from .gpu_schedule import GPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .lower_attr_stmts import LowerAttrStmts
 from .narrow_division import NarrowDivision
@@ -23,7 +23,7 @@ from .verify_lowered import VerifyLowered
 
 def passes(target=None) -> list:
     if getattr(target, "kind", "llvm") == "cuda":
-        schedule = [DefaultGPUSchedule(target.max_threads_per_block)]
+        schedule = [GPUSchedule(target.max_threads_per_block)]  # gpu_schedule/: rules, else the default
     else:
         single_core = getattr(target, "num_cores", 0) == 1
         schedule = [] if single_core else [DefaultCPUSchedule()]

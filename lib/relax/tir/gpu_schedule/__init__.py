@@ -15,8 +15,8 @@ x threadIdx.x, reductions serial per thread: always correct).
 | elementwise | elementwise.py | nests without reduction: flattened, several elements per thread |
 | (fallback) | ../default_gpu_schedule.py | everything else |
 
-The pass-config key CONFIG_KEY ("tir.default_gpu_schedule") set to 0/false keeps only
-the fallback (the schedule before these rules existed), for comparison.
+The pass-config key CONFIG_KEY ("tir.default_gpu_schedule") set to 0/false, or -O0,
+keeps only the fallback (the schedule before these rules existed), for comparison.
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ class GPUSchedule:
         rules = self.rules
         if rules is None:
             from ...transform.pass_infra import PassContext
-            rules = _enabled(PassContext.current().get_config(CONFIG_KEY, True))
+            context = PassContext.current()
+            rules = context.opt_level >= 1 and _enabled(context.get_config(CONFIG_KEY, True))
         statements, rebuild = top_level(func.body)
         scheduled = [schedule_nest(stmt, self.options, f"k{index}", rules) for index, stmt in enumerate(statements)]
         return func.with_fields(body=rebuild(scheduled))

@@ -35,6 +35,8 @@ COMBINERS = (tir.Add, tir.Max, tir.Min)  # associative and commutative: the term
 
 
 def matches(nest: Nest, options) -> bool:
+    if options.threads < WARP:
+        return False
     parts = reduction_parts(nest)
     if parts is None:
         return False
