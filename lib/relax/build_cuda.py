@@ -36,15 +36,16 @@ def split_kernels(funcs) -> tuple[dict, dict]:
     return device, host
 
 
-def build_cuda_objects(mod, targets) -> list[tuple[str, bytes]]:
+def build_cuda_objects(mod, targets, device: bool = True) -> list[tuple[str, bytes]]:
     """[("cuda", .ko bytes), ("host", .ko bytes)] for the cuda `targets` (each present only
-    when it has kernels); the host .ko is built for the first target's host."""
+    when it has kernels; the cuda one only with `device`); the host .ko is built for the
+    first target's host."""
     from .codegen.build_kernels import build_kernel_object
 
-    device, host = split_kernels(mod)
+    device_funcs, host = split_kernels(mod)
     objects = []
-    if device:
-        objects.append(("cuda", cuda_codegen().build_cuda_kernel_object(IRModule.from_functions(device), targets)))
+    if device and device_funcs:
+        objects.append(("cuda", cuda_codegen().build_cuda_kernel_object(IRModule.from_functions(device_funcs), targets)))
     if host:
         host_target = targets[0].host_target
         if host_target is None:

@@ -139,12 +139,33 @@ def _emit_kernels(mod, options: CompileOptions) -> None:
         # The GPU kernels only: host shape functions belong to the host build (relax.build_cuda).
         from ..codegen.cuda import build_cuda_kernel_object
 
-        data = build_cuda_kernel_object(kernels_of(mod, options), targets)
+        kernels = kernels_of(mod, options)
+        data = build_cuda_kernel_object(kernels, targets)
+        _emit_host_shape_functions(kernels, targets, options)
     else:
         from ..codegen.build_kernels import build_kernel_object
 
         data = build_kernel_object(kernels_of(mod, options), targets)
     write_bytes(options.output, data, "a kernel object")
+
+
+def _emit_host_shape_functions(mod, targets, options: CompileOptions) -> None:
+    """The shape functions of a cuda build (they run on the CPU's shape heap) go to FILE.host.ko
+    beside FILE.cuda.ko (or FILE.ko): `relaxld m.vmo m.cuda.ko m.host.ko` then links what
+    `relaxc --target cuda -o m.vmx` links."""
+    from ..build_cuda import build_cuda_objects, split_kernels
+
+    if not split_kernels(mod)[1]:
+        return
+    if options.output in (None, "-"):
+        raise UserError("--emit kernels for a cuda target needs -o FILE.cuda.ko: the shape functions "
+                        "are written to FILE.host.ko beside it")
+    stem = options.output[:-3] if options.output.endswith(".ko") else options.output
+    stem = stem[:-5] if stem.endswith(".cuda") else stem
+    host = dict(build_cuda_objects(mod, list(targets), device=False))["host"]
+    write_bytes(f"{stem}.host.ko", host, "a kernel object")
+    if options.verbose:
+        sys.stderr.write(f"relaxc: the shape functions (host kernels) written to {stem}.host.ko\n")
 
 
 def _single_target(options: CompileOptions):
