@@ -156,3 +156,19 @@ def test_float64_falls_back():
     (func,) = funcs.values()
     assert not _conv_nests(func)
     _run_both(funcs)
+
+
+@pytest.mark.parametrize("padding", [(1, 1, 1, 1), (1, 0, 2, 1), (0, 2, 0, 0), (2, 2, 2, 2)],
+                         ids=lambda p: "pad" + "".join(map(str, p)))
+def test_padding_stage_has_no_per_element_test(padding):
+    top, left, bottom, right = padding
+    funcs = _kernels('x: R.Tensor((2, 3, 7, 13), "float32"), w: R.Tensor((5, 3, 3, 3), "float32")',
+                     f"out = R.nn.conv2d(x, w, padding=[{top}, {left}, {bottom}, {right}])")
+    (func,) = funcs.values()
+    scheduled = default_cpu_schedule(func)
+    calls = [call.op for call in collect(scheduled.body, tir.Call)]
+    assert "tir.if_then_else" not in calls and "tir.fma" in calls
+    inputs, outputs = _run_both(funcs)
+    x = np.pad(inputs[0], ((0, 0), (0, 0), (top, bottom), (left, right)))
+    expected = _reference(x, inputs[1], 0.0, 1, 0, 1, epilogue=False)
+    np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
