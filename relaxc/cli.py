@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from relax.driver import options
@@ -69,16 +71,20 @@ def _list_callback(kind: str):
 @click.option("--verify-each", is_flag=True, help="Check well-formedness after every pass.")
 @click.option("--pass-config", metavar="KEY=VALUE", multiple=True, help="A setting passes read (repeatable).")
 @click.option("--time-passes", is_flag=True, help="Print a table of time per pass, on stderr.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Build every kernel object anew: neither read nor fill the kernel cache (as RELAX_CACHE=0).")
 @options.output_file_option
 @options.common_options("relaxc")
 def command(source, emit, lowered_text, opt_level, params, allow_undefined, targets, passes, disabled, print_after_all,
-            print_before, print_after, verify_each, pass_config, time_passes, output, traceback, error_limit, color,
-            verbose):
+            print_before, print_after, verify_each, pass_config, time_passes, no_cache, output, traceback, error_limit,
+            color, verbose):
     """Compile TVMScript (Relax functions and TIR PrimFuncs)."""
     from relax.driver.compile import CompileOptions, choose_emit, compile_main
 
     if lowered_text and emit not in (None, "vms"):
         raise click.UsageError(f"-S writes the lowered module; it does not combine with --emit {emit}")
+    if no_cache:  # read by relax.codegen.kernel_cache.default_cache, wherever kernels are built
+        os.environ["RELAX_CACHE"] = "0"
     return compile_main(CompileOptions(
         source=source, emit=choose_emit(emit, lowered_text, output), output=output, verbose=verbose,
         targets=tuple(targets), opt_level=opt_level, allow_undefined=tuple(allow_undefined),

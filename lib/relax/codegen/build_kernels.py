@@ -24,6 +24,7 @@ from ..ir.module import IRModule
 from ..ir.node import Node
 from ..runtime.kernels.library import KernelLibrary, load_kernel_library
 from ..runtime.kernels.llvm_compile import optimize
+from .kernel_cache import KernelCache, cache_key
 from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_kernel
 from .kernel_object import CompiledTarget, pack_kernel_object
 from .loop_hints import resolve_loop_hints
@@ -130,17 +131,39 @@ def emit_assembly(mod, target=None) -> str:
     return machine.emit_assembly(module)
 
 
-def build_kernel_object(mod, targets) -> bytes:
-    """A .ko holding, for each target, its native object, its bitcode and the kernels' metadata."""
+def build_kernel_object(mod, targets, cache: KernelCache | None = None) -> bytes:
+    """A .ko holding, for each target, its native object, its bitcode and the kernels' metadata.
+
+    `cache`: a kernel_cache.KernelCache to read and fill (relaxc passes the one the
+    environment names, kernel_cache.default_cache()); a hit returns the bytes of the
+    build that stored it. None, the default, builds every time."""
     if not isinstance(targets, (list, tuple)):
         targets = [targets]
     if not targets:
         raise UserError("codegen: no target to build kernels for")
+    targets = [_parsed(target) for target in targets]
+    key = None
+    if cache is not None:
+        key = cache_key(prim_funcs(mod), targets, [target_spec(target) for target in targets])
+        cached = cache.get(key)
+        if cached is not None:
+            return cached
     compiled = []
     for target in targets:
         spec, machine, module, code, infos = _compile(mod, target)
         compiled.append(CompiledTarget(spec, machine.emit_object(module), code, tuple(infos)))
-    return pack_kernel_object(compiled)
+    data = pack_kernel_object(compiled)
+    if cache is not None:
+        cache.put(key, data)
+    return data
+
+
+def _parsed(target):
+    if isinstance(target, str):
+        from ..target import Target
+
+        return Target.parse(target)
+    return target
 
 
 def build_host_library(mod, target=None, prefer: str = "native") -> KernelLibrary:

@@ -79,6 +79,7 @@ def compile_artifact(options: CompileOptions) -> int:
 def _build_and_link(options: CompileOptions, mod, bytecode: bytes, targets, stem: str, progress) -> None:
     """Stages 5-6: kernels for every target, then the link (relaxld's checks and all)."""
     from ..codegen.build_kernels import build_kernel_object
+    from ..codegen.kernel_cache import default_cache
     from ..vm.linker import LinkInput, link
     from .link import describe_link
 
@@ -86,7 +87,7 @@ def _build_and_link(options: CompileOptions, mod, bytecode: bytes, targets, stem
     if any(getattr(t, "kind", "") == "cuda" for t in targets):
         kernel_inputs = _cuda_kernel_inputs(mod, targets, stem)
     else:
-        kernel_inputs = [LinkInput(f"{stem}.ko", build_kernel_object(mod, targets))]
+        kernel_inputs = [LinkInput(f"{stem}.ko", build_kernel_object(mod, targets, cache=default_cache()))]
     progress.stage("link")
     result = link(LinkInput(f"{stem}.vmo", bytecode), kernel_inputs, options.allow_undefined)
     write_bytes(options.output, result.data, "a linked artifact")

@@ -144,8 +144,9 @@ def _emit_kernels(mod, options: CompileOptions) -> None:
         _emit_host_shape_functions(kernels, targets, options)
     else:
         from ..codegen.build_kernels import build_kernel_object
+        from ..codegen.kernel_cache import default_cache
 
-        data = build_kernel_object(kernels_of(mod, options), targets)
+        data = build_kernel_object(kernels_of(mod, options), targets, cache=default_cache())
     write_bytes(options.output, data, "a kernel object")
 
 
