@@ -251,3 +251,23 @@ def test_already_bound_functions_are_left_alone():
     func = _only('a: R.Tensor((7, 13), "float32")', "R.exp(a)")
     once = GPUSchedule(256, rules=True).run(func)
     assert GPUSchedule(256, rules=True).run(once) is once
+
+
+# -- CUDA C (H1's codegen) -----------------------------------------------------------------------
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("params,body", [
+    ('a: R.Tensor((3, 100), "float32")', "R.nn.softmax(a, axis=-1)"),
+    ('a: R.Tensor((5, 33), "float16")', "R.sum(a, axis=[1])"),
+    ('a: R.Tensor(("m", 13), "float16"), b: R.Tensor((13, "n"), "float16")', "R.matmul(a, b)"),
+    ('a: R.Tensor((2, 7, 13), "float32"), b: R.Tensor((2, 13, 5), "float32")', "R.matmul(a, b)"),
+    ('a: R.Tensor(("n", 7), "float32"), w: R.Tensor((5, 7), "float32"), b: R.Tensor((5,), "float32")',
+     "R.linear(a, w, b)"),
+])
+def test_scheduled_kernels_compile_with_nvrtc(params, body):
+    from relax.codegen.cuda import build_cuda_kernel_object, emit_cuda_source
+
+    funcs = _kernels(params, body)
+    source = emit_cuda_source(funcs, "cuda -arch=sm_90")
+    assert "__shared__" in source and ("__syncthreads()" in source)
+    assert build_cuda_kernel_object(funcs, ["cuda -arch=sm_80", "cuda -arch=sm_90"])[:4]
