@@ -13,7 +13,7 @@ from relax.diagnostics import DiagnosticError, UserError
 from relax.driver.compile import parse_source
 from relax.ir.module import IRModule
 from relax.runtime.kernels import container
-from relax.runtime.kernels.metadata import KernelInfo, ParamInfo
+from relax.runtime.kernels.metadata import KernelInfo, LaunchInfo, ParamInfo
 from relax.target import host_target
 from relax.vm import VirtualMachine
 from relax.vm.codegen import generate
@@ -29,10 +29,12 @@ def lowered(name):
 
 def fake_cuda_ko(names, arch="sm_90"):
     """A cuda .ko whose manifest defines `names` (the GPU code is not looked at before loading)."""
-    kernels = tuple(KernelInfo(name, f"relaxk_{name}", 1, (ParamInfo("A", "buffer", "float32", ("n",)),), ("n",))
+    kernels = tuple(KernelInfo(name, f"relaxk_{name}", 1, (ParamInfo("A", "buffer", "float32", ("n",)),), ("n",),
+                               launches=(LaunchInfo(f"relaxk_{name}", ("n", 1, 1), (1, 1, 1)),))
                     for name in names)
     target = container.TargetEntry("nvptx64-nvidia-cuda", arch, "", 1, "cubin")
-    return container.write(container.KernelObject((target,), kernels, {0: b"\x7fELF-not-really"}, {}))
+    return container.write(container.KernelObject((target,), kernels, {0: b"\x7fELF-not-really"}, {},
+                                                  ptx={0: b"// not really PTX"}))
 
 
 @pytest.fixture(scope="module")

@@ -57,10 +57,10 @@ def alloc_shape_heap(vm, size: int) -> np.ndarray:
 def match_shape(value, heap, size: int, *codes):
     err_ctx = codes[2 * size] if len(codes) > 2 * size else None
     shape = value.shape if isinstance(value, np.ndarray) else value
-    if not isinstance(shape, tuple) and is_device_array(value):
-        shape = value.shape
     if not isinstance(shape, tuple):
-        raise VMError(f"TypeError: {_context(err_ctx)}match_cast expects a Tensor or Shape, got {type_key(value)}")
+        if not is_device_array(value):
+            raise VMError(f"TypeError: {_context(err_ctx)}match_cast expects a Tensor or Shape, got {type_key(value)}")
+        shape = value.shape  # a tensor on the GPU
     if len(shape) != size:
         raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast shape size mismatch: "
                       f"expected {size} dimensions, got {len(shape)} (shape {tuple(shape)})")
