@@ -183,7 +183,7 @@ def test_symbolic_small_loop_runs_on_the_calling_thread():
     lib = build_host_library({"who": kernel([out], loop(i, n, record, "parallel"))})
     lib.parallel_threshold_bytes = 0
     lib.num_threads = 4
-    few = np.zeros(4, np.uint64)   # 4 x ~1030 units of work: serial
+    few = np.zeros(4, np.uint64)   # 4 x ~4100 units of work: serial
     lib.get_function("who")(few)
     assert len(set(few.tolist())) == 1
     many = np.zeros(4096, np.uint64)

@@ -47,18 +47,20 @@ LAUNCHER = "__relax_parallel_launch"  # the per-object launcher of objects built
 
 CHUNKS_PER_THREAD = 4
 
-# Below this much estimated work (iterations x work_per_iteration) a parallel loop
-# runs serially. One unit is about one TIR node evaluated per iteration, roughly
-# 0.3 ns after vectorization; a pool launch costs about 2 us of the caller's time
-# on a 2-core machine, so parallel pays from about 2 x 2 us of work on
-# (bench/parallel_threshold.py measures the crossover).
-SERIAL_WORK = 16384
+# Below this much estimated work (iterations x work_per_iteration, about one
+# TIR node per unit) a parallel loop runs serially. Chosen by measurement
+# (bench/parallel_threshold.py, 2 cores): a memory-bound elementwise loop
+# (6 units per element) never gained from a second thread at any size, and a
+# compute-bound tanh loop (5 units per element, ~0.16 ns per unit) broke even at
+# 16-64K elements, 80-330K units; below that the serial loop was as fast or faster.
+SERIAL_WORK = 1 << 17
 
 # The trip count assumed for an inner loop whose extent is not a constant.
 UNKNOWN_EXTENT = 64
 
-# The cost assumed for a call to an external function (T.call_extern): unknown, so large.
-EXTERN_CALL_WORK = 1024
+# The cost assumed for a call to an external function (T.call_extern): unknown,
+# and a call is rarely put in a parallel loop unless it is heavy.
+EXTERN_CALL_WORK = 4096
 
 LAUNCHER_IR = f"""
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
