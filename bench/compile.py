@@ -1,20 +1,34 @@
 """Compile time of the MLP, CNN and transformer samples: every pass, then kernels.
 
     python bench/compile.py [-O 2] [--samples mlp,cnn,transformer]
+    python bench/compile.py --relaxc [--models mlp_b1,mlp_b64,cnn,transformer] [--repeat 3]
 
 For each sample: the time of each pass of the -O pipeline (the table `relaxc
 --time-passes` prints), bytecode generation, and kernel code generation (LLVM), and
 the total of a `relax.build`. Figures from one run on a shared machine drift: compare
 within a run.
+
+--relaxc times the whole command the way a user runs it, for the models of
+../shared/bench with their weights (`relaxc X.relax --params X.params.npz -o
+X.vmx`), in a fresh process each time: cold (RELAX_CACHE=0, every kernel built) and
+warm (the kernel cache, in a temporary directory, filled by a first run), the
+median of --repeat runs each, and checks that the warm artifact is byte-identical
+to the cold one.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
+BENCH = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "bench"
 
 
 def measure(name: str, opt_level: int) -> dict:
@@ -48,11 +62,47 @@ def measure(name: str, opt_level: int) -> dict:
             "kernel_count": len(kernels), "total": total}
 
 
+def time_relaxc(model: str, output: pathlib.Path, environment: dict) -> float:
+    """Seconds of one `relaxc MODEL.relax --params MODEL.params.npz -o output`, process start included."""
+    command = [sys.executable, "-m", "relaxc", str(BENCH / f"{model}.relax"), "-o", str(output)]
+    params = BENCH / f"{model}.params.npz"
+    if params.exists():
+        command += ["--params", str(params)]
+    start = time.perf_counter()
+    subprocess.run(command, env=environment, check=True)
+    return time.perf_counter() - start
+
+
+def relaxc_table(models: list[str], repeat: int) -> None:
+    print(f"relaxc one-shot wall time in s (median of {repeat}), {BENCH}")
+    print(f"{'model':<14}{'cold':>8}{'warm':>8}  warm == cold")
+    with tempfile.TemporaryDirectory(prefix="relax-compile-bench-") as scratch:
+        directory = pathlib.Path(scratch)
+        for model in models:
+            cold_env = dict(os.environ, RELAX_CACHE="0")
+            warm_env = dict(os.environ, RELAX_CACHE="1", RELAX_CACHE_DIR=str(directory / f"cache-{model}"))
+            # The same output name for every run: the artifact records it.
+            output = directory / f"{model}.vmx"
+            cold = statistics.median(time_relaxc(model, output, cold_env) for _ in range(repeat))
+            cold_bytes = output.read_bytes()
+            time_relaxc(model, output, warm_env)  # fills the cache
+            warm = statistics.median(time_relaxc(model, output, warm_env) for _ in range(repeat))
+            same = output.read_bytes() == cold_bytes
+            print(f"{model:<14}{cold:>8.2f}{warm:>8.2f}  {'yes' if same else 'NO'}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-O", dest="opt_level", type=int, default=2)
     parser.add_argument("--samples", default="mlp,cnn,transformer")
+    parser.add_argument("--relaxc", action="store_true",
+                        help="time whole relaxc runs on the bench models with weights, cold and warm")
+    parser.add_argument("--models", default="mlp_b1,mlp_b64,cnn,transformer")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.relaxc:
+        relaxc_table(args.models.split(","), args.repeat)
+        return
     names = args.samples.split(",")
     results = {name: measure(name, args.opt_level) for name in names}
     passes = [name for name, _ in results[names[0]]["passes"]]
