@@ -131,3 +131,22 @@ def test_launch_dimensions_may_use_integer_scalars():
                            launches=(launch("relaxk_fill", [["mul", "rows", 2], 1, 1], ["n", 1, 1]),))
     [(_, grid, block, _, args)] = plan_launches(info, (np.zeros(7, np.float32), 5))
     assert grid == (10, 1, 1) and block == (7, 1, 1) and type(args[1]) is np.int32
+
+
+def test_workspace_is_sized_from_the_shapes_and_passed_last():
+    calls, allocations = [], []
+
+    def allocate(nbytes):
+        allocations.append(nbytes)
+        return np.zeros(nbytes, np.uint8).view(FakeDeviceArray)
+
+    info = scale_info((launch("relaxk_scale_0", ["n", 1, 1], [1, 1, 1]), launch("relaxk_scale_1", [1, 1, 1], [1, 1, 1])))
+    info.workspace_bytes = ["mul", "n", 4]
+    kernel = CudaKernel(info, {s: (lambda grid, block, args, shared_mem=0: calls.append(args))
+                               for s in ("relaxk_scale_0", "relaxk_scale_1")}, allocate)
+    a = np.zeros(1000, np.float32).view(FakeDeviceArray)
+    kernel(a, a.copy(), 1.0)
+    kernel(a[:10], a[:10].copy(), 1.0)  # smaller: the same workspace again
+    assert allocations == [4000]
+    assert all(len(args) == 5 and args[4].nbytes == 4000 for args in calls)
+    assert calls[0][4] is calls[1][4]

@@ -7,8 +7,10 @@ arrays of the right dtype, rank and shape; scalars), binds every symbolic size f
 the shapes (and integer scalar parameters by name), evaluates each launch's grid and block, and launches each `__global__`
 with the arguments typed as the CUDA C signature declares them (cuda_spec): buffer
 pointers in parameter order, scalars in their own C type, then one int64 per
-symbolic size. A launch with a zero grid or block dimension (an empty tensor) is
-skipped: CUDA refuses such launches and there is nothing to compute.
+symbolic size, and last the kernel's workspace (a device buffer of
+KernelInfo.workspace_bytes, kept by the kernel between calls) when it has one. A
+launch with a zero grid or block dimension (an empty tensor) is skipped: CUDA
+refuses such launches and there is nothing to compute.
 
 `plan_launches` is the pure part (no cupy, no GPU), so it is tested on any machine.
 """
@@ -99,8 +101,20 @@ def typed_arguments(info, args, values: dict[str, int]) -> tuple:
     return tuple(buffers + scalars + sizes)
 
 
+def uses_workspace(info) -> bool:
+    """Whether the kernel's launches take a workspace pointer last (KernelInfo.workspace_bytes
+    is not the constant 0: top-level allocations of symbolic size, see codegen/cuda/kernel.py)."""
+    size = getattr(info, "workspace_bytes", 0)
+    return not (isinstance(size, int) and size == 0)
+
+
 def plan_launches(info, args) -> list[tuple[str, tuple, tuple, int, tuple]]:
     """(symbol, grid, block, shared bytes, arguments) for each launch to run, in order."""
+    return bind_launches(info, args)[0]
+
+
+def bind_launches(info, args) -> tuple[list, int | None]:
+    """The launches to run and the workspace bytes they need (None: no workspace parameter)."""
     launches = tuple(getattr(info, "launches", None) or ())
     if not launches:
         raise _fail(info, "has no launch dimensions in its metadata (not a cuda kernel?)")
@@ -123,23 +137,41 @@ def plan_launches(info, args) -> list[tuple[str, tuple, tuple, int, tuple]]:
         if 0 in grid or 0 in block:
             continue
         plan.append((launch.symbol, grid, block, shared, arguments))
-    return plan
+    workspace = None
+    if uses_workspace(info):
+        try:
+            workspace = int(evaluate(info.workspace_bytes, values))
+        except (KeyError, ZeroDivisionError) as exc:
+            raise _fail(info, f"cannot compute its workspace size: {exc}") from None
+    return plan, workspace
 
 
 class CudaKernel:
     """A callable kernel: device arrays and numbers in parameter order, outputs passed in."""
 
-    def __init__(self, info, functions: dict):
+    def __init__(self, info, functions: dict, allocate=None):
         self.info = info
         self.name = info.name
         self._functions = functions  # symbol -> cupy Function
+        self._allocate = allocate  # nbytes -> a device uint8 array, for the workspace
+        self._workspace = None  # kept between calls (launches run in stream order), grown as needed
+
+    def _workspace_for(self, nbytes: int):
+        if self._workspace is None or self._workspace.nbytes < nbytes:
+            self._workspace = self._allocate(max(nbytes, 256))
+        return self._workspace
 
     def __call__(self, *args):
         for param, value in zip(self.info.params, args):
             if param.kind == "buffer" and not is_device_array(value):
                 raise _fail(self.info, f"parameter '{param.name}' expects a tensor on the GPU, "
                                        f"got {type(value).__name__} (the VM copies inputs to the device)")
-        for symbol, grid, block, shared, arguments in plan_launches(self.info, args):
+        plan, workspace_bytes = bind_launches(self.info, args)
+        if workspace_bytes is not None and plan:
+            workspace = (self._workspace_for(workspace_bytes),)
+            plan = [(symbol, grid, block, shared, arguments + workspace)
+                    for symbol, grid, block, shared, arguments in plan]
+        for symbol, grid, block, shared, arguments in plan:
             try:
                 self._functions[symbol](grid, block, arguments, shared_mem=shared)
             except Exception as error:  # noqa: BLE001 - a driver error names the launch

@@ -23,6 +23,11 @@ class CudaKernelLibrary:
             raise UserError(f"'{name}': the GPU driver cannot load its {self.image_kind}: "
                             f"{type(error).__name__}: {error}") from None
         self.kernels: dict[str, CudaKernel] = {}
+
+        def allocate(nbytes: int):
+            with cupy.cuda.Device(device_id):
+                return cupy.empty(nbytes, dtype=cupy.uint8)
+
         for info in kernel_object.kernels:
             functions = {}
             for launch in getattr(info, "launches", None) or ():
@@ -31,7 +36,7 @@ class CudaKernelLibrary:
                 except Exception:  # noqa: BLE001 - cupy raises the driver's not-found error
                     raise UserError(f"'{name}': kernel '{info.name}' launches '{launch.symbol}', "
                                     f"which its GPU code does not define") from None
-            self.kernels[info.name] = CudaKernel(info, functions)
+            self.kernels[info.name] = CudaKernel(info, functions, allocate)
 
     def get_function(self, name: str):
         return self.kernels.get(name)
