@@ -1,5 +1,7 @@
 """The conv2d schedule rule (relax.tir.schedule.conv2d): scheduled kernels compute what the plain nests do.
 
+NCHW / OIHW and NHWC / HWIO convolutions are scheduled; depthwise ones and float64 keep the plain nest.
+
 Each case legalizes and fuses (-O2) conv2d followed by a bias add and relu (the
 epilogue the rule applies to its register tile), builds the kernels unscheduled
 (-O0) and scheduled, runs both on the same random data and compares them with each
@@ -142,9 +144,25 @@ def test_epilogue_is_applied_in_registers():
     assert fmas and all(call.dtype == "float32x16" for call in fmas)
 
 
-@pytest.mark.parametrize("groups,layout", [(3, "NCHW"), (1, "NHWC")], ids=["depthwise", "nhwc"])
+NHWC_CASES = [CASES[0], CASES[1], CASES[2], CASES[5], CASES[9], (1, 16, 40, 13, 3, 1, 1, 1), (2, 3, 33, 7, 1, 2, 0, 1)]
+
+
+@pytest.mark.parametrize("case", NHWC_CASES, ids=lambda c: "n{}c{}o{}s{}k{}st{}p{}d{}".format(*c))
+def test_nhwc_conv2d_bias_relu_matches_numpy(case):
+    """NHWC data with HWIO weights: the output channels are the vector axis, the weights the shared vectors."""
+    batch, channels, out_channels, size, kernel, stride, pad, dilation = case
+    funcs = _conv_module(*case, layout="NHWC")
+    (func,) = funcs.values()
+    (nest,) = _conv_nests(func)
+    inputs, outputs = _run_both(funcs)
+    x, w, b = inputs[0].transpose(0, 3, 1, 2), inputs[1].transpose(3, 2, 0, 1), inputs[2].transpose(0, 3, 1, 2)
+    expected = _reference(x, w, b, stride, pad, dilation, epilogue=True).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
+
+
+@pytest.mark.parametrize("groups,layout", [(3, "NCHW"), (3, "NHWC")], ids=["depthwise", "depthwise-nhwc"])
 def test_other_convolutions_fall_back(groups, layout):
-    funcs = _conv_module(1, 3, 3 if groups > 1 else 5, 13, 3, 1, 1, 1, groups=groups, layout=layout)
+    funcs = _conv_module(1, 3, 3, 13, 3, 1, 1, 1, groups=groups, layout=layout)
     (func,) = funcs.values()
     assert not _conv_nests(func)
     _run_both(funcs)  # still computed as the plain nest computes it

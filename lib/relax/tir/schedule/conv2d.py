@@ -1,17 +1,23 @@
-"""Rule: a float32 NCHW conv2d keeps CHANNELS x ROWS output vectors in registers (direct convolution).
+"""Rule: a float32 conv2d keeps a tile of output vectors in registers (direct convolution).
 
-Legalized nn.conv2d (data layout NCHW, groups 1) is one reduction nest
+Legalized nn.conv2d (groups 1) is one reduction nest; in NCHW / OIHW
 `out[n, c, h, w] += data[n, rc, h*s + ry*d, w*s + rx*d] * weight[c, rc, ry, rx]`
-(data is "pad_temp" when there is padding: that stage is its own nest, computed
-once, so the reduction reads it with no bounds test). The rule vectorizes the
-output width: a register tile holds CHANNELS output channels x ROWS output rows
-of up to LANES consecutive outputs each; every reduction step loads one data
-vector per row (contiguous when the stride is 1), broadcasts one weight per
-channel and does CHANNELS x ROWS fused multiply-adds into the tile, which is
-written to the output once at the end. Tiles that do not fill the output shrink
-(fewer channels or rows, fewer lanes), so no per-element test remains. Each output
-element adds its terms in the plain nest's order (rc, ry, rx); the fused
-multiply-add rounds once per term instead of twice.
+(data is "pad_temp" when there is padding: that stage is its own nest, rewritten
+here into border fills and row copies with no per-element test). The rule
+vectorizes the output's last axis v: one operand ("vec") reads v in its last index
+only, the other ("bc") not at all, so a vector of LANES outputs is a vector load of
+vec (contiguous at stride 1) times a broadcast of bc. A register tile holds
+A x B x VECTORS output vectors over the other two output axes; every reduction step
+does that many fused multiply-adds, and the tile is written once at the end, through
+the elementwise nests fused after the convolution (bias add, relu: see
+fuse_epilogues), so the convolution's own output is never stored.
+
+  NCHW: v = w, vec = data, bc = weight; 4 channels x 4 rows x 1 vector (4 data vectors, 4 weights a step)
+  NHWC / HWIO: v = c, vec = weight, bc = data; 1 row x 6 columns x 2 vectors (2 weight vectors shared)
+
+Tiles that do not fill the output shrink (fewer channels, rows or lanes), so no
+per-element test remains. Each output element adds its terms in the plain nest's
+order (rc, ry, rx); the fused multiply-add rounds once per term instead of twice.
 
     for n, c, h, w, rc, ry, rx in T.grid(...):       for n, c_tile in T.grid(N, C // 4):      # parallel
         out[n, c, h, w] += data[...] * weight[...]        for h_tile, w_tile in T.grid(H // 4, W // 16):
@@ -21,9 +27,8 @@ multiply-add rounds once per term instead of twice.
                                                                                  data[n, rc, h0 + j + ry, w0 + rx:w0 + rx + 16], acc[k]) ...
                                                               out[n, c0 + i, h0 + j, w0:w0 + 16] = acc[k] ...
 
-Falls back (no match) for other dtypes, layouts whose last output axis is not the
-data's contiguous one (NHWC), grouped and depthwise convolutions (the data index
-uses the output channel), symbolic shapes, and casts (out_dtype differing).
+Falls back (no match) for other dtypes, grouped and depthwise convolutions (an
+output axis read by both operands), symbolic shapes and casts (out_dtype differing).
 Measured on the CNN benchmark's convolutions: see docs/tir-lowering.md.
 """
 
@@ -37,9 +42,12 @@ from .nest import Nest, fresh, loop, match_nest
 from .parallel import parallelize, strip_marks
 from .reduction_order import reduction_parts
 
-LANES = 16  # output columns per vector (AVX-512 width for float32; LLVM splits it where narrower)
-WIDE_TILE = (4, 4)  # (channels, rows) with 32 vector registers: 16 accumulators, 4 data vectors
-NARROW_TILE = (2, 2)  # with 16 registers of 256 bits a 16-lane vector takes two of them
+LANES = 16  # outputs per vector (AVX-512 width for float32; LLVM splits it where narrower)
+# (a, b, vectors) per register tile with 32 / 16 vector registers, by layout:
+# NCHW (the data vector moves with b = h): 4 channels x 4 rows x 1 vector of w, 4 data vectors;
+# NHWC (the weight vector is shared): 1 row x 6 columns x 2 vectors of channels, 2 weight vectors.
+WIDE_TILE, NARROW_TILE = (4, 4, 1), (2, 2, 1)
+SHARED_WIDE_TILE, SHARED_NARROW_TILE = (1, 6, 2), (1, 3, 1)
 
 
 def _coefficient(expr, var: tir.Var) -> int | None:
@@ -62,13 +70,14 @@ def _coefficient(expr, var: tir.Var) -> int | None:
 
 
 class _Conv:
-    """The parts of a matched nest: store, its iterators by role, the data and weight loads."""
+    """A matched nest: `out[n, a, b, v] += bc[...] * vec[...]`, v the output's last axis, where
+    `vec` reads v in its last index only (stride `stride`) and `bc` does not read v."""
 
-    def __init__(self, nest: Nest, store, reduce, data, weight, stride: int):
+    def __init__(self, nest: Nest, store, reduce, vec, bc, stride: int):
         self.nest, self.store, self.reduce = nest, store, reduce
-        self.data, self.weight, self.stride = data, weight, stride
-        self.n, self.c, self.h, self.w = store.indices
-        self.index = nest.loop_of(self._iter(self.w)).loop_var.dtype
+        self.vec, self.bc, self.stride = vec, bc, stride
+        self.n, self.a, self.b, self.v = store.indices
+        self.index = nest.loop_of(self._iter(self.v)).loop_var.dtype
 
     def _iter(self, var):
         return next(iv for iv in self.nest.block.iter_vars if iv.var is var)
@@ -78,6 +87,11 @@ class _Conv:
 
     def const(self, value: int) -> tir.IntImm:
         return tir.IntImm(self.index, value)
+
+    @property
+    def shared_vector(self) -> bool:
+        """Whether one vector operand serves the whole tile (NHWC: the weights)."""
+        return not (uses(self.vec, self.a) or uses(self.vec, self.b))
 
 
 def _match(nest: Nest) -> _Conv | None:
@@ -93,18 +107,20 @@ def _match(nest: Nest) -> _Conv | None:
     x, y = value.b.a, value.b.b
     if not all(isinstance(load, tir.BufferLoad) and load.dtype == "float32" and load.indices for load in (x, y)):
         return None
-    n, c, h, w = store.indices
-    data, weight = (y, x) if uses(x, c) else (x, y)
-    if uses(data, c) or not uses(weight, c) or any(uses(weight, v) for v in (n, h, w)):
+    v = store.indices[-1]
+    vec, bc = (x, y) if uses(x, v) else (y, x)
+    if uses(bc, v) or not uses(vec, v) or any(uses(index, v) for index in vec.indices[:-1]):
         return None
-    if any(uses(index, w) for index in data.indices[:-1]) or uses(data.indices[-1], h):
+    # Each other output axis is read by one operand only: a shared one (the output channel of a
+    # grouped or depthwise convolution, the batch of a batched matmul) keeps the generic path.
+    if any(uses(vec, var) and uses(bc, var) for var in store.indices[:-1]):
         return None
-    stride = _coefficient(data.indices[-1], w)
+    stride = _coefficient(vec.indices[-1], v)
     if stride is None or stride < 1:
         return None
-    if uses(nest.block.init.value, w) or any(not isinstance(loop_.extent, tir.IntImm) for loop_ in nest.loops):
+    if uses(nest.block.init.value, v) or any(not isinstance(loop_.extent, tir.IntImm) for loop_ in nest.loops):
         return None
-    return _Conv(nest, store, reduce, data, weight, stride)
+    return _Conv(nest, store, reduce, vec, bc, stride)
 
 
 def matches(nest: Nest, cpu=None) -> bool:
@@ -115,55 +131,58 @@ def _vector(scalar_dtype: str, lanes: int) -> str:
     return scalar_dtype if lanes == 1 else f"{scalar_dtype}x{lanes}"
 
 
-def _tile(conv: _Conv, n, c0, channels: int, h0, rows: int, w0, lanes: int, epilogues=()) -> tir.Stmt:
-    """One register tile: output channels c0.., rows h0.., columns w0.. (lanes of them),
+def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, epilogues=()) -> tir.Stmt:
+    """One register tile: outputs [n, a0 + i, b0 + j, v0 .. v0 + width) in vectors of up to LANES,
     each vector passed through the `epilogues` before it is stored."""
     nest, const = conv.nest, conv.const
     reduce_vars = {iv.var: fresh(nest.loop_of(iv).loop_var, "r") for iv in conv.reduce}
 
-    def at(expr, channel, row, column):
-        values = {**reduce_vars, conv.n: n, conv.c: channel, conv.h: row, conv.w: column}
-        return nest.bound(expr, values)
+    def at(expr, a, b, v):
+        return nest.bound(expr, {**reduce_vars, conv.n: n, conv.a: a, conv.b: b, conv.v: v})
 
-    def ramp(base, stride: int = 1):
+    def ramp(base, lanes: int, stride: int = 1):
         return base if lanes == 1 else tir.Ramp(base, const(stride), lanes)
 
-    def broadcast(value):
+    def broadcast(value, lanes: int):
         return value if lanes == 1 else tir.Broadcast(value, lanes)
 
+    pieces = [(k, min(LANES, width - k * LANES)) for k in range(-(-width // LANES))]
+    slots, offset = [], 0
+    for i in range(a_count):
+        for j in range(b_count):
+            for k, lanes in pieces:
+                slots.append((i, j, k, lanes, offset))
+                offset += lanes
     name = conv.store.buffer.name
-    acc = tir.Buffer(f"{name}_tile", (const(channels * rows * lanes),), "float32",
-                     tir.Var(f"{name}_tile", "handle"), scope="local")
+    acc = tir.Buffer(f"{name}_tile", (const(offset),), "float32", tir.Var(f"{name}_tile", "handle"), scope="local")
 
-    def slot(i, j):
-        return (ramp(const((i * rows + j) * lanes)),)
+    def slot(lanes, start):
+        return (ramp(const(start), lanes),)
 
-    slots = [(i, j) for i in range(channels) for j in range(rows)]
-    zero = broadcast(at(nest.block.init.value, c0, h0, w0))
-    init = [tir.BufferStore(acc, zero, slot(i, j)) for i, j in slots]
+    def where(i, j, k):
+        return a0 + const(i), b0 + const(j), v0 + const(k * LANES)
 
-    def data_row(j):
-        load = at(conv.data, c0, h0 + const(j), w0)
-        return tir.BufferLoad(load.buffer, (*load.indices[:-1], ramp(load.indices[-1], conv.stride)))
-
-    rows_data = [data_row(j) for j in range(rows)]
+    init = [tir.BufferStore(acc, broadcast(at(nest.block.init.value, *where(i, j, k)), lanes), slot(lanes, start))
+            for i, j, k, lanes, start in slots]
     updates = []
-    for i, j in slots:
-        weight = broadcast(at(conv.weight, c0 + const(i), h0, w0))
-        total = tir.Call(_vector("float32", lanes), "tir.fma", (weight, rows_data[j], tir.BufferLoad(acc, slot(i, j))))
-        updates.append(tir.BufferStore(acc, total, slot(i, j)))
+    for i, j, k, lanes, start in slots:
+        vector = at(conv.vec, *where(i, j, k))
+        vector = tir.BufferLoad(vector.buffer, (*vector.indices[:-1], ramp(vector.indices[-1], lanes, conv.stride)))
+        scalar = broadcast(at(conv.bc, *where(i, j, k)), lanes)
+        total = tir.Call(_vector("float32", lanes), "tir.fma", (scalar, vector, tir.BufferLoad(acc, slot(lanes, start))))
+        updates.append(tir.BufferStore(acc, total, slot(lanes, start)))
     step: tir.Stmt = tir.SeqStmt(tuple(updates))
     for iv in reversed(conv.reduce):
         step = loop(reduce_vars[iv.var], nest.loop_of(iv).extent, step)
     saves = []
-    for i, j in slots:
-        position = (n, c0 + const(i), h0 + const(j), w0)
-        value = tir.BufferLoad(acc, slot(i, j))
+    for i, j, k, lanes, start in slots:
+        position = (n, *where(i, j, k))
+        value = tir.BufferLoad(acc, slot(lanes, start))
         out = at(conv.store, *position[1:])
         for stage in epilogues:
             value = stage.vector_value(value, position, lanes)
             out = stage.at(stage.nest.block.body, position)
-        saves.append(tir.BufferStore(out.buffer, value, (*out.indices[:-1], ramp(out.indices[-1]))))
+        saves.append(tir.BufferStore(out.buffer, value, (*out.indices[:-1], ramp(out.indices[-1], lanes))))
     return allocation(acc, tir.SeqStmt((*init, step, *saves)))
 
 
@@ -189,16 +208,21 @@ def _split(conv: _Conv, like: tir.Var, extent: int, size: int, make, independent
 def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
     """The scheduled nest; `epilogues` (from fuse_epilogues) are applied to each output vector."""
     conv = _match(nest)
-    channels, rows = WIDE_TILE if cpu is not None and cpu.wide_registers else NARROW_TILE
+    wide = cpu is not None and cpu.wide_registers
+    if conv.shared_vector:
+        a_tile, b_tile, vectors = SHARED_WIDE_TILE if wide else SHARED_NARROW_TILE
+    else:
+        a_tile, b_tile, vectors = WIDE_TILE if wide else NARROW_TILE
     n_var = fresh(nest.loop_of(conv._iter(conv.n)).loop_var, "s")
-    like = {var: nest.loop_of(conv._iter(var)).loop_var for var in (conv.c, conv.h, conv.w)}
+    like = {var: nest.loop_of(conv._iter(var)).loop_var for var in (conv.a, conv.b, conv.v)}
 
-    def over_channels(c0, c_count):
-        return _split(conv, like[conv.h], conv.extent(conv.h), rows, lambda h0, h_count: _split(
-            conv, like[conv.w], conv.extent(conv.w), LANES,
-            lambda w0, lanes: _tile(conv, n_var, c0, c_count, h0, h_count, w0, lanes, epilogues)))
+    def over_a(a0, a_count):
+        return _split(conv, like[conv.b], conv.extent(conv.b), b_tile, lambda b0, b_count: _split(
+            conv, like[conv.v], conv.extent(conv.v), vectors * LANES,
+            lambda v0, width: _tile(conv, n_var, a0, a_count, b0, b_count, v0, width, epilogues)),
+            independent=True)
 
-    body = _split(conv, like[conv.c], conv.extent(conv.c), channels, over_channels, independent=True)
+    body = _split(conv, like[conv.a], conv.extent(conv.a), a_tile, over_a, independent=True)
     return loop(n_var, nest.loop_of(conv._iter(conv.n)).extent, body, independent=True)
 
 
@@ -439,7 +463,7 @@ def fuse_epilogues(statements: list, func: tir.PrimFunc, cpu=None, parallel: boo
                 chain.append(stage)
                 previous = stage.nest.block.body.buffer
         if conv is not None and result and id(result[-1]) not in done:
-            padding = _padding(result[-1], conv.data.buffer)  # the padding stage just before, branch-free
+            padding = _padding(result[-1], conv.vec.buffer) or _padding(result[-1], conv.bc.buffer)  # branch-free
             if padding is not None:
                 original = result.pop()
                 result.append(parallelize(original, padding) if parallel else strip_marks(padding))
