@@ -129,3 +129,10 @@ def test_thread_loops_must_be_directly_nested():
                    tir.For(i, imm("int64", 0), imm("int64", 2), "serial", inner), thread_tag="blockIdx.x")
     with pytest.raises(SimulatorError, match="thread_binding"):
         simulate(_func([A], body), np.zeros(4, np.float32))
+
+
+def test_a_missing_barrier_is_a_race_whatever_the_thread_order():
+    a = np.arange(40, dtype=np.float32)
+    for _ in range(3):
+        with pytest.raises(SimulatorError, match="race on shared 's'"):
+            simulate(_reverse_in_blocks(40, 1, barrier=False), a, np.zeros_like(a))

@@ -15,6 +15,12 @@ function's buffers and the block's `shared` allocations. Collectives meet:
   running lanes of a warp (32 consecutive threads, x fastest), as __shfl_*_sync do;
 - a thread that finishes leaves its block and warp, so the others do not wait on it.
 
+Shared memory is checked for races whatever order the OS runs the threads in: each
+thread counts the barriers it has passed (its epoch), and every element of a
+`shared` allocation remembers its last writer and its readers with their epochs. A
+thread touching an element that another thread wrote (or, for a write, read) in the
+same or a later epoch, with no barrier in between, is a SimulatorError.
+
 A collective no thread can complete (threads waiting at different points) is
 reported as a SimulatorError after a timeout, as is any error inside a thread.
 Slow (one OS thread per GPU thread): test on small sizes and few threads.
@@ -78,7 +84,27 @@ class _Block:
         self.barrier = _Group(threads)
         self.warps = [_Group(min(WARP_SIZE, threads - w * WARP_SIZE)) for w in range(-(-threads // WARP_SIZE))]
         self.shared: dict = {}
+        self.accesses: dict = {}  # (shared key, offset) -> [(writer, epoch) | None, {reader: epoch}]
         self.lock = threading.Lock()
+
+    def note(self, key, offsets, thread: int, epoch: int, write: bool, name: str) -> None:
+        """Records an access to shared memory; raises on one that races with another thread's."""
+        with self.lock:
+            for offset in np.atleast_1d(offsets).tolist():
+                record = self.accesses.setdefault((key, offset), [None, {}])
+                writer, readers = record
+                if writer is not None and writer[0] != thread and writer[1] >= epoch:
+                    raise SimulatorError(f"race on shared '{name}'[{offset}]: thread {thread} "
+                                         f"{'writes' if write else 'reads'} what thread {writer[0]} wrote "
+                                         f"with no barrier between")
+                if write:
+                    racing = [t for t, e in readers.items() if t != thread and e >= epoch]
+                    if racing:
+                        raise SimulatorError(f"race on shared '{name}'[{offset}]: thread {thread} writes what "
+                                             f"thread {racing[0]} read with no barrier between")
+                    record[0], record[1] = (thread, epoch), {}
+                else:
+                    readers[thread] = epoch
 
 
 class _ThreadInterpreter(Interpreter):
@@ -90,10 +116,27 @@ class _ThreadInterpreter(Interpreter):
         self.storage = dict(outer.storage)
         self.block, self.linear_id = block, linear_id
         self.lane, self.warp = linear_id % WARP_SIZE, block.warps[linear_id // WARP_SIZE]
+        self.epoch = 0  # barriers passed
+
+    def _shared_access(self, buffer, indices, write: bool):
+        memory, offset = Interpreter._address(self, buffer, indices)
+        key = buffer.data if buffer.data is not None else buffer
+        if key in self.block.shared:
+            self.block.note(key, offset, self.linear_id, self.epoch, write, buffer.name)
+        return memory, offset
+
+    def _address(self, buffer, indices):
+        return self._shared_access(buffer, indices, write=False)
+
+    def exec_BufferStore(self, store):
+        value = self.eval(store.value)
+        memory, offset = self._shared_access(store.buffer, store.indices, write=True)
+        memory[offset] = value
 
     def eval_Call(self, call):
         if call.op == "tir.tvm_storage_sync":
             self.block.barrier.meet(self.linear_id)
+            self.epoch += 1
             return 0
         if call.op in ("tir.tvm_warp_shuffle_down", "tir.tvm_warp_shuffle"):
             _mask, value, offset, width = (self.eval(arg) for arg in call.args[:4])
