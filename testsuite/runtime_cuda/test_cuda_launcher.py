@@ -150,3 +150,19 @@ def test_workspace_is_sized_from_the_shapes_and_passed_last():
     assert allocations == [4000]
     assert all(len(args) == 5 and args[4].nbytes == 4000 for args in calls)
     assert calls[0][4] is calls[1][4]
+
+
+def test_large_dynamic_shared_memory_is_allowed_before_the_launch():
+    class Function:
+        max_dynamic_shared_size_bytes = 0
+
+        def __call__(self, grid, block, args, shared_mem=0):
+            assert self.max_dynamic_shared_size_bytes >= shared_mem
+            self.launched = shared_mem
+
+    function = Function()
+    kernel = CudaKernel(scale_info((launch("relaxk_scale", [1, 1, 1], [1, 1, 1], 100 * 1024),)),
+                        {"relaxk_scale": function})
+    a = np.zeros(4, np.float32).view(FakeDeviceArray)
+    kernel(a, a.copy(), 1.0)
+    assert function.max_dynamic_shared_size_bytes == function.launched == 100 * 1024

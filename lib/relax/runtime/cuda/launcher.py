@@ -30,6 +30,7 @@ SCALAR_TYPES = {
     "float16": np.float16, "float32": np.float32, "float64": np.float64,
 }
 ARRAY_TYPES = dict(SCALAR_TYPES, bool=np.bool_)
+STATIC_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without asking
 
 
 class CudaKernelError(VMError):
@@ -156,6 +157,12 @@ class CudaKernel:
         self._allocate = allocate  # nbytes -> a device uint8 array, for the workspace
         self._workspace = None  # kept between calls (launches run in stream order), grown as needed
 
+    def _allow_shared(self, symbol: str, nbytes: int) -> None:
+        """More than 48 KiB of dynamic shared memory must be allowed per function first."""
+        function = self._functions[symbol]
+        if getattr(function, "max_dynamic_shared_size_bytes", 0) < nbytes:
+            function.max_dynamic_shared_size_bytes = nbytes
+
     def _workspace_for(self, nbytes: int):
         if self._workspace is None or self._workspace.nbytes < nbytes:
             self._workspace = self._allocate(max(nbytes, 256))
@@ -173,6 +180,8 @@ class CudaKernel:
                     for symbol, grid, block, shared, arguments in plan]
         for symbol, grid, block, shared, arguments in plan:
             try:
+                if shared > STATIC_SHARED_LIMIT:
+                    self._allow_shared(symbol, shared)
                 self._functions[symbol](grid, block, arguments, shared_mem=shared)
             except Exception as error:  # noqa: BLE001 - a driver error names the launch
                 raise _fail(self.info, f"launch of '{symbol}' (grid {grid}, block {block}) failed: "
