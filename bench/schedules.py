@@ -9,7 +9,7 @@ Workloads (kernels as legalization and, for the models, -O2 fusion write them):
   mlp       every kernel of samples/mlp.relax (1x784 -> 128 -> 64 -> 10), per kernel
   vadd      a + b on float32[16M]                         GB/s (three arrays)
   softmax   softmax over the last axis of float32[128, 1024] (its fused kernels)
-  conv      the CNN benchmark's two 3x3 conv2d + bias + relu kernels   GFLOP/s (numpy: im2col + sgemm)
+  conv      the CNN benchmark's two 3x3 conv2d + bias + relu kernels, NCHW and NHWC   GFLOP/s (numpy: im2col + sgemm)
   cnn, transformer   every kernel of the sample at -O2 (the five slowest listed), no numpy
 
 Each kernel is built twice in one process: with PassContext(opt_level=0) (plain loop
@@ -169,27 +169,33 @@ def bench_softmax(budget):
 
 
 def bench_conv(budget):
-    """The two convolutions of ../shared/bench/cnn.relax, each with its fused bias add and relu."""
+    """The two convolutions of ../shared/bench/cnn.relax, each with its fused bias add and relu, NCHW and NHWC."""
     rng = np.random.default_rng(0)
-    for channels, out_channels, size in ((3, 16, 32), (16, 32, 16)):
-        text = _module(f'x: R.Tensor((1, {channels}, {size}, {size}), "float32"), '
-                       f'w: R.Tensor(({out_channels}, {channels}, 3, 3), "float32"), '
-                       f'b: R.Tensor((1, {out_channels}, 1, 1), "float32")',
-                       "y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])\n            z = R.add(y, b)\n"
-                       "            out = R.nn.relu(z)")
-        (name, plain, scheduled), = compare_kernels(kernels_of(text, 2), budget)
-        x = rng.standard_normal((channels, size + 2, size + 2)).astype("float32")
-        w = rng.standard_normal((out_channels, channels * 9)).astype("float32")
-        b = rng.standard_normal((out_channels, 1)).astype("float32")
+    for layout in ("NCHW", "NHWC"):
+        for channels, out_channels, size in ((3, 16, 32), (16, 32, 16)):
+            if layout == "NCHW":
+                shapes = ((1, channels, size, size), (out_channels, channels, 3, 3), (1, out_channels, 1, 1))
+                attrs = ""
+            else:
+                shapes = ((1, size, size, channels), (3, 3, channels, out_channels), (1, 1, 1, out_channels))
+                attrs = ', data_layout="NHWC", kernel_layout="HWIO"'
+            text = _module(", ".join(f'{name}: R.Tensor({shape}, "float32")' for name, shape in zip("xwb", shapes)),
+                           f"y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1]{attrs})\n            z = R.add(y, b)\n"
+                           "            out = R.nn.relu(z)")
+            (name, plain, scheduled), = compare_kernels(kernels_of(text, 2), budget)
+            x = rng.standard_normal((channels, size + 2, size + 2)).astype("float32")
+            w = rng.standard_normal((out_channels, channels * 9)).astype("float32")
+            b = rng.standard_normal((out_channels, 1)).astype("float32")
 
-        def im2col():  # numpy's best: the 3x3 windows as a matrix, one sgemm, then bias and relu
-            cols = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))
-            cols = cols.transpose(0, 3, 4, 1, 2).reshape(channels * 9, size * size)
-            return np.maximum(w @ cols + b, 0)
+            def im2col():  # numpy's best: the 3x3 windows as a matrix, one sgemm, then bias and relu
+                cols = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))
+                cols = cols.transpose(0, 3, 4, 1, 2).reshape(channels * 9, size * size)
+                return np.maximum(w @ cols + b, 0)
 
-        reference = timed(im2col, budget)
-        flops = 2 * out_channels * size * size * channels * 9
-        row(f"conv {channels}x{size}x{size} -> {out_channels} +bias+relu", plain, scheduled, reference, "GFLOP/s", flops)
+            reference = timed(im2col, budget)
+            flops = 2 * out_channels * size * size * channels * 9
+            row(f"conv {layout} {channels}x{size}x{size} -> {out_channels} +bias+relu", plain, scheduled, reference,
+                "GFLOP/s", flops)
 
 
 def bench_sample(sample: str):
