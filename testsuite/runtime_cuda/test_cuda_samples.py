@@ -7,7 +7,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from relax.build import build
+from relax.build import build, lower
+from relax.build_cuda import split_kernels
 from relax.driver.compile import parse_source
 from relax.runtime import register_func
 from relax.vm import VirtualMachine
@@ -61,11 +62,13 @@ def test_sample_builds_for_cuda(name, arch, tmp_path):
     exe.export(str(path))
     info = vmx.read(path.read_bytes(), str(path)).info
     cuda = [t for t in info.targets if t["triple"] == "nvptx64-nvidia-cuda"]
-    if exe.device_kernel_objects:
-        assert [t["cpu"] for t in cuda] == [arch]
-        [(_, kernel_object)] = exe.device_kernel_objects
-        assert kernel_object.objects and all(bytes(o[:4]) == b"\x7fELF" for o in kernel_object.objects.values())
-        assert all(kernel.launches for kernel in kernel_object.kernels)
+    assert [t["cpu"] for t in cuda] == [arch]  # every sample has GPU kernels
+    [(_, kernel_object)] = exe.device_kernel_objects
+    assert kernel_object.objects and all(bytes(o[:4]) == b"\x7fELF" for o in kernel_object.objects.values())
+    assert all(kernel.launches for kernel in kernel_object.kernels)
+    kernels = {s["name"] for s in info.symbols if s["resolution"] == "kernel"}
+    device, host = split_kernels(lower(parse_source(str(SAMPLES / f"{name}.relax")), 2))
+    assert {k.name for k in kernel_object.kernels} == set(device) and kernels == set(device) | set(host)
 
 
 @needs_codegen
