@@ -150,10 +150,11 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         raise _refuse(name, "bad magic number (not a .ko file)")
     magic, major, minor, count, size, digest = HEADER.unpack_from(data)
     if (major, minor) not in READABLE_VERSIONS:
-        newer = (major, minor) > FORMAT_VERSION
+        newer = (major, minor) > max(READABLE_VERSIONS)
         raise UserError(
             f"'{name}' is a kernel object of format version {major}.{minor}, "
-            f"{'newer than' if newer else 'different from'} the supported {FORMAT_VERSIONS['ko']}"
+            f"{'newer than' if newer else 'different from'} the supported "
+            f"{' and '.join(f'{v[0]}.{v[1]}' for v in READABLE_VERSIONS)}"
         )
     if size != len(data):
         raise _refuse(name, f"size is {len(data)} bytes, the header says {size} (truncated or padded)")
