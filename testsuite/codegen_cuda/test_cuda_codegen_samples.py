@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from cuda_checks import check_cuda_object
+from cuda_codegen_checks import check_cuda_object
 from relax.build import lower
 from relax.build_cuda import is_host_kernel
 from relax.codegen.cuda import build_cuda_kernel_object

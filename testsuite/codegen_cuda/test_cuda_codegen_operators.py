@@ -2,8 +2,8 @@
 
 import pytest
 
-from cuda_checks import check_cuda_object
-from op_kernels import operator_kernels
+from cuda_codegen_checks import check_cuda_object
+from cuda_codegen_op_kernels import operator_kernels
 from relax.codegen.cuda import build_cuda_kernel_object
 
 pytestmark = pytest.mark.nvrtc

@@ -12,7 +12,7 @@ from relax.codegen.cuda import build_cuda_kernel_object
 from relax.runtime.kernels import container
 from relax.runtime.kernels.metadata import evaluate
 from relax.script import parse
-from test_cuda_source import ROWSUM
+from test_cuda_codegen_source import ROWSUM
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvrtc]
 
