@@ -72,6 +72,7 @@ def _build_for_cuda(exe, mod: IRModule, target, opt_level: int) -> None:
     with _context_at(opt_level):
         objects = build_cuda_objects(mod, [target])
     exe.device_kernel_objects = []
+    exe.kernel_object_kinds = [kind for kind, _ in objects]  # export names them m.cuda.ko, m.host.ko
     for kind, data in objects:
         exe.kernel_objects.append(data)
         if kind == "cuda":

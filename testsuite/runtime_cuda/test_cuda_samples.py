@@ -63,6 +63,8 @@ def test_sample_builds_for_cuda(name, arch, tmp_path):
     info = vmx.read(path.read_bytes(), str(path)).info
     cuda = [t for t in info.targets if t["triple"] == "nvptx64-nvidia-cuda"]
     assert [t["cpu"] for t in cuda] == [arch]  # every sample has GPU kernels
+    names = [entry["name"] for entry in info.inputs]
+    assert names[:2] == [f"{name}.vmo", f"{name}.cuda.ko"] and names[2:] in ([], [f"{name}.host.ko"])
     [(_, kernel_object)] = exe.device_kernel_objects
     assert kernel_object.objects and all(bytes(o[:4]) == b"\x7fELF" for o in kernel_object.objects.values())
     assert all(kernel.launches for kernel in kernel_object.kernels)

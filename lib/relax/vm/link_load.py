@@ -110,8 +110,12 @@ def export_artifact(exe: Executable, path: str) -> None:
         names = [entry["name"] for entry in info.inputs]
         allow_undefined = tuple(info.flags.get("allow_undefined", ()))
     else:
-        names = [f"{stem}.vmo"] + [f"{stem}.ko" if len(kernel_data) == 1 else f"{stem}.{i}.ko"
-                                   for i in range(len(kernel_data))]
+        kinds = getattr(exe, "kernel_object_kinds", None)  # a cuda build: ["cuda", "host"], as relaxc names them
+        if kinds and len(kinds) == len(kernel_data):
+            names = [f"{stem}.vmo"] + [f"{stem}.{kind}.ko" for kind in kinds]
+        else:
+            names = [f"{stem}.vmo"] + [f"{stem}.ko" if len(kernel_data) == 1 else f"{stem}.{i}.ko"
+                                       for i in range(len(kernel_data))]
         allow_undefined = ("*",)
     result = link(LinkInput(names[0], exe.save_to_bytes()),
                   [LinkInput(name, data) for name, data in zip(names[1:], kernel_data)],
