@@ -190,3 +190,48 @@ def test_padding_stage_has_no_per_element_test(padding):
     x = np.pad(inputs[0], ((0, 0), (0, 0), (top, bottom), (left, right)))
     expected = _reference(x, inputs[1], 0.0, 1, 0, 1, epilogue=False)
     np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
+
+
+_READ_AFTER = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def kernel(x: T.Buffer((1, 2, 5, 9), "float32"), w: T.Buffer((3, 2, 3, 3), "float32"),
+               b: T.Buffer((1, 3, 1, 1), "float32"), out: T.Buffer((1, 3, 3, 7), "float32"),
+               extra: T.Buffer((1, 3, 3, 7), "float32")):
+        conv = T.alloc_buffer((1, 3, 3, 7))
+        added = T.alloc_buffer((1, 3, 3, 7))
+        for n, c, h, v, rc, ry, rx in T.grid(1, 3, 3, 7, 2, 3, 3):
+            with T.block("conv"):
+                vn, vc, vh, vw, vrc, vry, vrx = T.axis.remap("SSSSRRR", [n, c, h, v, rc, ry, rx])
+                with T.init():
+                    conv[vn, vc, vh, vw] = T.float32(0.0)
+                conv[vn, vc, vh, vw] = conv[vn, vc, vh, vw] + x[vn, vrc, vh + vry, vw + vrx] * w[vc, vrc, vry, vrx]
+        for n, c, h, v in T.grid(1, 3, 3, 7):
+            with T.block("add"):
+                vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, v])
+                added[vn, vc, vh, vw] = conv[vn, vc, vh, vw] + b[0, vc, 0, 0]
+        for n, c, h, v in T.grid(1, 3, 3, 7):
+            with T.block("relu"):
+                vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, v])
+                out[vn, vc, vh, vw] = T.max(added[vn, vc, vh, vw], T.float32(0.0))
+        for n, c, h, v in T.grid(1, 3, 3, 7):
+            with T.block("extra"):
+                vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, v])
+                extra[vn, vc, vh, vw] = READ[vn, vc, vh, vw] * T.float32(2.0)
+"""
+
+
+@pytest.mark.parametrize("read", ["conv", "added"])
+def test_stage_read_after_the_epilogue_is_still_written(read):
+    """An elementwise stage is fused only when nothing after it reads what it replaces."""
+    (func,) = parse(_READ_AFTER.replace("READ", read)).prim_funcs().values()
+    scheduled = default_cpu_schedule(func)
+    written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
+    assert read in written
+    assert (read == "added") == ("conv" not in written)  # conv + add fused when only `added` is read later
+    inputs, outputs = _run_both({"kernel": func})
+    conv = _reference(*inputs[:2], 0.0, 1, 0, 1, epilogue=False)
+    bias = conv + inputs[2]
+    np.testing.assert_allclose(outputs[3], np.maximum(bias, 0), **TOLERANCE)
+    np.testing.assert_allclose(outputs[4], 2 * (conv if read == "conv" else bias), **TOLERANCE)
