@@ -232,8 +232,9 @@ _ELEMENTWISE = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min)
 
 
 class _Epilogue:
-    """An elementwise nest over the convolution's output shape, `out[n, c, h, w] = f(previous[...], ...)`:
-    bias adds, relu, scaling. Other loads are either free of w (broadcast) or read at w (a vector)."""
+    """An elementwise nest over the convolution's output shape, `out[i0, i1, i2, w] = f(previous[...], ...)`
+    (w the vector axis: the width in NCHW, the channels in NHWC): bias adds, relu, scaling. Its other
+    loads are either free of w (broadcast) or read with w as their last index (a vector)."""
 
     def __init__(self, nest: Nest, previous: tir.Buffer):
         self.nest, self.previous = nest, previous
@@ -292,12 +293,13 @@ def _epilogue(stmt, previous: tir.Buffer, shape) -> _Epilogue | None:
         return None
     if not all(any(iv.var is index for iv in nest.block.iter_vars) for index in store.indices):
         return None
+    if len(nest.block.iter_vars) != 4 or not _reads_buffer(store.value, previous):
+        return None
     stage = _Epilogue(nest, previous)
     if stage.extents != shape:
         return None
+    # Fusable when its value can be built for a vector (a 2-lane probe standing for the tile's).
     probe = tir.Broadcast(tir.FloatImm("float32", 0.0), 2)
-    if len(nest.block.iter_vars) != 4 or not _reads_buffer(store.value, previous):
-        return None
     position = tuple(tir.IntImm(store.indices[0].dtype, 0) for _ in range(4))
     return stage if stage.vector_value(probe, position, 2) is not None else None
 
