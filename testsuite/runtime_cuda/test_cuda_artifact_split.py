@@ -151,3 +151,11 @@ def test_relaxrun_on_cpu_says_to_use_the_gpu(cuda_artifact, tmp_path, capsys):
     code = main([str(path), "--input", f"@{SAMPLES / 'data' / 'dynamic_batch.inputs.npz'}"])
     err = capsys.readouterr().err
     assert code == 1 and "run it on device cuda" in err and "Traceback" not in err
+
+
+def test_cuda_vm_refuses_cpu_kernels():
+    from relax.build import build
+
+    exe = build(parse_source(str(SAMPLES / "mlp.relax")), "llvm")
+    with pytest.raises(UserError, match=r"kernels are CPU code; to run on device cuda:0 build it for cuda"):
+        VirtualMachine(exe, "cuda")

@@ -42,6 +42,9 @@ def _has_host_versions(exe, objects) -> bool:
 
 def attach(vm) -> None:
     device = vm.devices[0]
+    if not device_kernel_objects(vm.exe) and vm.exe.imports:
+        raise UserError(f"this executable's kernels are CPU code; to run on device {device} build it for "
+                        "cuda (relaxc --target \"cuda -arch=sm_XY\", relax.build(mod, \"cuda\"))")
     cupy = import_cupy(f"device {device}")
     vm._cupy = cupy
     with cupy.cuda.Device(device.device_id):
