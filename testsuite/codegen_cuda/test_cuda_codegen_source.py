@@ -257,3 +257,16 @@ def test_missing_cupy_names_the_extra(monkeypatch):
     assert "pip install '.[cuda]'" in problem
     with pytest.raises(UserError, match=r"\.\[cuda\]"):
         build_cuda_kernel_object(module(SCALE_ADD), "cuda -arch=sm_90")
+
+
+@pytest.mark.nvrtc
+def test_names_that_c_or_cuda_use_are_renamed():
+    text = HEADER + '''
+@T.prim_func
+def names(expf: T.Buffer((T.int64(4),), "float32"), threadIdx: T.Buffer((T.int64(4),), "float32")):
+    for i in T.thread_binding(T.int64(4), thread="threadIdx.x"):
+        threadIdx[i] = T.exp(expf[i])
+'''
+    source = kernel_source(text, "names")
+    assert "relaxk_names(float* expf_1, float* threadIdx_1)" in source
+    assert build_cuda_kernel_object(module(text), "cuda -arch=sm_90")

@@ -24,6 +24,7 @@ from ..parallel import referenced_keys
 from ..shape_expr import shape_to_json
 from .c_types import PARAM_TYPES, c_type
 from .expr import CudaExprPrinter
+from .intrinsics import MATH
 from .launches import LaunchPlan, plan_launches
 from .stmt import CudaStmtPrinter, constant_extent
 
@@ -37,7 +38,10 @@ _RESERVED = {
     "true", "typedef", "typename", "union", "unsigned", "void", "volatile", "while", "new", "delete",
     "class", "namespace", "operator", "private", "public", "protected", "virtual", "friend", "using",
     "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "printf", "asm",
-}
+    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+    "isnan", "isinf", "isfinite", "abs", "min", "max", "fabsf", "fmodf", "floorf", "floor", "fmod",
+    "ldexp", "ldexpf", "rintf", "rint",
+} | {name for functions in MATH.values() for name in functions[:2]}
 
 
 def symbolic_vars(func: tir.PrimFunc) -> list[tir.Var]:
@@ -181,7 +185,7 @@ class KernelPrinter(CudaExprPrinter, CudaStmtPrinter):
         self.launch_dims = launch.dims
         grid, block = launch.grid(), launch.block()
         threads = constant_extent(block)
-        bounds = f"__launch_bounds__({threads}) " if threads is not None and threads <= 1024 else ""
+        bounds = f"__launch_bounds__({threads}) " if threads is not None and 0 < threads <= 1024 else ""
         params = signature
         if plan.workspace:
             params = f"{params}, uint8_t* __restrict__ {WORKSPACE_PARAM}" if params else \
