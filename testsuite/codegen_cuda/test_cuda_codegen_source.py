@@ -270,3 +270,27 @@ def names(expf: T.Buffer((T.int64(4),), "float32"), threadIdx: T.Buffer((T.int64
     source = kernel_source(text, "names")
     assert "relaxk_names(float* expf_1, float* threadIdx_1)" in source
     assert build_cuda_kernel_object(module(text), "cuda -arch=sm_90")
+
+
+@pytest.mark.nvrtc
+def test_let_expressions_casts_and_asserts_compile():
+    def stores(x):
+        t = tir.Var("t", "float32")
+        return [tir.Let(t, tir.Mul(x, x), tir.Add(t, t)),
+                tir.Cast("float32", tir.Cast("int8", tir.Cast("float16", x)))]
+
+    funcs = _threaded("lets", "float32", stores)
+    source = emit_cuda_source(funcs, "cuda -arch=sm_90")
+    assert "([&]() { const float t = (A[i] * A[i]); return (t + t); }())" in source
+    assert build_cuda_kernel_object(funcs, "cuda -arch=sm_90")
+    i = tir.Var("i", "int64")
+    a = tir.Buffer("A", (tir.IntImm("int64", 4),), "float32", tir.Var("A", "handle"))
+    body = tir.AssertStmt(tir.GT(tir.BufferLoad(a, (i,)), tir.FloatImm("float32", 0.0)),
+                          tir.StringImm('A is "positive" 100%'),
+                          tir.BufferStore(a, tir.FloatImm("float32", 1.0), (i,)))
+    loop = tir.For(i, tir.IntImm("int64", 0), tir.IntImm("int64", 4), "thread_binding", body,
+                   thread_tag="threadIdx.x")
+    funcs = {"checked": tir.PrimFunc((a.data,), loop, None, ((a.data, a),))}
+    source = emit_cuda_source(funcs, "cuda -arch=sm_90")
+    assert 'printf("checked: A is \\"positive\\" 100%%\\n");' in source and "__trap();" in source
+    assert build_cuda_kernel_object(funcs, "cuda -arch=sm_80")
