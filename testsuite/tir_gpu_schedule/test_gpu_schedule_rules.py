@@ -199,8 +199,15 @@ def test_matmul_is_tiled_in_shared_memory(m, k, n):
 def test_batched_matmul():
     func = _only('a: R.Tensor((2, 7, 13), "float32"), b: R.Tensor((2, 13, 5), "float32")', "R.matmul(a, b)")
     assert _rules(func) == ["matmul"]
-    threads = {f.thread_tag for f in collect(lower_for_codegen(func, TARGET).body, tir.For) if f.kind == "thread_binding"}
-    assert "blockIdx.z" in threads
+    grid = {f.thread_tag: f.extent.value for f in collect(lower_for_codegen(func, TARGET).body, tir.For)
+            if f.kind == "thread_binding"}
+    assert grid == {"blockIdx.x": 2, "blockIdx.y": 1, "threadIdx.x": 16, "threadIdx.y": 16}  # batch in x
+    (a, b, _), (_, _, out) = _check(func, tolerance=F32_SUM)
+    np.testing.assert_allclose(out, a @ b, **F32_SUM)
+
+
+def test_batched_matmul_with_several_column_tiles():
+    func = _only('a: R.Tensor((3, 5, 2), "float32"), b: R.Tensor((3, 2, 65), "float32")', "R.matmul(a, b)")
     (a, b, _), (_, _, out) = _check(func, tolerance=F32_SUM)
     np.testing.assert_allclose(out, a @ b, **F32_SUM)
 

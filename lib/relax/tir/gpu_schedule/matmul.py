@@ -3,7 +3,8 @@
 Matches a one-axis sum `C[.., i, j] = C[.., i, j] + f(A-load, B-load)` where one load
 uses i and k (not j) and the other k and j (not i), whatever their layout (dense's
 transposed B included) and batch indices. Each block computes a TILE x TILE tile of
-C (blockIdx.y rows, blockIdx.x columns, blockIdx.z the batch) with 16 x 16 threads,
+C (blockIdx.y row tiles; blockIdx.x the batch times the column tiles, x allowing
+2^31 - 1 blocks where y and z allow 65535) with 16 x 16 threads,
 each holding a REG x REG register tile (rows ty + 16a, columns tx + 16b). For each
 K_STEP-wide slice of k the block copies the A and B tiles to `__shared__` memory
 (zero outside the matrices, so sizes need not divide), synchronizes, accumulates,
@@ -54,8 +55,15 @@ def _operands(nest: Nest):
     return store, i, j, k, a_loads[0], b_loads[0], batch
 
 
+MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
+
+
 def matches(nest: Nest, options) -> bool:
-    return options.threads >= SIDE * SIDE and _operands(nest) is not None
+    operands = _operands(nest)
+    if options.threads < SIDE * SIDE or operands is None:
+        return False
+    rows = nest.loop_of(next(iv for iv in nest.block.iter_vars if iv.var is operands[1])).extent
+    return not (isinstance(rows, tir.IntImm) and -(-rows.value // TILE) > MAX_GRID_Y)
 
 
 class _ReplaceLoads(Rewriter):
@@ -72,15 +80,15 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
     iv_of = {iv.var: iv for iv in nest.block.iter_vars}
     extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
     batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
-    grid = {"x": ceildiv(extent[j], TILE, index), "y": ceildiv(extent[i], TILE, index)}
-    if batch:
-        grid["z"] = product(batch_extents, index)
+    column_tiles = ceildiv(extent[j], TILE, index)
+    grid = {"x": product([*batch_extents, column_tiles], index), "y": ceildiv(extent[i], TILE, index)}
     c = lambda value: imm(index, value)  # noqa: E731
 
     def body(ix):
-        bx, by, tx, ty = ix["blockIdx.x"], ix["blockIdx.y"], ix["threadIdx.x"], ix["threadIdx.y"]
-        batch_values = dict(zip((iv.var for iv in batch), split_index(ix["blockIdx.z"], batch_extents, index))) \
-            if batch else {}
+        by, tx, ty = ix["blockIdx.y"], ix["threadIdx.x"], ix["threadIdx.y"]
+        bx = tir.FloorMod(ix["blockIdx.x"], column_tiles) if batch else ix["blockIdx.x"]
+        batch_values = dict(zip((iv.var for iv in batch), split_index(
+            tir.FloorDiv(ix["blockIdx.x"], column_tiles), batch_extents, index))) if batch else {}
         row0, col0 = tir.Mul(by, c(TILE)), tir.Mul(bx, c(TILE))
         ko, kk = tir.Var(f"{name}_ko", index), tir.Var(f"{name}_kk", index)
         acc = local_buffer(f"{name}_acc", store.buffer.dtype, (REG * REG,))
