@@ -17,7 +17,9 @@ def to_device(value, cupy):
     """A numpy array (or number tuple) as a C-contiguous cupy array; device arrays pass through."""
     if is_device_array(value):
         return value if value.flags.c_contiguous else cupy.ascontiguousarray(value)
-    return cupy.asarray(np.ascontiguousarray(value))
+    value = np.asarray(value)
+    # Not np.ascontiguousarray: it turns a 0-d array into a 1-d one.
+    return cupy.asarray(value if value.flags.c_contiguous else value.copy(order="C"))
 
 
 def to_host(value):
