@@ -278,3 +278,22 @@ def test_scheduled_kernels_compile_with_nvrtc(params, body):
     source = emit_cuda_source(funcs, "cuda -arch=sm_90")
     assert "__shared__" in source and ("__syncthreads()" in source)
     assert build_cuda_kernel_object(funcs, ["cuda -arch=sm_80", "cuda -arch=sm_90"])[:4]
+
+
+def test_fused_linear_relu_at_o2():
+    """FuseTIR puts the matmul, the bias add and the relu in one PrimFunc: three launches."""
+    text = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((7, 13), "float32"), w: R.Tensor((5, 13), "float32"), b: R.Tensor((5,), "float32")):
+        with R.dataflow():
+            y = R.linear(a, w, b)
+            out = R.nn.relu(y)
+            R.output(out)
+        return out
+"""
+    (func,) = [f for n, f in lower(parse(text), 2).prim_funcs().items() if "shape_func" not in n]
+    assert _rules(func) == ["matmul", "elementwise", "elementwise"]
+    (a, w, b, _), (*_, out) = _check(func, tolerance=F32_SUM)
+    np.testing.assert_allclose(out, np.maximum(a @ w.T + b, 0), **F32_SUM)
