@@ -294,3 +294,21 @@ def test_let_expressions_casts_and_asserts_compile():
     source = emit_cuda_source(funcs, "cuda -arch=sm_90")
     assert 'printf("checked: A is \\"positive\\" 100%%\\n");' in source and "__trap();" in source
     assert build_cuda_kernel_object(funcs, "cuda -arch=sm_80")
+
+
+@pytest.mark.nvrtc
+def test_every_dtype_compiles():
+    dtypes = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "float32", "float64"]
+    funcs = {}
+    for dtype in dtypes:
+        value = "T.max(A[i], s)" if dtype == "bool" else "T.min(A[i] * s + A[i], s)"
+        text = HEADER + f'''
+@T.prim_func
+def k_{dtype}(A: T.Buffer((T.int64(4),), "{dtype}"), B: T.Buffer((T.int64(4),), "{dtype}"), s: T.{dtype}):
+    for i in T.thread_binding(T.int64(4), thread="threadIdx.x"):
+        B[i] = {value}
+'''
+        funcs.update(module(text).prim_funcs())
+    kernel_object = container.read(build_cuda_kernel_object(funcs, "cuda -arch=sm_80"))
+    assert len(kernel_object.kernels) == len(dtypes)
