@@ -13,11 +13,13 @@ import pytest
 import relax.vm.cuda_device as cuda_device
 from relax.build import build
 from relax.driver.compile import parse_source
+from relax.runtime import register_func
 from relax.runtime.cuda.allocator import CUDA_ALLOCATORS
 from relax.runtime.cuda.tensors import is_device_array
 from relax.vm import VirtualMachine
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
+NAMES = sorted(p.stem for p in SAMPLES.glob("*.relax"))
 
 
 class DeviceArray(np.ndarray):
@@ -73,6 +75,20 @@ class FakeCupy:
         return np.ascontiguousarray(value).view(DeviceArray)
 
 
+@pytest.fixture(autouse=True)
+def sample_packed_functions():
+    """samples/packed_call.relax's host functions; on a cuda VM they get device arrays."""
+    def scale_by_two(x):
+        assert is_device_array(x)
+        return x * x.dtype.type(2)
+
+    def add_one_dps(x, out):
+        out[...] = x + x.dtype.type(1)
+
+    register_func("samples.scale_by_two", scale_by_two, override=True)
+    register_func("samples.add_one_dps", add_one_dps, override=True)
+
+
 def flatten(value, out):
     if isinstance(value, tuple):
         for item in value:
@@ -115,8 +131,12 @@ def fake_gpu(monkeypatch):
     return cupy, cpu_kernels, calls
 
 
-@pytest.mark.parametrize("memory,exec_mode", [("pooled", "interp"), ("naive", "interp"), ("pooled", "compiled")])
-@pytest.mark.parametrize("name", ["dynamic_batch", "mlp", "match_cast", "control_flow", "tuples"])
+CASES = ([(name, "pooled", "interp") for name in NAMES]
+         + [(name, memory, mode) for name in ("dynamic_batch", "control_flow", "tuples")
+            for memory, mode in (("naive", "interp"), ("pooled", "compiled"))])
+
+
+@pytest.mark.parametrize("name,memory,exec_mode", CASES)
 def test_sample_through_the_cuda_vm(fake_gpu, name, memory, exec_mode):
     cupy, cpu_kernels, calls = fake_gpu
     mod = parse_source(str(SAMPLES / f"{name}.relax"))
