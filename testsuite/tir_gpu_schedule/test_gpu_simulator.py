@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from relax.ir import tir
-from relax.tir.gpu_schedule.launch import allocate, imm, launch, local_buffer, seq, sync
+from relax.tir.gpu_schedule.launch import allocate, imm, launch, scoped_buffer, seq, sync
 from relax.tir.gpu_simulator import SimulatorError, simulate
 from relax.tir.interpreter import InterpreterError, run
 
@@ -28,7 +28,7 @@ def _reverse_in_blocks(threads: int, blocks: int, barrier: bool = True):
 
     def body(ix):
         bx, tx = ix["blockIdx.x"], ix["threadIdx.x"]
-        shared = local_buffer("s", "float32", (threads,), scope="shared")
+        shared = scoped_buffer("s", "float32", (threads,), scope="shared")
         base = tir.Mul(bx, imm("int64", threads))
         return allocate(shared, seq(
             tir.BufferStore(shared, tir.BufferLoad(A, (tir.Add(base, tx),)), (tx,)),
@@ -94,7 +94,7 @@ def test_local_memory_is_per_thread():
 
     def body(ix):
         tx = ix["threadIdx.x"]
-        acc = local_buffer("acc", "float32", (1,))
+        acc = scoped_buffer("acc", "float32", (1,))
         zero = imm("int64", 0)
         return allocate(acc, seq(
             tir.BufferStore(acc, tir.BufferLoad(A, (tx,)), (zero,)),

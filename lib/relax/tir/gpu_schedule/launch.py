@@ -67,7 +67,8 @@ def launch(index: str, name: str, grid: dict, block: dict, make_body):
     return stmt
 
 
-def local_buffer(name: str, dtype: str, shape, scope: str = "local") -> tir.Buffer:
+def scoped_buffer(name: str, dtype: str, shape, scope: str = "local") -> tir.Buffer:
+    """A buffer for a `local` (per-thread) or `shared` (per-block) allocation."""
     return tir.Buffer(name, tuple(imm("int64", s) if isinstance(s, int) else s for s in shape), dtype,
                       tir.Var(name, "handle"), scope=scope)
 

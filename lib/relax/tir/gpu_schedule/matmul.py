@@ -27,7 +27,7 @@ from ..loop_nests import uses
 from ..rewrite import Rewriter, collect
 from ..schedule.nest import Nest
 from ..schedule.reduction_order import reduction_parts
-from .launch import allocate, as_index, ceildiv, imm, launch, local_buffer, product, seq, split_index, sync
+from .launch import allocate, as_index, ceildiv, imm, launch, scoped_buffer, product, seq, split_index, sync
 
 SIDE = 16  # threads per block along each of x and y
 REG = 4  # register tile per thread: REG x REG outputs
@@ -82,7 +82,9 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
     batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
     column_tiles = ceildiv(extent[j], TILE, index)
     grid = {"x": product([*batch_extents, column_tiles], index), "y": ceildiv(extent[i], TILE, index)}
-    c = lambda value: imm(index, value)  # noqa: E731
+
+    def c(value: int) -> tir.IntImm:
+        return imm(index, value)
 
     def body(ix):
         by, tx, ty = ix["blockIdx.y"], ix["threadIdx.x"], ix["threadIdx.y"]
@@ -91,9 +93,9 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
             tir.FloorDiv(ix["blockIdx.x"], column_tiles), batch_extents, index))) if batch else {}
         row0, col0 = tir.Mul(by, c(TILE)), tir.Mul(bx, c(TILE))
         ko, kk = tir.Var(f"{name}_ko", index), tir.Var(f"{name}_kk", index)
-        acc = local_buffer(f"{name}_acc", store.buffer.dtype, (REG * REG,))
-        a_shared = local_buffer(f"{name}_A_shared", a_load.buffer.dtype, (TILE, K_STEP), scope="shared")
-        b_shared = local_buffer(f"{name}_B_shared", b_load.buffer.dtype, (K_STEP, TILE), scope="shared")
+        acc = scoped_buffer(f"{name}_acc", store.buffer.dtype, (REG * REG,))
+        a_shared = scoped_buffer(f"{name}_A_shared", a_load.buffer.dtype, (TILE, K_STEP), scope="shared")
+        b_shared = scoped_buffer(f"{name}_B_shared", b_load.buffer.dtype, (K_STEP, TILE), scope="shared")
 
         def register_tile(make_stmt) -> tir.Stmt:
             """for a, b in unrolled REG x REG: make_stmt(a, b, acc index, row of C, column of C)."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 from ...ir import tir
 from ..schedule.nest import Nest
 from ..schedule.reduction_order import reduction_parts
-from .launch import (allocate, as_index, ceildiv, imm, launch, local_buffer, product, seq, shuffle_down,
+from .launch import (allocate, as_index, ceildiv, imm, launch, scoped_buffer, product, seq, shuffle_down,
                      split_index, sync)
 
 WARP = 32
@@ -78,8 +78,8 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
         bx, tx = ix["blockIdx.x"], ix["threadIdx.x"]
         row = dict(zip((iv.var for iv in spatial), split_index(bx, rows_extents, index) if spatial else []))
         init_value = nest.bound(nest.block.init, {**row, **{iv.var: imm(index, 0) for iv in reduce}}).value
-        acc = local_buffer(f"{name}_acc", dtype, (1,))
-        partial = local_buffer(f"{name}_partial", dtype, (warps,), scope="shared")
+        acc = scoped_buffer(f"{name}_acc", dtype, (1,))
+        partial = scoped_buffer(f"{name}_partial", dtype, (warps,), scope="shared")
         acc_load = tir.BufferLoad(acc, (zero,))
         step = tir.Var(f"{name}_r", index)
         k = tir.Add(tir.Mul(step, imm(index, threads)), tx)
