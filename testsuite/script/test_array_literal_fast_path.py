@@ -3,6 +3,10 @@ one formatting call per element, with exactly the results of the general paths."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from parse_helpers import bindings, errors, function
@@ -83,3 +87,78 @@ def test_printed_elements_match_the_scalar_printer(dtype):
             data = sample.astype(dtype)
         expected = [printer_relax._scalar_text(v) for v in data.reshape(-1).tolist()]
         assert printer_relax._flat_texts(data) == expected
+
+
+def _module_with_constants(weights: dict):
+    from relax.script import script
+
+    body = "\n".join(f'            {name} = R.const({_nested(value)}, "{value.dtype}")' for name, value in weights.items())
+    text = script(function(f'''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+{body}
+            return x
+    '''))
+    return text
+
+
+def test_deferred_arrays_print_as_placeholders_and_read_back_bit_identical():
+    from relax.script import parse, script
+
+    rng = np.random.default_rng(3)
+    weights = {"w": rng.standard_normal((16, 8)).astype("float32"), "i": np.arange(100, dtype="int64"),
+               "h": rng.standard_normal(70).astype("float16"), "n": np.array([np.nan] * 70, "float32"),
+               "s": np.ones(3, "float32")}
+    mod = parse(_module_with_constants(weights), "m.relax")
+    table = {}
+    with array_literals.printing(table):
+        text = script(mod)
+    assert sorted(v.dtype.name for v in table.values()) == ["float16", "float32", "int64"]  # not nan, not tiny
+    assert "__relax_deferred_array_" in text and "nan" in text and "[1.0, 1.0, 1.0]" in text
+    assert script(mod) != text  # outside printing(): all text
+    with array_literals.reading(table):
+        back = parse(text, "m.vms")
+    got = [b.value.data for b in bindings(back["main"])]
+    for value, original in zip(got, weights.values()):
+        assert value.dtype == original.dtype
+        np.testing.assert_array_equal(value.view(f"u{value.itemsize}"), original.view(f"u{original.itemsize}"))
+    with pytest.raises(Exception):
+        parse(text, "m.vms")  # the placeholders mean nothing outside reading()
+
+
+DENSE = '''\
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 64), dtype="float32"), w: R.Tensor((96, 64), dtype="float32"),
+             b: R.Tensor((96,), dtype="float32")) -> R.Tensor((1, 96), dtype="float32"):
+        R.func_attr({"num_input": 1})
+        with R.dataflow():
+            lv: R.Tensor((64, 96), dtype="float32") = R.permute_dims(w, axes=[1, 0])
+            lv1: R.Tensor((1, 96), dtype="float32") = R.matmul(x, lv, out_dtype=None)
+            gv: R.Tensor((1, 96), dtype="float32") = R.add(lv1, b)
+            R.output(gv)
+        return gv
+'''
+
+
+def test_one_shot_with_large_weights_equals_the_staged_build(tmp_path):
+    """The one-shot defers the weights (array_literals.printing/reading); relaxc -S prints them."""
+
+    rng = np.random.default_rng(4)
+    params = tmp_path / "w.npz"
+    np.savez(params, w=rng.standard_normal((96, 64)).astype("float32"), b=rng.standard_normal(96).astype("float32"))
+    source = tmp_path / "dense.relax"
+    source.write_text(DENSE)
+    env = dict(os.environ, RELAX_CACHE="0")
+
+    def tool(*args):
+        subprocess.run([sys.executable, "-m", *args], env=env, check=True, cwd=tmp_path)
+
+    (tmp_path / "staged").mkdir()
+    tool("relaxc", "-S", str(source), "--params", str(params), "-o", "staged/m.vms")
+    tool("relaxas", "staged/m.vms", "-o", "staged/m.vmo")
+    tool("relaxc", "--emit", "kernels", "staged/m.vms", "-o", "staged/m.ko")
+    tool("relaxld", "staged/m.vmo", "staged/m.ko", "-o", "staged/m.vmx")
+    tool("relaxc", str(source), "--params", str(params), "-o", "m.vmx")
+    assert (tmp_path / "m.vmx").read_bytes() == (tmp_path / "staged" / "m.vmx").read_bytes()

@@ -37,9 +37,10 @@ def intermediate_stem(options: CompileOptions) -> str:
     return stem if stem and path != "-" else "stdin"
 
 
-def lower_to_text(options: CompileOptions, progress: StageProgress) -> str:
-    """Stages 1-3: parse, the -O pipeline (or --passes), print: what `relaxc -S` writes."""
-    from ..script import script
+def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: dict | None = None) -> str:
+    """Stages 1-3: parse, the -O pipeline (or --passes), print: what `relaxc -S` writes
+    (with `deferred`, large weights as placeholders: script.array_literals.printing)."""
+    from ..script import array_literals, script
     from ..transform.pipeline import pipeline
 
     progress.stage(f"parse {options.source}")
@@ -50,22 +51,27 @@ def lower_to_text(options: CompileOptions, progress: StageProgress) -> str:
     progress.stage(f"passes (-O{options.opt_level})")
     mod = run_pipeline(mod, options, passes)
     progress.stage("print .vms")
-    return script(mod)
+    with array_literals.printing(deferred):
+        return script(mod)
 
 
 def compile_artifact(options: CompileOptions) -> int:
     """`relaxc -S`, `--emit vmo` and the one-shot `-o model.vmx`."""
+    from ..script import array_literals
     from .assemble import generate_bytecode, read_vms
 
     targets = resolve_targets(options.targets, options.verbose) if options.emit == "vmx" else []
     stem = intermediate_stem(options)
+    # The one-shot reads its printed text straight back: large weights need not go through text.
+    deferred = {} if options.emit != "vms" else None
     with StageProgress("relaxc", STAGES[options.emit]) as progress:
-        text = lower_to_text(options, progress)
+        text = lower_to_text(options, progress, deferred)
         if options.emit == "vms":
             write_text(options.output, text)
         else:
             progress.stage("bytecode")
-            mod = read_vms(text, f"{stem}.vms")
+            with array_literals.reading(deferred):
+                mod = read_vms(text, f"{stem}.vms")
             bytecode = generate_bytecode(mod, f"{stem}.vms").save_to_bytes()
             if options.emit == "vmo":
                 write_bytes(options.output, bytecode, "a bytecode object")

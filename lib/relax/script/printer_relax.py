@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import ir
 from ..ir import struct_info as si
+from . import array_literals
 from . import printer_doc as doc
 from .printer_prim_expr import PrimExprPrinter
 from .printer_struct_info import StructInfoPrinter, same_struct_info
@@ -207,7 +208,8 @@ class RelaxPrinter:
     def constant(self, node: ir.Constant) -> str:
         data = node.data
         dtype = str(data.dtype)
-        return f"{self.ctx.relax('const')}({_array_text(data)}, {doc.string_text(dtype)})"
+        text = array_literals.defer(data) or _array_text(data)  # a placeholder within relaxc's one-shot
+        return f"{self.ctx.relax('const')}({text}, {doc.string_text(dtype)})"
 
     def _callee(self, node) -> str:
         if isinstance(node, ir.ExternFunc):

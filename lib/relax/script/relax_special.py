@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from .. import ir
 from .relax_literals import NotALiteral, number_or_list
 
@@ -178,6 +180,7 @@ def const(parser, node: ast.Call) -> ir.Constant:
     try:
         if isinstance(value_node, ast.Name) and value_node.id in parser.ctx.array_literals:
             value = parser.ctx.array_literals[value_node.id]
+            value = value.copy() if isinstance(value, np.ndarray) else value
         else:
             value = number_or_list(value_node)
     except NotALiteral as error:
