@@ -45,41 +45,35 @@ def _require():
     return _nvrtc()
 
 
-def _compile(source: str, arch_option: str, what: str):
+def _compiled(source: str, arch_option: str, what: str, result: str):
+    """NVRTC's `result` ("CUBIN" or "PTX") of `source` compiled with `arch_option`."""
     nvrtc = _require()
     program = nvrtc.createProgram(source, "relax_kernels.cu", [], [])
     try:
         try:
             nvrtc.compileProgram(program, [arch_option, *OPTIONS])
-        except Exception as exc:  # NVRTCError
+        except Exception as exc:  # noqa: BLE001 - cupy's NVRTCError
+            message = str(exc)
             try:
                 log = nvrtc.getProgramLog(program)
-            except Exception:
+            except Exception:  # noqa: BLE001 - no log to show
                 log = ""
-            raise UserError(f"codegen: cuda: NVRTC could not compile {what} ({arch_option}): {exc}\n{log}".rstrip()) from None
-        return program
-    except UserError:
+            if log and log.strip() not in message:
+                message = f"{message}\n{log}"
+            raise UserError(f"codegen: cuda: NVRTC could not compile {what} ({arch_option}): "
+                            f"{message.rstrip()}") from None
+        return getattr(nvrtc, "get" + result)(program)
+    finally:
         nvrtc.destroyProgram(program)
-        raise
 
 
 def compile_cubin(source: str, arch: str, what: str = "the kernels") -> bytes:
     """The cubin (an ELF for EM_CUDA) of `source` for `arch` ("sm_90")."""
-    nvrtc = _require()
-    program = _compile(source, f"-arch={arch}", what)
-    try:
-        return bytes(nvrtc.getCUBIN(program))
-    finally:
-        nvrtc.destroyProgram(program)
+    return bytes(_compiled(source, f"-arch={arch}", what, "CUBIN"))
 
 
 def compile_ptx(source: str, arch: str, what: str = "the kernels") -> str:
     """The PTX text of `source` for the virtual architecture of `arch` (sm_90 -> compute_90)."""
-    nvrtc = _require()
     virtual = "compute_" + arch.split("_", 1)[1] if arch.startswith("sm_") else arch
-    program = _compile(source, f"-arch={virtual}", what)
-    try:
-        ptx = nvrtc.getPTX(program)
-    finally:
-        nvrtc.destroyProgram(program)
+    ptx = _compiled(source, f"-arch={virtual}", what, "PTX")
     return ptx.decode("utf-8") if isinstance(ptx, bytes) else str(ptx)
