@@ -52,12 +52,20 @@ class FakeCupy:
             def total_bytes(self):
                 return self.total
 
+        fake = self
+        self.synchronized = 0
+
+        class Device(contextlib.nullcontext):
+            def __init__(self, device_id=0):
+                super().__init__()
+
+            def synchronize(self):
+                fake.synchronized += 1
+
         class Cuda:
             MemoryPool = Pool
 
-            @staticmethod
-            def Device(device_id=0):
-                return contextlib.nullcontext()
+        Cuda.Device = Device
 
         self.cuda = Cuda
 
@@ -171,3 +179,14 @@ def test_saved_function_keeps_results_on_the_device(fake_gpu):
     result = vm["bench"]()
     first = result[0] if isinstance(result, tuple) else result
     assert is_device_array(first) and cupy.uploads == uploads
+
+
+def test_profile_waits_for_the_gpu_around_each_call(fake_gpu):
+    cupy, cpu_kernels, calls = fake_gpu
+    mod = parse_source(str(SAMPLES / "mlp.relax"))
+    cpu_kernels.append(build(mod, "llvm").imports[0])
+    vm = VirtualMachine(build(mod, "cuda -arch=sm_90"), "cuda")
+    inputs = np.load(SAMPLES / "data" / "mlp.inputs.npz")
+    report = vm.profile("main", *[inputs[p.name_hint] for p in mod["main"].params])
+    kernel_rows = [row for row in report.rows if row.name in set(calls)]
+    assert kernel_rows and cupy.synchronized >= 2 * sum(row.calls for row in report.rows)

@@ -50,6 +50,8 @@ def attach(vm) -> None:
     with cupy.cuda.Device(device.device_id):
         vm._device_libraries = [CudaKernelLibrary(ko, cupy, name, device.device_id)
                                 for name, ko in device_kernel_objects(vm.exe)]
+    gpu = cupy.cuda.Device(device.device_id)
+    vm._synchronize = gpu.synchronize  # vm.profile times each call with the GPU idle
     vm._bind = _device_bind(vm, vm._bind)
     vm._call_from_python = _device_call(vm)
 

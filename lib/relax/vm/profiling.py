@@ -104,7 +104,11 @@ def profile(vm, func_name: str, args: tuple) -> Report:
     rows: dict[str, ProfileRow] = {}
     starts: list[float] = []
 
+    # A cuda VM's kernels run asynchronously: wait for the GPU around each call to time it.
+    synchronize = getattr(vm, "_synchronize", None) or (lambda: None)
+
     def instrument(func, name, before_run, ret_value, *call_args):
+        synchronize()
         if before_run:
             starts.append(time.perf_counter())
             return None
