@@ -51,6 +51,8 @@ def attach(vm) -> None:
         vm._device_libraries = [CudaKernelLibrary(ko, cupy, name, device.device_id)
                                 for name, ko in device_kernel_objects(vm.exe)]
     gpu = cupy.cuda.Device(device.device_id)
+    if device.device_id != 0:
+        gpu.use()  # kernels launch on the current device: make it this VM's GPU
     vm._synchronize = gpu.synchronize  # vm.profile times each call with the GPU idle
     vm._bind = _device_bind(vm, vm._bind)
     vm._call_from_python = _device_call(vm)
