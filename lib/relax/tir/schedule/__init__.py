@@ -18,6 +18,7 @@ The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns
 
 | rule | file | matches |
 | --- | --- | --- |
+| gemv | gemv.py | float32 matrix-vector products (one row of C, B's last index j): 4 or 8 accumulator vectors per column strip |
 | register-tile | register_tile.py | float32 matmul and batched matmul with constant M, N >= 32: C tiles in vector registers |
 | conv2d | conv2d.py | float32 NCHW conv2d (groups 1, constant shapes): channels x rows of output vectors in registers |
 | reduction-order | reduction_order.py | other one-axis reductions whose output's last axis is read contiguously (symbolic matmul, column sums): that axis innermost |
@@ -34,7 +35,7 @@ from __future__ import annotations
 from ...ir import tir
 from ..loop_nests import has_thread_bindings, top_level
 from ..rewrite import collect
-from . import conv2d, reduction_order, register_tile, row_reduction
+from . import conv2d, gemv, reduction_order, register_tile, row_reduction
 from .cpu import CpuInfo, cpu_info
 from .nest import match_nest
 from .parallel import parallelize
@@ -43,6 +44,7 @@ CONFIG_KEY = "tir.default_cpu_schedule"
 
 # (name, module with matches(nest) and apply(nest)): the first rule that matches wins.
 RULES = (
+    ("gemv", gemv),
     ("register-tile", register_tile),
     ("conv2d", conv2d),
     ("reduction-order", reduction_order),
