@@ -57,6 +57,16 @@ def test_float32_rounds_as_float32():
     assert a[0] == np.float32(1.0)
 
 
+def test_fma_is_multiply_add():
+    # The CPU schedules (register tiles, conv2d, gemv) emit tir.fma; the interpreter must run them.
+    A = buffer("A", (3,))
+    load = lambda i: tir.BufferLoad(A, (i32(i),))
+    body = tir.BufferStore(A, tir.Call("float32", "tir.fma", (load(0), load(1), load(2))), (i32(0),))
+    a = np.array([2.0, 3.0, 0.5], dtype=np.float32)
+    run(prim_func([A], body), a)
+    assert a[0] == np.float32(6.5)
+
+
 def test_symbolic_shape_binds_from_the_arguments():
     n = tir.Var("n")
     A, B = buffer("A", (n, 3)), buffer("B", (n, 3))

@@ -112,6 +112,8 @@ class Interpreter:
             return self.eval(call.args[1] if condition else call.args[2])
         args = [self.eval(arg) for arg in call.args]
         with np.errstate(all="ignore"):
+            if call.op == "tir.fma":  # a * b + c; codegen may fuse it, the interpreter rounds twice
+                return semantics.wrap(args[0] * args[1] + args[2], call.dtype)
             if call.op in semantics.UNARY:
                 return semantics.cast(semantics.UNARY[call.op](args[0]), call.dtype) \
                     if dt.is_bool(call.dtype) else semantics.wrap(semantics.UNARY[call.op](args[0]), call.dtype)
