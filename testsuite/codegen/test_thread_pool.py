@@ -21,7 +21,7 @@ from relax.codegen.parallel import SERIAL_WORK, work_per_iteration
 from relax.ir import tir
 from relax.runtime.kernels import load_kernel_file
 from relax.runtime.kernels.object_symbols import undefined_symbols
-from relax.runtime.kernels.thread_pool import POOL_LAUNCH
+from relax.runtime.kernels.thread_pool import MAX_BACKOFF, POOL_LAUNCH, set_max_backoff
 
 OLD_OBJECT = pathlib.Path(__file__).parent / "data" / "abi1_parallel_launcher.ko"
 
@@ -52,6 +52,14 @@ def thread_ids(n=64):
     nap = tir.Evaluate(tir.Call("int32", "tir.call_extern", (tir.StringImm("usleep"), tir.IntImm("uint32", 1000))))
     record = store(out[1], i, tir.Call("uint64", "tir.call_extern", (tir.StringImm("pthread_self"),)))
     return kernel([out], loop(i, i64(n), tir.SeqStmt((nap, record)), "parallel"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_backoff():
+    """Every launch uses the pool, so that a loaded machine cannot make a test see one thread."""
+    set_max_backoff(0)
+    yield
+    set_max_backoff(MAX_BACKOFF)
 
 
 @pytest.fixture(scope="module")
@@ -201,6 +209,8 @@ PROGRAM = """
 import numpy as np
 from test_thread_pool import thread_ids
 from relax.codegen import build_host_library
+from relax.runtime.kernels.thread_pool import set_max_backoff
+set_max_backoff(0)
 lib = build_host_library({"who": thread_ids()})
 lib.parallel_threshold_bytes = 0
 ids = np.zeros(64, np.uint64)

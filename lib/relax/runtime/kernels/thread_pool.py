@@ -26,6 +26,8 @@ The protocol, all in one 64-bit word `slots` = launch id << 32 | CLOSED | joined
   the launch (sets CLOSED, which fixes how many joined) and waits, spinning then
   yielding its core, until that many have finished. A worker that was asleep or
   descheduled when the launch ran simply never joins it, so it delays nobody.
+- a launch that lost time waiting for a descheduled worker makes the pool run
+  the next few launches on the caller alone (BACKOFF_FLOOR_NS, MAX_BACKOFF).
 
 Idle workers spin on `slots` for SPIN_ROUNDS rounds (a `pause` each on x86)
 and then sleep on a condition variable; the caller takes the mutex to signal
@@ -35,7 +37,9 @@ slots initialized with pthread_*_init, so no platform's struct layout is assumed
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import time
 
 import llvmlite.binding as llvm
 
@@ -43,6 +47,7 @@ from . import abi
 from .host import host_target_machine, initialize_llvm
 
 POOL_LAUNCH = "__relax_pool_launch"
+_SET_BACKOFF = "__relax_pool_set_backoff"
 
 # Rounds an idle worker polls for the next launch before it sleeps (about 40 us
 # with x86's pause): long enough to catch the next kernel of a model run from
@@ -51,6 +56,14 @@ SPIN_ROUNDS = 1000
 
 # Polls of `finished` before the launching thread yields its core to the workers.
 WAIT_SPINS = 64
+
+# Oversubscription back-off: a launch whose caller, after its own share, waited
+# longer for the workers than that share took (and more than BACKOFF_FLOOR_NS) lost
+# to running alone, typically because a worker was descheduled holding a chunk. The
+# pool then runs the next 1, 2, 4, ... MAX_BACKOFF launches on the caller alone and
+# tries again; a launch that goes well halves the next back-off.
+BACKOFF_FLOOR_NS = 20000
+MAX_BACKOFF = 1024
 
 _CLOSED = 1 << 31
 _JOINED_MASK = _CLOSED - 1
@@ -80,6 +93,9 @@ def pool_ir(triple: str) -> str:
 @started = internal global i32 0, align 8
 @sleepers = internal global i32 0, align 64
 @owner_pid = internal global i32 0, align 8
+@backoff = internal global i32 0, align 8
+@skip = internal global i32 0, align 8
+@max_backoff = internal global i32 {MAX_BACKOFF}, align 8
 @mutex = internal global [128 x i8] zeroinitializer, align 64
 @cond = internal global [128 x i8] zeroinitializer, align 64
 
@@ -93,6 +109,7 @@ declare i32 @pthread_cond_wait(ptr, ptr)
 declare i32 @pthread_cond_broadcast(ptr)
 declare i32 @sched_yield()
 declare i32 @getpid()
+declare i32 @clock_gettime(i32, ptr)
 {pause_declaration}
 
 ; A worker: wait for a launch id other than the last one seen, try to join it, run it.
@@ -158,6 +175,20 @@ skip:
   br label %idle
 }}
 
+; Monotonic nanoseconds.
+define internal i64 @now() {{
+entry:
+  %ts = alloca {{ i64, i64 }}, align 8
+  call i32 @clock_gettime(i32 {time.CLOCK_MONOTONIC}, ptr %ts)
+  %sec.p = getelementptr inbounds {{ i64, i64 }}, ptr %ts, i32 0, i32 0
+  %nsec.p = getelementptr inbounds {{ i64, i64 }}, ptr %ts, i32 0, i32 1
+  %sec = load i64, ptr %sec.p, align 8
+  %nsec = load i64, ptr %nsec.p, align 8
+  %ns = mul i64 %sec, 1000000000
+  %total = add i64 %ns, %nsec
+  ret i64 %total
+}}
+
 ; Sets the pool up on the first launch of this process (or of a forked child).
 define internal void @ensure_setup() {{
 entry:
@@ -168,6 +199,8 @@ entry:
 setup:
   store atomic i32 0, ptr @started seq_cst, align 4
   store atomic i32 0, ptr @sleepers seq_cst, align 4
+  store i32 0, ptr @backoff, align 4
+  store i32 0, ptr @skip, align 4
   call i32 @pthread_mutex_init(ptr @mutex, ptr null)
   call i32 @pthread_cond_init(ptr @cond, ptr null)
   store i32 %pid, ptr @owner_pid, align 4
@@ -213,6 +246,14 @@ alone:
   ret void
 setup:
   call void @ensure_setup()
+  %skipping = load i32, ptr @skip, align 4
+  %backing.off = icmp sgt i32 %skipping, 0
+  br i1 %backing.off, label %skip.one, label %size
+skip.one:
+  %skip.left = sub i32 %skipping, 1
+  store i32 %skip.left, ptr @skip, align 4
+  br label %serial
+size:
   %helpers = sub i32 %count, 1
   %capped.cmp = icmp slt i32 %helpers, {workers}
   %need = select i1 %capped.cmp, i32 %helpers, i32 {workers}
@@ -245,7 +286,9 @@ signal:
   call i32 @pthread_mutex_unlock(ptr @mutex)
   br label %work
 work:
+  %t0 = call i64 @now()
   call ptr %task(ptr %closure)
+  %t1 = call i64 @now()
   %at.close = atomicrmw or ptr @slots, i64 {_CLOSED} seq_cst
   %joined64 = and i64 %at.close, {_JOINED_MASK}
   %joined = trunc i64 %joined64 to i32
@@ -265,6 +308,48 @@ wait.yield:
   call i32 @sched_yield()
   br label %wait
 release:
+  %t2 = call i64 @now()
+  %own = sub i64 %t1, %t0
+  %waited = sub i64 %t2, %t1
+  %longer = icmp sgt i64 %waited, %own
+  %noticeable = icmp sgt i64 %waited, {BACKOFF_FLOOR_NS}
+  %lost = and i1 %longer, %noticeable
+  %last = load i32, ptr @backoff, align 4
+  br i1 %lost, label %lost.launch, label %good.launch
+lost.launch:
+  %doubled = shl i32 %last, 1
+  %first = icmp eq i32 %last, 0
+  %grown = select i1 %first, i32 1, i32 %doubled
+  %limit = load i32, ptr @max_backoff, align 4
+  %too.long = icmp sgt i32 %grown, %limit
+  %next = select i1 %too.long, i32 %limit, i32 %grown
+  store i32 %next, ptr @backoff, align 4
+  store i32 %next, ptr @skip, align 4
+  br label %unlock
+good.launch:
+  %halved = lshr i32 %last, 1
+  store i32 %halved, ptr @backoff, align 4
+  br label %unlock
+unlock:
+  store atomic i32 0, ptr @busy seq_cst, align 4
+  ret void
+}}
+
+; Sets the longest back-off (0: never back off) and forgets the current one.
+define void @{_SET_BACKOFF}(i32 %limit) {{
+entry:
+  br label %take
+take:
+  %swap = cmpxchg ptr @busy, i32 0, i32 1 seq_cst seq_cst
+  %mine = extractvalue {{ i32, i1 }} %swap, 1
+  br i1 %mine, label %set, label %later
+later:
+  call i32 @sched_yield()
+  br label %take
+set:
+  store i32 %limit, ptr @max_backoff, align 4
+  store i32 0, ptr @backoff, align 4
+  store i32 0, ptr @skip, align 4
   store atomic i32 0, ptr @busy seq_cst, align 4
   ret void
 }}
@@ -286,7 +371,22 @@ def ensure_pool() -> int:
     if not address:
         raise RuntimeError("the kernel thread pool did not compile")
     llvm.add_symbol(POOL_LAUNCH, address)
+    global _set_backoff
+    _set_backoff = ctypes.CFUNCTYPE(None, ctypes.c_int32)(engine.get_function_address(_SET_BACKOFF))
     # Worker threads run this code until the process ends: it must never be freed,
     # not even when Python tears its objects down at exit.
     engine.detach()
     return address
+
+
+_set_backoff = None
+
+
+def set_max_backoff(launches: int = MAX_BACKOFF) -> None:
+    """How many launches the pool may run alone after one that lost time waiting (0: never).
+
+    Tests that check which threads ran a loop turn the back-off off, so that a
+    loaded machine cannot make them see one thread.
+    """
+    ensure_pool()
+    _set_backoff(max(0, min(int(launches), 1 << 30)))
