@@ -9,6 +9,10 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = REPO_ROOT / "samples"
 SHARED_BENCH = REPO_ROOT.parent / "shared" / "bench"
 
+# relaxc caches kernels under ~/.cache by default; tests must neither read a user's cache nor
+# fill it. The cache's own tests turn it on explicitly with a directory of their own.
+os.environ.setdefault("RELAX_CACHE", "0")
+
 
 @pytest.fixture
 def samples_dir() -> pathlib.Path:

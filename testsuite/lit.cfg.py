@@ -19,6 +19,7 @@ for name in ("HOME", "TMPDIR", "LANG", "LC_ALL"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 config.environment["PYTHONHASHSEED"] = "0"
+config.environment["RELAX_CACHE"] = "0"  # never read or fill the user's kernel cache
 config.environment["COLUMNS"] = "200"
 
 config.substitutions.append(("%samples", os.path.join(repo_root, "samples")))
