@@ -70,7 +70,8 @@ def main() -> None:
     one = _best(lib.get_function("scale"), tiny, args.repeat)
     lib.num_threads = args.threads
     many = _best(lib.get_function("scale"), tiny, args.repeat)
-    print(f"pool launch on {args.threads} threads: {(many - one) * 1e6:.2f} us over a serial call of {one * 1e6:.2f} us")
+    print(f"pool launch on {args.threads} threads: {(many - one) * 1e6:.2f} us "
+          f"over a serial call of {one * 1e6:.2f} us")
     print(f"SERIAL_WORK now {parallel.SERIAL_WORK}")
     print(f"{'kernel':8} {'work/it':>7} {'n':>9} {'work':>10} {'1 thread':>10} {f'{args.threads} threads':>10}")
     for name, (_, cost) in built.items():

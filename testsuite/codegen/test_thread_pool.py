@@ -171,7 +171,7 @@ def test_small_static_loop_is_compiled_serial():
 
 
 def test_work_estimate_counts_inner_trips_and_extern_calls():
-    i, j = tir.Var("i", "int64"), tir.Var("j", "int64")
+    j = tir.Var("j", "int64")
     a = param("A", "float32", (1000,))
     leaf = store(a[1], j, tir.FloatImm("float32", 1.0))
     one = work_per_iteration(leaf)
@@ -179,7 +179,6 @@ def test_work_estimate_counts_inner_trips_and_extern_calls():
     assert work_per_iteration(loop(j, tir.Var("n", "int64"), leaf)) > work_per_iteration(loop(j, i64(10), leaf))
     call = tir.Evaluate(tir.Call("int32", "tir.call_extern", (tir.StringImm("usleep"), tir.IntImm("uint32", 1))))
     assert work_per_iteration(call) > 100 * one
-    del i
 
 
 def test_symbolic_small_loop_runs_on_the_calling_thread():
