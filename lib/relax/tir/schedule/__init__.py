@@ -21,6 +21,7 @@ The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns
 | gemv | gemv.py | float32 matrix-vector products (one row of C, B's last index j): 4 or 8 accumulator vectors per column strip |
 | register-tile | register_tile.py | float32 matmul and batched matmul with constant M, N >= 32: C tiles in vector registers |
 | conv2d | conv2d.py | float32 NCHW conv2d (groups 1, constant shapes): channels x rows of output vectors in registers |
+| pool | pool.py | window reductions (max_pool2d) whose padding test interval bounds prove always true: test dropped, then row-reduction |
 | reduction-order | reduction_order.py | other one-axis reductions whose output's last axis is read contiguously (symbolic matmul, column sums): that axis innermost |
 | row-reduction | row_reduction.py | reductions over the innermost axes (sum/max/min, softmax, layer_norm, conv2d): register accumulators, 16 lanes for contiguous float32 terms |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
@@ -35,7 +36,7 @@ from __future__ import annotations
 from ...ir import tir
 from ..loop_nests import has_thread_bindings, top_level
 from ..rewrite import collect
-from . import conv2d, gemv, reduction_order, register_tile, row_reduction
+from . import conv2d, gemv, pool, reduction_order, register_tile, row_reduction
 from .cpu import CpuInfo, cpu_info
 from .nest import match_nest
 from .parallel import parallelize
@@ -47,6 +48,7 @@ RULES = (
     ("gemv", gemv),
     ("register-tile", register_tile),
     ("conv2d", conv2d),
+    ("pool", pool),
     ("reduction-order", reduction_order),
     ("row-reduction", row_reduction),
 )
