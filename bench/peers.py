@@ -25,6 +25,8 @@ and the latency printed is the median. `x best` is the latency over the best one
 the workload; throughput is GFLOP/s for the models and the matmul, GB/s (bytes read
 and written) for vadd16m, and ns per add for chain200. The machine's limits measured
 in the same run come first: numpy copy bandwidth and numpy sgemm GFLOP/s.
+numpy's OpenBLAS threads are told not to busy-wait between calls
+(OPENBLAS_THREAD_TIMEOUT=4), so that they do not take the next peer's cores.
 Absolute times drift on shared machines: compare the rows of one run.
 """
 
@@ -44,7 +46,14 @@ import tempfile
 import time
 from typing import Callable
 
-import numpy as np
+# numpy's OpenBLAS keeps its worker threads busy-waiting for 2^28 cycles (about 0.1 s)
+# after every call, so the peer timed next found one core taken: relax's matmul1024
+# measured 151 GFLOP/s instead of 261, vadd16m 16 GB/s instead of 32. With the shortest
+# wait every peer starts its batch on an idle machine; numpy's own figures do not move
+# (sgemm 341 vs 346 GFLOP/s). Set before numpy loads OpenBLAS.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
