@@ -20,26 +20,15 @@ def samples_dir() -> pathlib.Path:
 
 
 def _nvrtc_problem() -> str | None:
-    """Why CUDA kernels cannot be compiled here (the cuda extra is missing), or None."""
-    try:
-        from cupy.cuda import nvrtc
+    from relax.codegen.cuda import cuda_problem
 
-        nvrtc.getVersion()
-    except Exception as error:  # noqa: BLE001 - any import or library failure means no NVRTC
-        return f"cupy's NVRTC is not usable ({type(error).__name__}: {error}); pip install '.[cuda]'"
-    return None
+    return cuda_problem()
 
 
 def _gpu_problem() -> str | None:
-    """Why no CUDA GPU can run kernels here, or None."""
-    try:
-        import cupy
+    from relax.runtime.cuda.support import cuda_problem
 
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA GPU is visible"
-    except Exception as error:  # noqa: BLE001 - any driver failure means no GPU
-        return f"no CUDA GPU is usable ({type(error).__name__})"
-    return None
+    return cuda_problem()
 
 
 def pytest_collection_modifyitems(config, items):

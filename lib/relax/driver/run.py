@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from ..diagnostics import UserError
+from ..runtime.cuda.support import cuda_problem
 from ..runtime.errors import VMError
 from .run_check import bind_inputs, parameters
 from .run_compare import compare
@@ -140,20 +141,6 @@ def list_functions_text(exe) -> str:
         record = signatures.get(info.name)
         lines.append(format_signature(record) if record else f"{info.name}({', '.join(info.param_names)})")
     return "".join(line + "\n" for line in lines)
-
-
-def cuda_problem() -> str | None:
-    """Why CUDA cannot be used here, or None when cupy sees a GPU."""
-    if importlib.util.find_spec("cupy") is None:
-        return "cupy is not installed (pip install '.[cuda]')"
-    try:
-        import cupy
-
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA GPU is visible"
-    except Exception as error:  # noqa: BLE001 - any driver failure means no GPU
-        return f"no CUDA GPU is usable ({type(error).__name__})"
-    return None
 
 
 def make_vm(exe, options: RunOptions):
