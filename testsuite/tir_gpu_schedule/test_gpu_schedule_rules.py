@@ -22,23 +22,15 @@ from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
 from relax.transform.pass_infra import PassContext
 
+from dataflow_kernels import lowered_kernels
+
 TARGET = Target.parse("cuda -arch=sm_80 -max_threads_per_block=256")
 F32_SUM = dict(rtol=1e-4, atol=1e-4)
 F16 = dict(rtol=2e-2, atol=2e-2)
 
 
 def _kernels(params: str, body: str) -> dict:
-    text = f"""
-@I.ir_module
-class Module:
-    @R.function
-    def main({params}):
-        with R.dataflow():
-            out = {body}
-            R.output(out)
-        return out
-"""
-    return {name: func for name, func in lower(parse(text), 0).prim_funcs().items() if "shape_func" not in name}
+    return lowered_kernels(params, f"out = {body}", 0)
 
 
 def _only(params: str, body: str) -> tir.PrimFunc:

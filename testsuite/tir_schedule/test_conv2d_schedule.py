@@ -12,7 +12,6 @@ up to 400 terms; the schedule uses fused multiply-adds, the plain nest does not)
 import numpy as np
 import pytest
 
-from relax.build import lower
 from relax.codegen.build_kernels import build_host_library
 from relax.ir import tir
 from relax.script import parse
@@ -22,21 +21,13 @@ from relax.tir.schedule import conv2d, default_cpu_schedule
 from relax.tir.schedule.nest import match_nest
 from relax.transform.pass_infra import PassContext
 
+from dataflow_kernels import lowered_kernels
+
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 
 
 def _kernels(params: str, body: str) -> dict:
-    text = f"""
-@I.ir_module
-class Module:
-    @R.function
-    def main({params}):
-        with R.dataflow():
-            {body}
-            R.output(out)
-        return out
-"""
-    return lower(parse(text), 2).prim_funcs()
+    return lowered_kernels(params, body, 2)
 
 
 def _conv_module(batch, channels, out_channels, size, kernel, stride, pad, dilation, epilogue=True,

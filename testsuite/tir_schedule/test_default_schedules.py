@@ -10,31 +10,19 @@ terms, LLVM's reassociation may differ between the two builds).
 import numpy as np
 import pytest
 
-from relax.build import lower
 from relax.codegen.build_kernels import build_host_library
 from relax.ir import tir
-from relax.script import parse
 from relax.tir.rewrite import collect
 from relax.tir.schedule import CONFIG_KEY, default_cpu_schedule, schedule_for_codegen
 from relax.transform.pass_infra import PassContext
+
+from dataflow_kernels import lowered_kernels
 
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 
 
 def _module(params: str, body: str, level: int = 0):
-    text = f"""
-@I.ir_module
-class Module:
-    @R.function
-    def main({params}):
-        with R.dataflow():
-            {body}
-            R.output(out)
-        return out
-"""
-    funcs = lower(parse(text), level).prim_funcs()
-    return {name: func for name, func in funcs.items() if "shape_func" not in name and "heap" not in str(
-        [buffer.shape for _, buffer in func.buffer_map])}
+    return lowered_kernels(params, body, level)
 
 
 def _arrays(func, sizes: dict, rng):

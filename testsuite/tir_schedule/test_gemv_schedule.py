@@ -10,10 +10,8 @@ to 2048 terms; the schedule uses fused multiply-adds, the plain nest does not).
 import numpy as np
 import pytest
 
-from relax.build import lower
 from relax.codegen.build_kernels import build_host_library
 from relax.ir import tir
-from relax.script import parse
 from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
 from relax.tir.schedule import default_cpu_schedule, gemv
@@ -21,22 +19,14 @@ from relax.tir.schedule.cpu import CpuInfo
 from relax.tir.schedule.nest import match_nest
 from relax.transform.pass_infra import PassContext
 
+from dataflow_kernels import lowered_kernels
+
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 SIZES = [(1, 1), (7, 13), (13, 7), (1023, 17), (13, 1023), (784, 512), (512, 10), (2048, 10), (33, 130)]
 
 
 def _kernels(params: str, body: str) -> dict:
-    text = f"""
-@I.ir_module
-class Module:
-    @R.function
-    def main({params}):
-        with R.dataflow():
-            {body}
-            R.output(out)
-        return out
-"""
-    return lower(parse(text), 2).prim_funcs()
+    return lowered_kernels(params, body, 2)
 
 
 def _module(k, n, epilogue, transposed=False, rows=(1,)):
