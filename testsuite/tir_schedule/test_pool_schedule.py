@@ -106,3 +106,16 @@ def test_padded_pool_keeps_its_test():
     assert not pool.always_true(term.args[0], pool._env(nest))
     if pool.matches(nest, CpuInfo()):
         assert [c for c in collect(pool.apply(nest, CpuInfo()), tir.Call) if c.op == "tir.if_then_else"]
+
+
+def test_max_over_every_axis_is_not_a_pool():
+    # A max to a 0-d result has no output row: the rule must say no, not fail (it raised
+    # IndexError on the reductions sample at -O2).
+    from dataflow_kernels import lowered_kernels
+
+    for name, func in lowered_kernels('x: R.Tensor((4, 37), "float32")', "out = R.max(x)", 2).items():
+        lib = build_host_library({name: func})
+        x = np.random.default_rng(0).standard_normal((4, 37)).astype(np.float32)
+        out = np.zeros((), dtype=np.float32)
+        lib.get_function(name)(x, out)
+        assert out == x.max()

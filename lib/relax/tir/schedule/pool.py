@@ -108,6 +108,7 @@ def _row_form(nest: Nest):
     term = store.value.b
     if (not isinstance(store.value, (tir.Max, tir.Min)) or store.buffer.dtype != "float32"
             or not isinstance(term, tir.BufferLoad) or term.buffer.dtype != "float32" or not term.indices
+            or not store.indices  # a max over every axis stores a 0-d result: there is no output row
             or not isinstance(nest.block.init.value, tir.FloatImm)):
         return None
     w = store.indices[-1]
