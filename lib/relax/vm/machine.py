@@ -29,6 +29,7 @@ from .executable import Executable
 from .fast_checks import install_checks
 from .fast_memory import install_sites
 from .fast_path import compile_functions
+from .native_host import native_function
 from .isa import FuncKind
 
 MAX_FRAMES = 200_000
@@ -53,7 +54,8 @@ def _unresolved(name: str) -> Callable:
 
 
 class VirtualMachine:
-    def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str = "interp"):
+    def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str = "interp",
+                 native: bool = True):
         if isinstance(exe, str):
             from .loader import load
 
@@ -83,13 +85,26 @@ class VirtualMachine:
         if exec_mode not in EXEC_MODES:
             raise UserError(f"unknown exec_mode '{exec_mode}' (expected one of: {', '.join(EXEC_MODES)})")
         self.exec_mode = exec_mode
-        # exec_mode="compiled": every bytecode function as a Python function (fast_path.py).
+        # exec_mode="compiled": every bytecode function as a Python function (fast_path.py), and
+        # a static straight-line one as one native call running its kernels (native_host.py).
         self._compiled = compile_functions(self, self._bytecode) if exec_mode == "compiled" else None
+        self.native_functions: list[str] = []
+        if self._compiled is not None and native:
+            self._compile_native()
         self._inputs: dict[str, tuple] = {}
         self._outputs: dict[str, Any] = {}
         self._saved: dict[str, Callable] = {}
 
     # ---- set-up ------------------------------------------------------------------------
+
+    def _compile_native(self) -> None:
+        for function in self._bytecode:
+            if function is None:
+                continue
+            found = native_function(self, function, self._compiled[function.index])
+            if found is not None:
+                self._compiled[function.index] = found
+                self.native_functions.append(function.name)
 
     def _load_constants(self) -> list:
         if self.devices[0].device_type == CUDA:
