@@ -8,8 +8,9 @@
 For each workload, in one process and one run:
 
   relax        relax.build(mod, "llvm -mcpu=native", opt_level=2, params=weights): the weights bound
-               as constants (what `relaxc --params` does); chain200 at -O0, where it
-               measures the interpreter's cost per operator call
+               as constants (what `relaxc --params` does), run by VirtualMachine(exe, "cpu",
+               exec_mode="compiled") (--exec-mode); chain200 at -O0 in both exec modes
+               (relax-interp, relax-compiled), where it measures the cost per operator call
   numpy        bench/peers_numpy.py, weights prepared once
   onnxruntime  the same graph in ONNX (bench/peers_onnx.py), default session options;
                only when `onnxruntime` and `onnx` import (`pip install .[bench]`)
@@ -64,6 +65,9 @@ import peers_numpy  # noqa: E402
 BENCH = ROOT.parent / "shared" / "bench"
 WORKLOADS = ("mlp_b1", "mlp_b64", "cnn", "transformer", "vadd16m", "matmul1024", "chain200")
 OPT_LEVEL = {"chain200": 0}
+# Workloads timed in both exec modes whatever --exec-mode says: the chain's targets are
+# per-call costs of the interpreter and of compiled code.
+BOTH_EXEC_MODES = ("chain200",)
 MLP_FLOPS = 2 * (784 * 512 + 512 * 512 + 512 * 10)
 # Multiply-adds count two; elementwise work is left out (the models are matmul-bound).
 FLOPS = {
@@ -129,13 +133,17 @@ def load_workload(name: str):
 TARGET = "llvm -mcpu=native"
 
 
-def relax_peer(name, mod, weights, inputs) -> Peer:
+def relax_peers(name, mod, weights, inputs, exec_modes) -> list[Peer]:
     from relax.build import build
     from relax.vm import VirtualMachine
 
     exe = build(mod, TARGET, opt_level=OPT_LEVEL.get(name, 2), params=weights or None)
-    function = VirtualMachine(exe, "cpu")["main"]
-    return local_peer("relax", lambda: function(*inputs))
+    peers = []
+    for mode in exec_modes:
+        function = VirtualMachine(exe, "cpu", exec_mode=mode)["main"]
+        peers.append(local_peer("relax" if len(exec_modes) == 1 else f"relax-{mode}",
+                                lambda function=function: function(*inputs)))
+    return peers
 
 
 def numpy_peer(name, weights, inputs) -> Peer:
@@ -256,9 +264,11 @@ def check_text(peer: Peer, reference: np.ndarray) -> str:
 
 def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
     mod, weights, inputs = load_workload(name)
-    peers = [relax_peer(name, mod, weights, inputs), numpy_peer(name, weights, inputs)]
+    modes = ("interp", "compiled") if name in BOTH_EXEC_MODES or args.exec_mode == "both" else (args.exec_mode,)
+    numpy_side = numpy_peer(name, weights, inputs)
+    peers = [*relax_peers(name, mod, weights, inputs, modes), numpy_side]
     if not args.no_onnxruntime:
-        peer = onnxruntime_peer(name, mod, weights, inputs, peers[1].output.shape, args.threads)
+        peer = onnxruntime_peer(name, mod, weights, inputs, numpy_side.output.shape, args.threads)
         if peer is not None:
             peers.append(peer)
     if args.tvm_python:
@@ -268,13 +278,13 @@ def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
     finally:
         for peer in peers:
             peer.close()
-    reference = peers[1].output.astype(np.float64)
+    reference = numpy_side.output.astype(np.float64)
     medians = {p.name: statistics.median(p.times) for p in peers}
     best = min(medians.values())
     rows = []
     for peer in peers:
         ns = medians[peer.name]
-        rows.append(f"{name if peer is peers[0] else '':<12} {peer.name:<12} {duration_text(ns):>10} "
+        rows.append(f"{name if peer is peers[0] else '':<12} {peer.name:<14} {duration_text(ns):>10} "
                     f"{ns / best:>8.1f}x {throughput_text(name, ns):>16} {len(peer.times):>7}  {check_text(peer, reference)}")
     return rows
 
@@ -299,6 +309,9 @@ def main(argv=None) -> int:
                         help="a Python with apache-tvm installed: adds TVM as a peer (env RELAX_BENCH_TVM_PYTHON)")
     parser.add_argument("--no-onnxruntime", action="store_true", help="leave ONNX Runtime out")
     parser.add_argument("--target", default=TARGET, help="relax's target (default: this host's CPU)")
+    parser.add_argument("--exec-mode", choices=("interp", "compiled", "both"), default="compiled",
+                        help="relax's VM exec mode (default: compiled, a static model as one native call; "
+                             "chain200 is always timed in both)")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for every peer (default: each peer's own default, all cores)")
     args = parser.parse_args(argv)
@@ -315,7 +328,7 @@ def main(argv=None) -> int:
 
     limits = machine_limits()
     print(f"# {cpu_name()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, numpy {np.__version__}, "
-          f"threads: {args.threads or 'each peer its default'}")
+          f"threads: {args.threads or 'each peer its default'}, relax exec mode: {args.exec_mode}")
     print(f"# machine limits (numpy, this run): copy {limits['copy_gbs']:.1f} GB/s (read + write), "
           f"sgemm {limits['sgemm_gflops']:.1f} GFLOP/s")
     if args.no_onnxruntime or importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
@@ -326,7 +339,7 @@ def main(argv=None) -> int:
         print(f"# onnxruntime {onnxruntime.__version__}")
     if not args.tvm_python:
         print("# tvm: not measured (--tvm-python PATH to a Python with apache-tvm)")
-    print(f"{'workload':<12} {'peer':<12} {'median':>10} {'x best':>9} {'throughput':>16} {'calls':>7}  check")
+    print(f"{'workload':<12} {'peer':<14} {'median':>10} {'x best':>9} {'throughput':>16} {'calls':>7}  check")
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.workloads:
             for row in bench_workload(name, args, pathlib.Path(scratch)):
