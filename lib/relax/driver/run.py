@@ -74,6 +74,8 @@ def run_main(options: RunOptions) -> int:
         _say_what(options, func, record, params, args)
     expected = parse_values(options.expected, "--expected-output")
     vm = make_vm(exe, options)
+    if options.verbose and options.exec_mode == "compiled":
+        sys.stderr.write(f"{TOOL}: native host functions: {', '.join(vm.native_functions) or 'none'}\n")
     result, seconds = _run(vm, func, args, options)
     arrays = flatten(result, record.get("ret") if record else None)
     problems = compare(arrays, expected, options.atol, options.rtol) if options.expected else []
