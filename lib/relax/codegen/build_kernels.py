@@ -8,7 +8,8 @@
 `mod` is an IRModule (its PrimFuncs are the kernels), a {name: PrimFunc} dict or
 one PrimFunc. Kernels not yet in the lowered form are lowered first with
 relax.tir.pipeline.lower_for_codegen. All kernels of a module go into one LLVM
-module per target: one object with one symbol per kernel.
+module per target: one object with one symbol per kernel. Kernels that differ only in
+their names share one body (kernel_dedup.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from ..ir.node import Node
 from ..runtime.kernels.library import KernelLibrary, load_kernel_library
 from ..runtime.kernels.llvm_compile import optimize
 from .kernel_cache import KernelCache, cache_key
-from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_kernel
+from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_forwarding_kernel, generate_shareable_kernel
+from .kernel_dedup import identical_kernels
 from .kernel_object import CompiledTarget, pack_kernel_object
 from .loop_hints import resolve_loop_hints
 from .llvm_target import TargetSpec, target_machine, target_spec
@@ -81,10 +83,20 @@ def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, targe
     module.triple = spec.triple
     module.data_layout = str(machine.target_data)
     flags = ("fast",) if spec.fast_math else DEFAULT_FLOAT_FLAGS
+    lowering_target = target if not isinstance(target, (TargetSpec, type(None))) else None
+    # A kernel whose PrimFunc equals an earlier one's but for its name forwards to that
+    # one's entry: its body is lowered, optimized and compiled once (kernel_dedup.py).
+    shares = identical_kernels(funcs)
+    generated = {}
     infos = []
     for name in sorted(funcs):
-        lowered = lower(funcs[name], target if not isinstance(target, (TargetSpec, type(None))) else None)
-        infos.append(generate_kernel(module, name, lowered, flags))
+        first = generated.get(shares.get(name))
+        if first is not None and not first.names_itself:
+            infos.append(generate_forwarding_kernel(module, name, first))
+            continue
+        lowered = first.func if first is not None else lower(funcs[name], lowering_target)
+        generated[name] = generate_shareable_kernel(module, name, lowered, flags)
+        infos.append(generated[name].info)
     try:
         text = resolve_loop_hints(str(module))
         if uses_libmvec(spec.triple):

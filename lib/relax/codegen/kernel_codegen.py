@@ -13,6 +13,9 @@ symbolic sizes in the order they are passed, and the workspace size expression.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import llvmlite.ir as ir
 
 from ..diagnostics import UserError
@@ -40,7 +43,8 @@ class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodege
     def __init__(self, module: ir.Module, kernel_name: str, function: ir.Function, context: ir.Value,
                  float_flags=DEFAULT_FLOAT_FLAGS, in_parallel: bool = False):
         self.module = module
-        self.kernel_name = kernel_name
+        self._kernel_name = kernel_name
+        self.name_reads = [0]  # shared with the outlined workers' codegens (child)
         self.function = function
         self.context = context
         self.context_type = CONTEXT_TYPE
@@ -52,9 +56,17 @@ class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodege
         self.workspace_offsets: dict = {}
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
 
+    @property
+    def kernel_name(self) -> str:
+        """The kernel's name, as messages spell it. Reads are counted (name_reads): a body
+        that never named its kernel can serve other names too (generate_forwarding_kernel)."""
+        self.name_reads[0] += 1
+        return self._kernel_name
+
     def child(self, function: ir.Function, context: ir.Value) -> "FunctionCodegen":
-        child = FunctionCodegen(self.module, self.kernel_name, function, context, self.float_flags, in_parallel=True)
+        child = FunctionCodegen(self.module, self._kernel_name, function, context, self.float_flags, in_parallel=True)
         child.noalias = self.noalias
+        child.name_reads = self.name_reads
         return child
 
     def buffer_pointer(self, buffer: tir.Buffer) -> ir.Value:
@@ -109,15 +121,36 @@ def kernel_info(name: str, func: tir.PrimFunc, symbolic: list[tir.Var], workspac
                       ret_dtype=func.ret_type if func.ret_type not in (None, "void", "") else "")
 
 
+@dataclass(frozen=True)
+class GeneratedKernel:
+    """A kernel added to a module, with what another name for the same body needs."""
+
+    info: KernelInfo
+    func: tir.PrimFunc  # the lowered PrimFunc the body was generated from
+    workspace: tir.PrimExpr  # its workspace size expression
+    names_itself: bool  # whether a run-time message of the body spells the kernel's name
+
+
 def generate_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
                     float_flags=DEFAULT_FLOAT_FLAGS) -> KernelInfo:
     """Adds `name`'s body and ABI entry to `module`; returns its metadata."""
+    return generate_shareable_kernel(module, name, func, float_flags).info
+
+
+def _signature(name: str, func: tir.PrimFunc):
+    """(buffer parameters, scalar parameters, symbolic sizes) of a kernel, in ABI order."""
     buffers = [(p, func.buffer_of(p)) for p in func.params if func.buffer_of(p) is not None]
     scalars = [p for p in func.params if func.buffer_of(p) is None]
     for param in scalars:
         if param.dtype == "handle":
             raise UserError(f"codegen: kernel '{name}': parameter '{param.name}' is a handle without a buffer")
-    symbolic = _symbolic_vars(func)
+    return buffers, scalars, _symbolic_vars(func)
+
+
+def generate_shareable_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
+                              float_flags=DEFAULT_FLOAT_FLAGS) -> GeneratedKernel:
+    """generate_kernel, keeping what generate_forwarding_kernel needs to give the body other names."""
+    buffers, scalars, symbolic = _signature(name, func)
     arg_types = ([POINTER] * len(buffers) + [scalar_type(p.dtype) for p in scalars]
                  + [scalar_type(v.dtype) for v in symbolic] + [POINTER])
     impl = ir.Function(module, ir.FunctionType(I32, arg_types), f"{name}.impl")
@@ -145,11 +178,29 @@ def generate_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
     codegen.emit_stmt(func.body)
     if not codegen.builder.block.is_terminated:
         codegen.builder.ret(ir.Constant(I32, 0))
-    _entry(module, name, impl, buffers, scalars, symbolic, workspace, codegen)
-    return kernel_info(name, func, symbolic, workspace, codegen.parallel_used)
+    names_itself = codegen.name_reads[0] > 0
+    _entry(module, name, buffers, scalars, symbolic, workspace, codegen.vars, impl=impl)
+    return GeneratedKernel(kernel_info(name, func, symbolic, workspace, codegen.parallel_used), func, workspace,
+                           names_itself)
 
 
-def _entry(module, name, impl, buffers, scalars, symbolic, workspace, body_codegen) -> None:
+def generate_forwarding_kernel(module: ir.Module, name: str, shared: GeneratedKernel) -> KernelInfo:
+    """Adds kernel `name`, whose PrimFunc equals `shared`'s but for its name (kernel_dedup.py):
+    an ABI entry that checks the call as `name`'s own entry would, with its own messages,
+    then tail-calls `shared`'s entry. Returns `name`'s metadata (shared's, renamed)."""
+    if shared.names_itself:
+        raise ValueError(f"codegen: the body of '{shared.info.name}' names its kernel; '{name}' cannot share it")
+    buffers, scalars, symbolic = _signature(name, shared.func)
+    target = module.get_global(shared.info.symbol)
+    _entry(module, name, buffers, scalars, symbolic, shared.workspace, referenced_keys(shared.workspace, {}),
+           forward=target)
+    return dataclasses.replace(shared.info, name=name, symbol=abi.kernel_symbol(name))
+
+
+def _entry(module, name, buffers, scalars, symbolic, workspace, body_keys, impl=None, forward=None) -> None:
+    """The ABI entry of kernel `name`: checks the context, unpacks the argument arrays and
+    calls `impl`, or (`forward`) checks the same and passes the arrays on to another entry.
+    `body_keys`: the variables the body and the workspace expression refer to."""
     entry = ir.Function(module, ir.FunctionType(I32, [POINTER, POINTER, POINTER]), abi.kernel_symbol(name))
     buffer_array, scalar_array, context = entry.args
     codegen = FunctionCodegen(module, name, entry, context)
@@ -158,16 +209,17 @@ def _entry(module, name, impl, buffers, scalars, symbolic, workspace, body_codeg
     with b.if_then(b.not_(version_ok), likely=False):
         codegen.fail(abi.BAD_CONTEXT, f"{name}: the caller's kernel ABI version is not {abi.KERNEL_ABI_VERSION}")
     args = []
-    for position in range(len(buffers)):
-        slot = b.gep(buffer_array, [ir.Constant(I64, position)], inbounds=True, source_etype=POINTER)
-        args.append(b.load(slot, typ=POINTER))
+    if forward is None:
+        for position in range(len(buffers)):
+            slot = b.gep(buffer_array, [ir.Constant(I64, position)], inbounds=True, source_etype=POINTER)
+            args.append(b.load(slot, typ=POINTER))
     for position, var in enumerate(scalars + symbolic):
         slot = b.gep(scalar_array, [ir.Constant(I64, position)], inbounds=True, source_etype=I64)
         word = b.load(slot, typ=I64)
         args.append(_from_word(codegen, word, var.dtype))
         codegen.vars[var] = args[-1]
     for var in symbolic:
-        for key in body_codegen.vars:
+        for key in body_keys:
             if isinstance(key, tir.Var) and key.name == var.name:
                 codegen.vars.setdefault(key, codegen.vars[var])
     if not (isinstance(workspace, tir.IntImm) and workspace.value == 0):
@@ -175,7 +227,11 @@ def _entry(module, name, impl, buffers, scalars, symbolic, workspace, body_codeg
         enough = b.icmp_signed("<=", needed, codegen.load_context("workspace_size"))
         with b.if_then(b.not_(enough), likely=False):
             codegen.fail(abi.WORKSPACE_TOO_SMALL, f"{name}: the workspace is smaller than the kernel needs")
-    b.ret(b.call(impl, args + [context]))
+    if forward is not None:
+        # noinline: the shared body stays one copy; a tail call, so the forwarding costs a jump.
+        b.ret(b.call(forward, [buffer_array, scalar_array, context], tail=True, attrs=("noinline",)))
+    else:
+        b.ret(b.call(impl, args + [context]))
 
 
 def _from_word(codegen: FunctionCodegen, word: ir.Value, dtype: str) -> ir.Value:
