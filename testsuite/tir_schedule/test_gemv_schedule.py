@@ -1,108 +1,133 @@
 """The gemv schedule rule (relax.tir.schedule.gemv): matrix-vector kernels compute what the plain nests do.
 
-Each case legalizes and fuses (-O2) a (1 x K) @ (K x N) product, alone or followed by a
-bias add and relu, or with the weight given as (N x K) and transposed, builds the kernels
-unscheduled (-O0) and scheduled, runs both on the same random data and compares them with
-each other and with numpy (float64). Tolerance: rtol 1e-4, atol 1e-4 (float32 sums of up
-to 2048 terms; the schedule uses fused multiply-adds, the plain nest does not).
+Models: a (1 x K) @ (K x N) product, alone or followed by an epilogue (bias add and relu,
+bias add alone, GELU), built whole (legalize, fuse, schedule, VM) at -O0 (plain nests) and
+-O2 (the rule, its fused epilogue), for the generic x86-64 CPU (16 vector registers) and
+for one with AVX-512's 32 (the narrow/wide threshold moves), run on the same random data
+and compared with each other and with numpy (float64). Kernel-level cases check the
+structure (narrow split, wide chunks, epilogue fused), parallel against serial results,
+and that other shapes and dtypes are left to the other rules. Tolerance: rtol 1e-4,
+atol 1e-4 (float32 sums of up to 2048 terms; the schedule uses fused multiply-adds and,
+for narrow rows, groups the terms by k modulo its split).
 """
 
 import numpy as np
 import pytest
 
+from relax.build import build
 from relax.codegen.build_kernels import build_host_library
 from relax.ir import tir
+from relax.script import parse
 from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
 from relax.tir.schedule import default_cpu_schedule, gemv
 from relax.tir.schedule.cpu import CpuInfo
 from relax.tir.schedule.nest import match_nest
 from relax.transform.pass_infra import PassContext
+from relax.vm import VirtualMachine
 
-from dataflow_kernels import lowered_kernels
+from dataflow_kernels import lowered_kernels, module_text
 
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
-SIZES = [(1, 1), (7, 13), (13, 7), (1023, 17), (13, 1023), (784, 512), (512, 10), (2048, 10), (33, 130)]
+EXTENTS = [1, 7, 13, 16, 33, 1023]
+TARGETS = {"generic": "llvm", "avx512": "llvm -mcpu=skylake-avx512"}
+EPILOGUES = {
+    "none": ("out = R.matmul(x, w)", lambda y, b: y),
+    "bias_relu": ("y = R.matmul(x, w)\n            z = R.add(y, b)\n            out = R.nn.relu(z)",
+                  lambda y, b: np.maximum(y + b, 0)),
+    "bias": ("y = R.matmul(x, w)\n            out = R.add(y, b)", lambda y, b: y + b),
+    "bias_gelu": ("y = R.matmul(x, w)\n            z = R.add(y, b)\n            out = R.nn.gelu(z)",
+                  lambda y, b: _gelu(y + b)),
+}
 
 
-def _kernels(params: str, body: str) -> dict:
-    return lowered_kernels(params, body, 2)
+def _gelu(x):
+    from math import erf
+
+    return x * 0.5 * (1 + np.vectorize(erf)(x / np.sqrt(2)))
 
 
-def _module(k, n, epilogue, transposed=False, rows=(1,)):
-    weight = (n, k) if transposed else (k, n)
-    params = (f'x: R.Tensor({(*rows, k)}, "float32"), w: R.Tensor({weight}, "float32"), '
-              f'b: R.Tensor(({n},), "float32")')
-    product = "R.matmul(x, R.permute_dims(w))" if transposed else "R.matmul(x, w)"
-    if epilogue:
-        body = f"y = {product}\n            z = R.add(y, b)\n            out = R.nn.relu(z)"
-    else:
-        body = f"out = {product}"
-    return _kernels(params, body)
+def _runs_here(target: str) -> bool:
+    from relax.build import _runs_here as runs
+    from relax.target import parse_target
+
+    return runs(parse_target(target))
 
 
-def _inputs(k, n, transposed, rows=(1,)):
-    """Random x, w and b."""
+def _inputs(k, n, rows=(1,)):
     rng = np.random.default_rng(k * 7919 + n)
     x = rng.standard_normal((*rows, k)).astype("float32")
-    w = rng.standard_normal((n, k) if transposed else (k, n)).astype("float32")
+    w = rng.standard_normal((k, n)).astype("float32")
     b = rng.standard_normal(n).astype("float32")
     return x, w, b
 
 
-def _chain(funcs: dict, x, w, b) -> np.ndarray:
-    """The kernels called in order (arguments matched by shape, newest first), plain and scheduled; the last output."""
-    with PassContext(opt_level=0):
-        plain = build_host_library(funcs)
-    scheduled = build_host_library(funcs)
-    outputs = []
-    for library in (plain, scheduled):
-        available = [x, w, b]
-        for name, func in funcs.items():
-            args = []
-            pool = list(available)
-            for _, buffer in func.buffer_map[:-1]:
-                shape = tuple(d.value for d in buffer.shape)
-                match = next(i for i, a in enumerate(pool) if a.shape == shape)
-                args.append(pool.pop(match))
-            out_buffer = func.buffer_map[-1][1]
-            out = np.zeros(tuple(d.value for d in out_buffer.shape), out_buffer.dtype)
-            library.get_function(name)(*args, out)
-            available = [out, *available]  # a later kernel reads this one's output
-        outputs.append(out)
-    np.testing.assert_allclose(outputs[0], outputs[1], **TOLERANCE)
-    return outputs[1]
+def _run(k, n, epilogue: str, target: str, level: int, k_name=None, rows=(1,)):
+    """main(x, w, b) built at -O`level` for `target`, run on _inputs(k, n)."""
+    kk = f'"{k_name}"' if k_name else k
+    shape = ", ".join(str(r) for r in rows)
+    params = (f'x: R.Tensor(({shape}, {kk}), "float32"), w: R.Tensor(({kk}, {n}), "float32"), '
+              f'b: R.Tensor(({n},), "float32")')
+    body = EPILOGUES[epilogue][0]
+    if epilogue == "none":
+        body += "\n            unused = b"  # b stays a parameter
+    exe = build(parse(module_text(params, body)), target, opt_level=level)
+    return np.asarray(VirtualMachine(exe, "cpu")["main"](*_inputs(k, n, rows)))
 
 
-@pytest.mark.parametrize("epilogue", [False, True])
-@pytest.mark.parametrize("k,n", SIZES)
-def test_gemv_matches_numpy(k, n, epilogue):
-    funcs = _module(k, n, epilogue)
-    x, w, b = _inputs(k, n, False)
-    out = _chain(funcs, x, w, b)
-    expected = x.astype(np.float64) @ w.astype(np.float64)
-    if epilogue:
-        expected = np.maximum(expected + b, 0)
-    np.testing.assert_allclose(out, expected, **TOLERANCE)
+def _check(k, n, epilogue, target, k_name=None, rows=(1,)):
+    if not _runs_here(TARGETS[target]):
+        pytest.skip(f"{target} kernels do not run on this host")
+    plain = _run(k, n, epilogue, TARGETS[target], 0, k_name, rows)
+    scheduled = _run(k, n, epilogue, TARGETS[target], 2, k_name, rows)
+    x, w, b = _inputs(k, n, rows)
+    expected = EPILOGUES[epilogue][1](x.astype(np.float64) @ w.astype(np.float64), b)
+    np.testing.assert_allclose(scheduled, plain, **TOLERANCE)
+    np.testing.assert_allclose(scheduled, expected, **TOLERANCE)
 
 
-@pytest.mark.parametrize("k,n", [(13, 7), (784, 512), (2048, 10), (1023, 33)])
-def test_transposed_weight_matches_numpy(k, n):
-    funcs = _module(k, n, True, transposed=True)
-    x, w, b = _inputs(k, n, True)
-    out = _chain(funcs, x, w, b)
-    expected = np.maximum(x.astype(np.float64) @ w.astype(np.float64).T + b, 0)
-    np.testing.assert_allclose(out, expected, **TOLERANCE)
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("k", EXTENTS)
+@pytest.mark.parametrize("n", EXTENTS)
+def test_gemv_matches_plain_and_numpy(k, n, target):
+    _check(k, n, "none", target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("k", EXTENTS)
+@pytest.mark.parametrize("n", EXTENTS)
+def test_gemv_with_bias_relu_matches_plain_and_numpy(k, n, target):
+    _check(k, n, "bias_relu", target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("epilogue", ["bias", "bias_gelu"])
+@pytest.mark.parametrize("k,n", [(13, 7), (33, 1023), (784, 512), (2048, 10)])
+def test_gemv_with_other_epilogues_matches_numpy(k, n, epilogue, target):
+    _check(k, n, epilogue, target)
+
+
+@pytest.mark.parametrize("epilogue", ["none", "bias_relu"])
+@pytest.mark.parametrize("n", [10, 33, 512])
+def test_symbolic_k_matches_numpy(n, epilogue):
+    for k in (1, 7, 1023):
+        _check(k, n, epilogue, "avx512", k_name="k")
 
 
 def test_batched_single_row_matches_numpy():
-    funcs = _module(100, 70, False, rows=(3, 1))
-    x, w, b = _inputs(100, 70, False, rows=(3, 1))
-    out = _chain(funcs, x, w, b)
-    np.testing.assert_allclose(out, x.astype(np.float64) @ w.astype(np.float64), **TOLERANCE)
+    _check(100, 70, "bias_relu", "avx512", rows=(3, 1))
 
 
-def _matmul_nest(funcs: dict):
+# -- kernel level: structure, parallel against serial ----------------------------------------
+
+
+def _kernels(k, n, epilogue="none"):
+    params = f'x: R.Tensor((1, {k}), "float32"), w: R.Tensor(({k}, {n}), "float32"), b: R.Tensor(({n},), "float32")'
+    body = EPILOGUES[epilogue][0] + ("\n            unused = b" if epilogue == "none" else "")
+    return lowered_kernels(params, body, 2)
+
+
+def _matmul_func(funcs: dict):
     for func in funcs.values():
         for stmt in top_level(func.body)[0]:
             nest = match_nest(stmt)
@@ -111,28 +136,74 @@ def _matmul_nest(funcs: dict):
     raise AssertionError("no reduction nest")
 
 
-@pytest.mark.parametrize("wide,vectors", [(True, gemv.WIDE_VECTORS), (False, gemv.VECTORS)])
-def test_rule_matches_one_row_and_uses_strips(wide, vectors):
-    funcs = _module(784, 512, False)
-    func, nest = _matmul_nest(funcs)
+def _fmas(stmt) -> list:
+    return [call for call in collect(stmt, tir.Call) if call.op == "tir.fma"]
+
+
+@pytest.mark.parametrize("wide,chains", [(True, gemv.WIDE_CHAINS), (False, gemv.CHAINS)])
+def test_narrow_rows_split_k_over_registers(wide, chains):
+    _, nest = _matmul_func(_kernels(2048, 10))
     cpu = CpuInfo(wide_registers=wide)
     assert gemv.matches(nest, cpu)
     stmt = gemv.apply(nest, cpu)
-    fmas = [call for call in collect(stmt, tir.Call) if call.op == "tir.fma"]
-    assert len(fmas) == vectors  # one strip of `vectors` accumulators per k step (512 columns divide evenly)
-    strips = [loop for loop in collect(stmt, tir.For) if "strip" in loop.loop_var.name]
-    assert [s.extent.value for s in strips] == [512 // (vectors * gemv.LANES)]
+    lanes = {call.dtype for call in _fmas(stmt)}
+    assert lanes == {"float32x10"}
+    groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{chains}")]
+    assert [g.extent.value for g in groups] == [2048 // chains]  # k dealt round `chains` accumulators
 
 
-def test_rule_leaves_several_rows_and_narrow_outputs():
-    _, nest = _matmul_nest(_kernels('x: R.Tensor((4, 64), "float32"), w: R.Tensor((64, 64), "float32")',
-                                    "out = R.matmul(x, w)"))
+def test_wide_rows_stream_chunks_of_columns():
+    _, nest = _matmul_func(_kernels(784, 512))
+    cpu = CpuInfo(wide_registers=True)
+    stmt = gemv.apply(nest, cpu)
+    chunks = [loop for loop in collect(stmt, tir.For) if "chunk" in loop.loop_var.name]
+    assert [c.extent.value for c in chunks] == [512 // (gemv.CHUNK_VECTORS * gemv.LANES)]
+    groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{gemv.GROUP_ROWS}")]
+    assert [g.extent.value for g in groups] == [784 // gemv.GROUP_ROWS]
+    # each vector of C takes GROUP_ROWS fused multiply-adds per pass
+    assert len(_fmas(groups[0].body)) == gemv.GROUP_ROWS * gemv.BLOCK_VECTORS
+
+
+@pytest.mark.parametrize("epilogue,operation", [("bias_relu", tir.Max), ("bias_gelu", tir.Call)])
+def test_epilogue_is_fused_into_the_store(epilogue, operation):
+    func, _ = _matmul_func(_kernels(784, 512, epilogue))
+    scheduled = default_cpu_schedule(func)
+    statements = top_level(scheduled.body)[0]
+    output = func.buffer_map[-1][1]
+    writers = [stmt for stmt in statements if any(s.buffer is output for s in collect(stmt, tir.BufferStore))]
+    assert len(writers) == 1  # the output is written by the scheduled product itself
+    assert any("x16" in e.dtype and getattr(e, "op", "tir.erf") == "tir.erf" for e in collect(writers[0], operation))
+
+
+def test_parallel_matches_serial():
+    funcs = _kernels(784, 512, "bias_relu")
+    func, _ = _matmul_func(funcs)
+    scheduled = default_cpu_schedule(func)
+    assert any(loop.kind == "parallel" for loop in collect(scheduled.body, tir.For))
+    library = build_host_library(funcs)
+    x, w, b = _inputs(784, 512)
+    results = []
+    for threads in (1, 2):
+        library.num_threads = threads
+        library.parallel_threshold_bytes = 0
+        out = np.zeros((1, 512), "float32")
+        name = next(name for name, f in funcs.items() if f is func)
+        library.get_function(name)(x, w, b, out)
+        results.append(out)
+    np.testing.assert_array_equal(results[0], results[1])  # columns split, each summed the same way
+
+
+def test_rule_leaves_several_rows_and_other_dtypes():
+    _, nest = _matmul_func(lowered_kernels('x: R.Tensor((4, 64), "float32"), w: R.Tensor((64, 64), "float32")',
+                                           "out = R.matmul(x, w)"))
     assert not gemv.matches(nest, CpuInfo())
-    _, nest = _matmul_nest(_module(64, 10, False))
+    _, nest = _matmul_func(lowered_kernels('x: R.Tensor((1, 64), "float64"), w: R.Tensor((64, 64), "float64")',
+                                           "out = R.matmul(x, w)"))
     assert not gemv.matches(nest, CpuInfo())
 
 
 def test_default_schedule_picks_gemv_for_mlp_layer():
-    func, _ = _matmul_nest(_module(784, 512, True))
+    func, _ = _matmul_func(_kernels(784, 512))
     scheduled = default_cpu_schedule(func)
-    assert any("strip" in loop.loop_var.name for loop in collect(scheduled.body, tir.For))
+    assert any("chunk" in loop.loop_var.name for loop in collect(scheduled.body, tir.For))
+
