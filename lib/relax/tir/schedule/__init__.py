@@ -18,7 +18,7 @@ The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns
 
 | rule | file | matches |
 | --- | --- | --- |
-| gemv | gemv.py | float32 matrix-vector products (one row of C, B's last index j): 4 or 8 accumulator vectors per column strip |
+| gemv | gemv.py | float32 matrix-vector products (one row of C, B's last index j): B streamed 4 rows per pass over C's row (in L1), or k split over registers for narrow rows; bias/relu/GELU nests after it applied before the store |
 | register-tile | register_tile.py | float32 matmul and batched matmul with constant M, N >= 32: C tiles in vector registers |
 | conv2d | conv2d.py | float32 NCHW conv2d (groups 1, constant shapes): channels x rows of output vectors in registers |
 | pool | pool.py | window reductions (max_pool2d) whose padding test interval bounds prove always true: test dropped, then row-reduction |
@@ -76,6 +76,7 @@ def default_cpu_schedule(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
     statements, rebuild = top_level(func.body)
     cpu = cpu_info(target)
     merged, fused = conv2d.fuse_epilogues(statements, func, cpu, parallel)  # conv2d + bias/relu nests, scheduled
+    merged, fused = gemv.fuse_epilogues(merged, fused, func, cpu, parallel)  # gemv + bias/relu/GELU nests
     scheduled = [stmt if id(stmt) in fused else schedule_nest(stmt, parallel, cpu) for stmt in merged]
     if len(scheduled) == len(statements) and all(a is b for a, b in zip(scheduled, statements)):
         return func
