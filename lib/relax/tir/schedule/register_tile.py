@@ -34,6 +34,7 @@ from __future__ import annotations
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
+from ..rewrite import collect
 from . import reduction_order
 from .nest import Nest, fresh, loop
 
@@ -42,6 +43,10 @@ WIDE_ROWS = 8  # with 32 vector registers (AVX-512): 8 x 2 accumulators (70 vs 6
 LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
 VECTORS = 2  # vectors per row of the tile
 K_PANEL = 256  # k steps per packed B panel (256 x 32 floats: 32 KiB, in L1)
+CHUNK_TILES = 16  # column tiles per parallel chunk (they share one packed A block)
+MIN_CHUNKS = 2  # chunks per matmul at least, for the cores (2 here); fewer tiles per chunk when needed
+ROW_BLOCK_TILES = 128  # row tiles per row block (A block: 32 x 8 rows x 256 k = 256 KiB, in L2)
+PACK_A = True
 
 
 def _operands(nest: Nest):
@@ -96,16 +101,33 @@ def _ramp(base: tir.PrimExpr, lanes: int = LANES) -> tir.Ramp:
     return tir.Ramp(base, tir.IntImm(base.dtype, 1), lanes)
 
 
-def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_per_tile: int) -> tir.Stmt:
-    """The full register tiles: row_tiles_count 0 .. M // rows_per_tile * rows_per_tile, columns 0 .. N // WIDTH * WIDTH."""
+def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_per_tile: int,
+                 i_start: int = 0, row_tiles_count: int | None = None) -> tir.Stmt:
+    """Full register tiles: rows i_start .. i_start + row_tiles_count * rows_per_tile, columns 0 .. N // WIDTH * WIDTH.
+
+    for chunk (parallel): init; for row block: for k block: [pack A]; for column tile: [pack B]; for row tile: tile
+    """
     store, width = nest.block.body, LANES * VECTORS
     i_loop, j_loop, k_loop = nest.loop_of(i_iter), nest.loop_of(j_iter), nest.loop_of(k_iter)
     index = i_loop.loop_var.dtype
     const = lambda value: tir.IntImm(index, value)  # noqa: E731
-    j_tile, i_tile = fresh(j_loop.loop_var, "tile"), fresh(i_loop.loop_var, "tile")
-    j0, i0 = j_tile * const(width), i_tile * const(rows_per_tile)
-    k_tiles = reduction_order.Tiles(k_loop, K_PANEL)
-    row_tiles_count = i_loop.extent.value // rows_per_tile
+    if row_tiles_count is None:
+        row_tiles_count = i_loop.extent.value // rows_per_tile
+    column_tiles = j_loop.extent.value // width
+    chunk_tiles = min(CHUNK_TILES, -(-column_tiles // MIN_CHUNKS))
+    chunks = -(-column_tiles // chunk_tiles)
+    block_tiles = min(row_tiles_count, ROW_BLOCK_TILES)
+    row_blocks = -(-row_tiles_count // block_tiles)
+    chunk, j_tile = fresh(j_loop.loop_var, "chunk"), fresh(j_loop.loop_var, "tile")
+    row_block, i_tile = fresh(i_loop.loop_var, "block"), fresh(i_loop.loop_var, "tile")
+
+    def count(total, per, outer):  # iterations of a tile loop: `per`, fewer in the last tile
+        return const(per) if total % per == 0 else tir.Min(const(per), const(total) - outer * const(per))
+
+    j0 = (chunk * const(chunk_tiles) + j_tile) * const(width)
+    local_row = i_tile if row_blocks == 1 else row_block * const(block_tiles) + i_tile
+    i0 = const(i_start) + local_row * const(rows_per_tile)
+    k_tiles = reduction_order.Tiles(k_loop, _k_panel(k_loop.extent))
 
     def at(expr, i, j, k=None):
         values = {**outer_values, i_iter.var: i, j_iter.var: j, k_iter.var: k if k is not None else const(0)}
@@ -123,6 +145,23 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     pack = k_tiles.inner(lambda k: loop(column, const(width), tir.BufferStore(
         panel, at(y, i0, j0 + column, k), (k_tiles.offset(k) * const(width) + column,))))
 
+    # The A block of this row block and k block, each row tile's k steps of rows_per_tile
+    # elements one after another, when several column tiles read it.
+    packed_a = PACK_A and packed and chunk_tiles > 1
+    a_block = local("a_block", block_tiles * rows_per_tile * K_PANEL)
+    a_tile, a_row = fresh(i_loop.loop_var, "apack"), fresh(i_loop.loop_var, "arow")
+    a_i0 = const(i_start) + (a_tile if row_blocks == 1 else row_block * const(block_tiles) + a_tile) * const(rows_per_tile)
+    # k outer, the rows of a step written one after another (contiguous stores LLVM groups).
+    pack_a = loop(a_tile, count(row_tiles_count, block_tiles, row_block), k_tiles.inner(lambda k: tir.SeqStmt(tuple(
+        tir.BufferStore(a_block, at(x, a_i0 + const(r), j0, k),
+                        ((a_tile * const(K_PANEL) + k_tiles.offset(k)) * const(rows_per_tile) + const(r),))
+        for r in range(rows_per_tile)))))
+
+    def a_scalar(k, r):
+        if packed_a:
+            return tir.BufferLoad(a_block, ((i_tile * const(K_PANEL) + k_tiles.offset(k)) * const(rows_per_tile) + const(r),))
+        return at(x, i0 + const(r), j0, k)
+
     def b_vector(k, v):
         if packed:
             return tir.BufferLoad(panel, (_ramp(k_tiles.offset(k) * const(width) + const(v * LANES)),))
@@ -137,25 +176,54 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     def c_row(r, v):
         return at(store, i0 + const(r), _ramp(j0 + const(v * LANES)))
 
-    loads = [tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v).indices), slot(r, v)) for r, v in slots]
+    loads = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v).indices), slot(r, v))
+                              for r, v in slots))
+    # The first k block starts from the init value, in registers (no pass over C before).
+    init_value = _uniform_init(nest)
+    if init_value is not None:
+        zeros = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.Broadcast(init_value, LANES), slot(r, v)) for r, v in slots))
+        loads = zeros if k_tiles.whole else tir.IfThenElse(
+            tir.EQ(k_tiles.outer, tir.IntImm(k_tiles.outer.dtype, 0)), zeros, loads)
 
     def step(k):
         updates = []
         for r, v in slots:
-            a = tir.Broadcast(at(x, i0 + const(r), j0, k), LANES)
+            a = tir.Broadcast(a_scalar(k, r), LANES)
             b = b_vector(k, v)
             total = tir.Call(f"float32x{LANES}", "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
             updates.append(tir.BufferStore(acc, total, slot(r, v)))
         return tir.SeqStmt(tuple(updates))
 
     saves = [c_row(r, v).with_fields(value=tir.BufferLoad(acc, slot(r, v))) for r, v in slots]
-    tile = allocation(acc, tir.SeqStmt((*loads, k_tiles.inner(step), *saves)))
-    row_tiles = loop(i_tile, const(row_tiles_count), tile, independent=True)
-    k_block = allocation(panel, tir.SeqStmt((pack, row_tiles))) if packed else row_tiles
+    tile = allocation(acc, tir.SeqStmt((loads, k_tiles.inner(step), *saves)))
+    row_tiles = loop(i_tile, count(row_tiles_count, block_tiles, row_block), tile, independent=True)
+    column_body = allocation(panel, tir.SeqStmt((pack, row_tiles))) if packed else row_tiles
+    columns = loop(j_tile, count(column_tiles, chunk_tiles, chunk), column_body)
+    k_block = allocation(a_block, tir.SeqStmt((pack_a, columns))) if packed_a else columns
+    row_block_body = k_tiles.wrap(k_block)
+    rows_loop = row_block_body if row_blocks == 1 else loop(row_block, const(row_blocks), row_block_body, independent=True)
     i_init, j_init = fresh(i_loop.loop_var, "init"), fresh(j_loop.loop_var, "init")
-    init = loop(i_init, const(row_tiles_count * rows_per_tile), loop(j_init, const(width), at(nest.block.init, i_init, j0 + j_init)))
-    body = tir.SeqStmt((init, k_tiles.wrap(k_block)))
-    return loop(j_tile, const(j_loop.extent.value // width), body, independent=True)
+    chunk_width = count(column_tiles, chunk_tiles, chunk) * const(width) if column_tiles % chunk_tiles else const(chunk_tiles * width)
+    init = loop(i_init, const(row_tiles_count * rows_per_tile), loop(j_init, chunk_width, at(
+        nest.block.init, const(i_start) + i_init, chunk * const(chunk_tiles * width) + j_init)))
+    body = rows_loop if init_value is not None else tir.SeqStmt((init, rows_loop))
+    return loop(chunk, const(chunks), body, independent=True)
+
+
+def _k_panel(extent) -> int:
+    """k steps per block: K_PANEL, or K cut into equal blocks of at most K_PANEL (784 -> 4 x 196, not 3 x 256 + 16)."""
+    if not isinstance(extent, tir.IntImm) or extent.value <= K_PANEL:
+        return K_PANEL
+    blocks = -(-extent.value // K_PANEL)
+    return -(-extent.value // blocks)
+
+
+def _uniform_init(nest: Nest):
+    """The init value when it is the same for every element (a constant), else None."""
+    value = nest.block.init.value
+    if any(uses(value, iv.var) for iv in nest.block.iter_vars) or collect(value, tir.BufferLoad):
+        return None
+    return value
 
 
 def _remainder(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, rows, columns) -> tir.Stmt | None:
@@ -189,10 +257,11 @@ def apply(nest: Nest, cpu=None) -> tir.Stmt:
     j_full = nest.loop_of(j_iter).extent.value // (LANES * VECTORS) * (LANES * VECTORS)
     i_end, j_end = nest.loop_of(i_iter).extent.value, nest.loop_of(j_iter).extent.value
     parts = [_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows)]
-    for rest in (_remainder(nest, outer_vars, i_iter, j_iter, reduce[0], (i_full, i_end), (0, j_end)),
-                 _remainder(nest, outer_vars, i_iter, j_iter, reduce[0], (0, i_full), (j_full, j_end))):
-        if rest is not None:
-            parts.append(rest)
+    if i_full < i_end:  # the last rows: one register tile with fewer rows
+        parts.append(_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, i_end - i_full, i_full, 1))
+    rest = _remainder(nest, outer_vars, i_iter, j_iter, reduce[0], (0, i_end), (j_full, j_end))
+    if rest is not None:
+        parts.append(rest)
     stmt = parts[0] if len(parts) == 1 else tir.SeqStmt(tuple(parts))
     for iv in reversed(outer):
         stmt = loop(outer_vars[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
