@@ -54,6 +54,9 @@ def _list_callback(kind: str):
                    "the artifact carries them as constants and main takes only its inputs.")
 @click.option("--allow-undefined", "allow_undefined", metavar="NAME", multiple=True,
               help="With -o X.vmx: a function registered at run time (repeatable; globs), as relaxld takes it.")
+@click.option("--exec-mode", "exec_mode", type=click.Choice(["interp", "compiled"]), default=None,
+              help="With -o X.vmx: the VM exec mode the artifact asks for (interp: the dispatch loop; compiled: "
+                   "a static function as one native call); relaxrun --exec-mode overrides it.")
 @click.option("--target", "targets", metavar="TARGET", multiple=True,
               help='Target ("llvm -mcpu=native", a JSON dictionary or a tag); repeat for a fat kernel object.')
 @click.option("--list-targets", is_flag=True, expose_value=False, is_eager=True,
@@ -75,7 +78,7 @@ def _list_callback(kind: str):
               help="Build every kernel object anew: neither read nor fill the kernel cache (as RELAX_CACHE=0).")
 @options.output_file_option
 @options.common_options("relaxc")
-def command(source, emit, lowered_text, opt_level, params, allow_undefined, targets, passes, disabled, print_after_all,
+def command(source, emit, lowered_text, opt_level, params, allow_undefined, exec_mode, targets, passes, disabled, print_after_all,
             print_before, print_after, verify_each, pass_config, time_passes, no_cache, output, traceback, error_limit,
             color, verbose):
     """Compile TVMScript (Relax functions and TIR PrimFuncs)."""
@@ -83,11 +86,14 @@ def command(source, emit, lowered_text, opt_level, params, allow_undefined, targ
 
     if lowered_text and emit not in (None, "vms"):
         raise click.UsageError(f"-S writes the lowered module; it does not combine with --emit {emit}")
+    if exec_mode is not None and choose_emit(emit, lowered_text, output) != "vmx":
+        raise click.UsageError("--exec-mode is recorded in a linked artifact: use it with -o X.vmx")
     if no_cache:  # read by relax.codegen.kernel_cache.default_cache, wherever kernels are built
         os.environ["RELAX_CACHE"] = "0"
     return compile_main(CompileOptions(
         source=source, emit=choose_emit(emit, lowered_text, output), output=output, verbose=verbose,
         targets=tuple(targets), opt_level=opt_level, allow_undefined=tuple(allow_undefined),
+        exec_mode=exec_mode,
         passes=tuple(p for p in passes.split(",") if p) if passes is not None else None,
         disabled=tuple(disabled), print_after_all=print_after_all, print_before=tuple(print_before),
         print_after=tuple(print_after), verify_each=verify_each, pass_config=tuple(pass_config),

@@ -23,9 +23,12 @@ Examples:
               help="A function the user registers at run time (repeatable; glob patterns such as 'samples.*').")
 @click.option("--target-check", is_flag=True,
               help="Refuse kernel objects built for a kernel ABI version this runtime does not speak.")
+@click.option("--exec-mode", "exec_mode", type=click.Choice(["interp", "compiled"]), default=None,
+              help="Record the VM exec mode the artifact asks for (interp: the dispatch loop; compiled: a static "
+                   "function as one native call); relaxrun --exec-mode overrides it.")
 @options.output_file_option
 @options.common_options("relaxld")
-def command(inputs, allow_undefined, target_check, output, traceback, error_limit, color, verbose):
+def command(inputs, allow_undefined, target_check, exec_mode, output, traceback, error_limit, color, verbose):
     """Link one bytecode object (.vmo) with kernel objects (.ko) into a runnable artifact (.vmx).
 
     Every function the bytecode calls must be a kernel, a runtime builtin, or allowed
@@ -34,7 +37,7 @@ def command(inputs, allow_undefined, target_check, output, traceback, error_limi
     from relax.driver.link import LinkOptions, relaxld_main
 
     return relaxld_main(LinkOptions(inputs=tuple(inputs), output=output, allow_undefined=tuple(allow_undefined),
-                                    target_check=target_check, verbose=verbose))
+                                    target_check=target_check, exec_mode=exec_mode, verbose=verbose))
 
 
 def main(argv=None) -> int:

@@ -39,8 +39,9 @@ Examples:
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]", help="Device to run on.")
 @click.option("--memory", type=click.Choice(["pooled", "naive"]), default="pooled", show_default=True,
               help="Allocator: pooled reuses freed buffers; naive allocates each time.")
-@click.option("--exec-mode", type=click.Choice(["interp", "compiled"]), default="interp", show_default=True,
-              help="interp: the bytecode dispatch loop; compiled: each function as generated Python.")
+@click.option("--exec-mode", type=click.Choice(["interp", "compiled"]), default=None,
+              help="interp: the bytecode dispatch loop; compiled: a static function as one native call, others as "
+                   "generated Python. Default: what the artifact asks for (relaxc/relaxld --exec-mode), else interp.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Timed runs.")
 @click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Untimed runs first.")
 @click.option("--print-time", is_flag=True, help="Print min/median/max time of the timed runs, on stderr.")

@@ -1,5 +1,5 @@
 """exec_mode="compiled", native tier: a static function as one native call (vm/native_host.py,
-codegen/host_function.py) against the interpreter and the Python compiled code."""
+runtime/kernels/host_function.py) against the interpreter and the Python compiled code."""
 
 import ctypes
 import pathlib
@@ -10,7 +10,7 @@ import pytest
 
 from relax import script
 from relax.build import build
-from relax.codegen.host_function import CallLayout, HostFunction, host_function_ir
+from relax.runtime.kernels.host_function import CallLayout, HostFunction, host_function_ir
 from relax.driver.compile import parse_source
 from relax.runtime import VMError
 from relax.runtime.kernels import abi
@@ -232,3 +232,40 @@ def test_the_host_function_stops_at_the_first_failing_kernel():
 def test_a_function_without_kernels_still_compiles():
     assert "ret i32 0" in host_function_ir(())
     assert HostFunction(host_function_ir(())).call(0, 0) == 0
+
+
+# ---- the exec mode an artifact asks for ----------------------------------------------------
+
+def linked_artifact(tmp_path, exec_mode):
+    from relax.vm.linker import LinkInput, link
+
+    exe = build(chain_module(2), "llvm", 0)
+    result = link(LinkInput("m.vmo", exe.save_to_bytes()), [LinkInput("m.ko", exe.kernel_objects[0])],
+                  exec_mode=exec_mode)
+    path = tmp_path / f"m_{exec_mode}.vmx"
+    path.write_bytes(result.data)
+    return str(path), result.data
+
+
+@pytest.mark.parametrize("asked, default", [("compiled", "compiled"), ("interp", "interp"), (None, "interp")])
+def test_a_vm_runs_in_the_mode_the_artifact_asks_for_unless_told(tmp_path, asked, default):
+    from relax.vm.loader import load
+
+    path, _ = linked_artifact(tmp_path, asked)
+    exe = load(path)
+    assert VirtualMachine(exe, "cpu").exec_mode == default
+    assert VirtualMachine(exe, "cpu", exec_mode="interp").exec_mode == "interp"
+    assert VirtualMachine(exe, "cpu", exec_mode="compiled").native_functions == ["main"]
+
+
+def test_an_unknown_recorded_exec_mode_is_refused(tmp_path):
+    from relax.vm import vmx
+
+    _, data = linked_artifact(tmp_path, "compiled")
+    artifact = vmx.read(data)
+    flags = dict(artifact.info.flags, exec_mode="turbo")
+    forged = vmx.write(vmx.Artifact(vmx.LinkInfo(artifact.info.producer, flags, artifact.info.inputs,
+                                                 artifact.info.targets, artifact.info.symbols),
+                                    artifact.bytecode, artifact.kernel_objects))
+    with pytest.raises(Exception, match="exec_mode"):
+        vmx.read(forged)

@@ -95,7 +95,8 @@ def _build_and_link(options: CompileOptions, mod, bytecode: bytes, targets, stem
     else:
         kernel_inputs = [LinkInput(f"{stem}.ko", build_kernel_object(mod, targets, cache=default_cache()))]
     progress.stage("link")
-    result = link(LinkInput(f"{stem}.vmo", bytecode), kernel_inputs, options.allow_undefined)
+    result = link(LinkInput(f"{stem}.vmo", bytecode), kernel_inputs, options.allow_undefined,
+                  exec_mode=options.exec_mode)
     write_bytes(options.output, result.data, "a linked artifact")
     if options.verbose:
         names = [f"{stem}.vmo"] + [item.name for item in kernel_inputs]

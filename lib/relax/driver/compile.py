@@ -32,6 +32,7 @@ class CompileOptions:
     time_passes: bool = False
     opt_level: int = 2
     allow_undefined: tuple[str, ...] = ()  # the one-shot -o model.vmx links like relaxld
+    exec_mode: str | None = None  # ... and records the exec mode the artifact asks for
     params: str | None = None  # --params weights.npz: bind-params runs first (transform/bind_params.py)
 
 

@@ -24,6 +24,7 @@ class LinkOptions:
     output: str | None = None
     allow_undefined: tuple[str, ...] = ()
     target_check: bool = False
+    exec_mode: str | None = None
     verbose: int = 0
 
 
@@ -92,7 +93,7 @@ def relaxld_main(options: LinkOptions) -> int:
     from ..vm.linker import link
 
     bytecode, kernels = read_inputs(options.inputs)
-    result = link(bytecode, kernels, options.allow_undefined, options.target_check)
+    result = link(bytecode, kernels, options.allow_undefined, options.target_check, options.exec_mode)
     output = options.output or DEFAULT_OUTPUT
     write_bytes(output, result.data, "a linked artifact")
     if options.verbose:

@@ -43,7 +43,7 @@ class RunOptions:
     rtol: float = 1e-4
     device: str = "cpu"
     memory: str = "pooled"
-    exec_mode: str = "interp"
+    exec_mode: str | None = None  # None: what the artifact asks for, else interp
     repeat: int = 1
     warmup: int = 0
     print_time: bool = False
@@ -74,8 +74,10 @@ def run_main(options: RunOptions) -> int:
         _say_what(options, func, record, params, args)
     expected = parse_values(options.expected, "--expected-output")
     vm = make_vm(exe, options)
-    if options.verbose and options.exec_mode == "compiled":
-        sys.stderr.write(f"{TOOL}: native host functions: {', '.join(vm.native_functions) or 'none'}\n")
+    if options.verbose:
+        sys.stderr.write(f"{TOOL}: exec mode {vm.exec_mode}\n")
+        if vm.exec_mode == "compiled":
+            sys.stderr.write(f"{TOOL}: native host functions: {', '.join(vm.native_functions) or 'none'}\n")
     result, seconds = _run(vm, func, args, options)
     arrays = flatten(result, record.get("ret") if record else None)
     problems = compare(arrays, expected, options.atol, options.rtol) if options.expected else []
@@ -170,7 +172,7 @@ def _say_what(options: RunOptions, func: str, record, params, args) -> None:
     sys.stderr.write(f"{TOOL}: running {format_signature(record) if record else func}\n")
     for (name, _), value in zip(params, args):
         sys.stderr.write(f"{TOOL}:   {name} = {describe(value)}\n")
-    sys.stderr.write(f"{TOOL}: device {options.device}, memory {options.memory}, exec mode {options.exec_mode}, "
+    sys.stderr.write(f"{TOOL}: device {options.device}, memory {options.memory}, "
                      f"{options.warmup} warm-up and {options.repeat} timed run(s)\n")
 
 

@@ -106,9 +106,11 @@ def export_artifact(exe: Executable, path: str) -> None:
     stem = os.path.splitext(os.path.basename(path))[0]
     info = getattr(exe, "link_info", None)
     kernel_data = list(getattr(exe, "kernel_objects", []) or [])
+    exec_mode = None
     if info is not None:
         names = [entry["name"] for entry in info.inputs]
         allow_undefined = tuple(info.flags.get("allow_undefined", ()))
+        exec_mode = info.flags.get("exec_mode")
     else:
         kinds = getattr(exe, "kernel_object_kinds", None)  # a cuda build: ["cuda", "host"], as relaxc names them
         if kinds and len(kinds) == len(kernel_data):
@@ -119,6 +121,6 @@ def export_artifact(exe: Executable, path: str) -> None:
         allow_undefined = ("*",)
     result = link(LinkInput(names[0], exe.save_to_bytes()),
                   [LinkInput(name, data) for name, data in zip(names[1:], kernel_data)],
-                  allow_undefined=allow_undefined)
+                  allow_undefined=allow_undefined, exec_mode=exec_mode)
     with open(path, "wb") as handle:
         handle.write(result.data)

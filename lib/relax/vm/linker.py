@@ -21,7 +21,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..diagnostics import Diagnostic, DiagnosticError
+from ..diagnostics import Diagnostic, DiagnosticError, UserError
 from . import vmx
 from .executable import Executable
 from .isa import ArgKind, FuncKind, Opcode, decode_arg
@@ -146,7 +146,7 @@ def _basename(name: str) -> str:
 
 
 def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefined: Sequence[str] = (),
-         target_check: bool = False) -> LinkResult:
+         target_check: bool = False, exec_mode: str | None = None) -> LinkResult:
     """Resolves every symbol of `bytecode` and packs a .vmx; a DiagnosticError lists every problem."""
     from ..runtime.kernels import container
 
@@ -165,9 +165,14 @@ def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefine
                        kernel_names, problems)
     if problems:
         raise DiagnosticError([Diagnostic("error", message) for message in problems])
+    flags = {"allow_undefined": list(dict.fromkeys(allow_undefined)), "target_check": bool(target_check)}
+    if exec_mode is not None:
+        if exec_mode not in vmx.EXEC_MODES:
+            raise UserError(f"unknown exec mode '{exec_mode}' (expected one of: {', '.join(vmx.EXEC_MODES)})")
+        flags["exec_mode"] = exec_mode
     info = vmx.LinkInfo(
         producer=vmx.PRODUCER,
-        flags={"allow_undefined": list(dict.fromkeys(allow_undefined)), "target_check": bool(target_check)},
+        flags=flags,
         inputs=tuple({"kind": kind, "name": _basename(item.name), "size": len(item.data),
                       "sha256": vmx.sha256_hex(item.data)}
                      for kind, item in [("vmo", bytecode)] + [("ko", k) for k in kernel_inputs]),

@@ -54,7 +54,7 @@ def _unresolved(name: str) -> Callable:
 
 
 class VirtualMachine:
-    def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str = "interp",
+    def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str | None = None,
                  native: bool = True):
         if isinstance(exe, str):
             from .loader import load
@@ -82,6 +82,9 @@ class VirtualMachine:
         self.func_pool = self._init_func_pool()
         self._instrument: Callable | None = None
         self._bytecode = self._decode(hooked=False)
+        if exec_mode is None:  # what the artifact asks for (relaxc/relaxld --exec-mode), else the interpreter
+            link_info = getattr(exe, "link_info", None)
+            exec_mode = link_info.flags.get("exec_mode", "interp") if link_info is not None else "interp"
         if exec_mode not in EXEC_MODES:
             raise UserError(f"unknown exec_mode '{exec_mode}' (expected one of: {', '.join(EXEC_MODES)})")
         self.exec_mode = exec_mode

@@ -10,7 +10,7 @@ plan, and returns a callable that per call
      static shape), plus C-contiguity and alignment the kernels need,
   2. gets the result's storage (a StorageSite, so a result the caller still holds is
      never overwritten by the next call),
-  3. calls the compiled host function (codegen/host_function.py), which runs every
+  3. calls the compiled host function (runtime/kernels/host_function.py), which runs every
      kernel on the planned buffers without returning to Python,
 
 and returns the result. Anything it cannot take on (an input that fails a check,
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codegen.host_function import HEADER_WORDS, CallLayout, compile_host_function
+from ..runtime.kernels.host_function import HEADER_WORDS, CallLayout, compile_host_function
 from ..runtime.allocator import aligned_buffer
 from ..runtime.device import CPU
 from ..runtime.kernels import abi

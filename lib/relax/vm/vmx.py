@@ -50,6 +50,9 @@ RESOLUTIONS = ("kernel", "runtime", "undefined")
 
 # The manifest's entries: field -> type. Reading checks them all (extra fields are allowed).
 FLAG_FIELDS = {"allow_undefined": list, "target_check": bool}
+# The VM exec mode the artifact asks for (relaxld/relaxc --exec-mode); optional: absent, a
+# VM runs as it is told (VirtualMachine's and relaxrun's own default, the interpreter).
+EXEC_MODES = ("interp", "compiled")
 INPUT_FIELDS = {"kind": str, "name": str, "size": int, "sha256": str}
 TARGET_FIELDS = {"kernel_object": int, "triple": str, "cpu": str, "features": str, "abi_version": int}
 SYMBOL_FIELDS = {"name": str, "resolution": str}
@@ -69,7 +72,7 @@ class LinkInfo:
     """The manifest of a .vmx: what was linked, how, for which targets."""
 
     producer: str
-    flags: dict            # {"allow_undefined": [patterns], "target_check": bool}
+    flags: dict            # {"allow_undefined": [patterns], "target_check": bool[, "exec_mode": str]}
     inputs: tuple          # ({"kind": "vmo"|"ko", "name", "size", "sha256"}, ...) in link order
     targets: tuple         # ({"kernel_object": i, "triple", "cpu", "features", "abi_version", ...}, ...)
     symbols: tuple         # ({"name", "resolution", ["kernel_objects"]}, ...) sorted by name
@@ -85,6 +88,8 @@ class LinkInfo:
         info = LinkInfo(str(document["producer"]), document["flags"], tuple(document["inputs"]),
                         tuple(document["targets"]), tuple(document["symbols"]))
         _check_fields(info.flags, FLAG_FIELDS, "flags")
+        if info.flags.get("exec_mode", EXEC_MODES[0]) not in EXEC_MODES:
+            raise ValueError(f"malformed flags: 'exec_mode' is {info.flags['exec_mode']!r}")
         for entry in info.inputs:
             _check_fields(entry, INPUT_FIELDS, "input entry")
             if entry["kind"] not in ("vmo", "ko"):
@@ -104,7 +109,8 @@ class LinkInfo:
         """The link metadata as `relaxas --dump stats` prints it after the executable's statistics."""
         lines = [f"Link metadata (.vmx format {FORMAT_VERSIONS['vmx']}, produced by {self.producer}):"]
         allowed = self.flags.get("allow_undefined", [])
-        lines.append(f"  Flags: allow_undefined={json.dumps(allowed)} target_check={str(self.flags.get('target_check', False)).lower()}")
+        mode = f" exec_mode={self.flags['exec_mode']}" if "exec_mode" in self.flags else ""
+        lines.append(f"  Flags: allow_undefined={json.dumps(allowed)} target_check={str(self.flags.get('target_check', False)).lower()}{mode}")
         lines.append(f"  Inputs (#{len(self.inputs)}):")
         for entry in self.inputs:
             lines.append(f"    {entry['kind']:<3} {entry['name'] or '-'}  {entry['size']} bytes  sha256:{entry['sha256']}")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from ..runtime.kernels.host import host_target_machine, initialize_llvm
+from .host import host_target_machine, initialize_llvm
 
 SYMBOL = "relax_host"
 HOST_CFUNCTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
