@@ -2,9 +2,12 @@
 
 `make_fast_call(kernel)` returns a plain function taking the kernel's arguments, or
 None when the kernel is not eligible. Eligible kernels have only buffer parameters,
-static shapes, no workspace, no scalar result, and run on one thread (no parallel
-loop, or buffers too small to start threads): then everything the call needs except
-the data pointers is known at load time. The function is built with `compile()` from
+static shapes, no workspace and no scalar result: then everything the call needs except
+the data pointers is known at load time, the thread count included. A parallel kernel
+whose buffers reach the library's `parallel_threshold_bytes` gets `ctx->num_threads =
+min(library.num_threads, MAX_THREADS)` (RELAX_NUM_THREADS, as on the checked path),
+read when the fast call is made; any other kernel runs on one thread. (A later change
+of `library.num_threads` reaches the checked path only.) The function is built with `compile()` from
 text this module generates out of the kernel's verified metadata; the text holds only
 positional names (a0, a1, ...) and integers, never a name read from the file, and
 every other value reaches it through the function's globals.
@@ -58,9 +61,15 @@ def eligible(kernel) -> bool:
         return False
     if any(dtype is None for _, _, dtype, _ in kernel._buffers):
         return False
-    if info.parallel and _static_bytes(kernel) >= kernel.library.parallel_threshold_bytes:
-        return False
     return True
+
+
+def static_threads(kernel) -> int:
+    """ctx->num_threads for an eligible kernel: the checked path's rule, decided once."""
+    library = kernel.library
+    if kernel.info.parallel and _static_bytes(kernel) >= library.parallel_threshold_bytes:
+        return max(1, min(int(library.num_threads), abi.MAX_THREADS))
+    return 1
 
 
 def _static_bytes(kernel) -> int:
@@ -83,7 +92,7 @@ def make_fast_call(kernel):
     scalars = (ctypes.c_int64 * 1)()
     context = abi.KernelContext()
     context.abi_version = abi.KERNEL_ABI_VERSION
-    context.num_threads = 1
+    context.num_threads = static_threads(kernel)
     namespace = {
         "ndarray": np.ndarray, "read": _read_pointer, "P": pointers, "lock": threading.Lock(),
         "native": _ADDRESS_CFUNCTYPE(ctypes.cast(kernel._cfunc, ctypes.c_void_p).value),

@@ -9,8 +9,9 @@ that reads each argument's numpy array header, checks it exactly as the Python f
 path does (type is numpy.ndarray, the dtype object, rank and every dimension,
 C-contiguity flag, alignment of the data pointer, no overlap of a written buffer with
 another argument for `tir.noalias` kernels), and then calls the kernel with its
-buffers, scalars and context on the entry's own stack (so the entry is reentrant).
-It returns the kernel's code, or -1 when a check fails; the caller then takes the
+buffers, scalars and context on the entry's own stack (so the entry is reentrant);
+the context's num_threads is fast_call.static_threads(kernel), fixed when the entries
+are compiled (the thread pool handles concurrent launches). It returns the kernel's code, or -1 when a check fails; the caller then takes the
 checked path, which reports the problem. ctypes passes the argument tuple as one
 `py_object` (no conversion), so a call costs one foreign call with one argument.
 
@@ -76,8 +77,9 @@ def _field(lines: list, obj: str, offset: int, ty: str, name: str) -> str:
     return f"%{name}"
 
 
-def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list) -> str:
-    """LLVM IR of the entry. `buffers`: (descr id, shape, itemsize); `overlaps`: (written, other, sizes)."""
+def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list, threads: int = 1) -> str:
+    """LLVM IR of the entry. `buffers`: (descr id, shape, itemsize); `overlaps`: (written, other, sizes);
+    `threads`: the context's num_threads."""
     count = len(buffers)
     type_lines, lines, conditions = [], [], []
     for i, (descr, shape, itemsize) in enumerate(buffers):
@@ -153,7 +155,7 @@ def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list) ->
     body.append("  call void @llvm.memset.p0.i64(ptr %ctx, i8 0, i64 48, i1 false)")
     body.append(f"  store i32 {abi.KERNEL_ABI_VERSION}, ptr %ctx")
     body.append("  %threads = getelementptr i8, ptr %ctx, i64 4")
-    body.append("  store i32 1, ptr %threads")
+    body.append(f"  store i32 {int(threads)}, ptr %threads")
     body.append(f"  %kernel = inttoptr i64 {kernel_address} to ptr")
     body.append("  %code = call i32 %kernel(ptr %buffers, ptr %scalars, ptr %ctx)")
     body.append("  ret i32 %code")
@@ -199,7 +201,7 @@ def library_entries(library) -> dict[str, int]:
 
 
 def _compile_entries(library) -> dict[str, int]:
-    from .fast_call import _nbytes, _overlaps, eligible
+    from .fast_call import _nbytes, _overlaps, eligible, static_threads
 
     texts, symbols = [], {}
     for info in library.kernel_object.kernels:
@@ -214,7 +216,7 @@ def _compile_entries(library) -> dict[str, int]:
         sizes = {index: _nbytes(param.shape, dtype) for index, (_, param, dtype, _) in enumerate(plan._buffers)}
         buffers = [(id(dtype), tuple(param.shape), dtype.itemsize) for _, param, dtype, _ in plan._buffers]
         symbol = symbols[info.name] = f"relax_entry_{next(_counter)}"
-        texts.append(entry_ir(symbol, kernel_address, buffers, _overlaps(plan, sizes)))
+        texts.append(entry_ir(symbol, kernel_address, buffers, _overlaps(plan, sizes), static_threads(plan)))
     if not texts:
         return {}
     try:
