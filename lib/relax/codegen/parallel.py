@@ -4,17 +4,22 @@ For `for i in T.parallel(begin, end)` the kernel gets
 
     worker(begin, end, ctx, captured...)   the loop body over one range (pointers noalias
                                            when the kernel is)
-    trampoline(closure)                    takes the next chunk from an atomic counter in
-                                           the closure, runs the worker on it, until none
-                                           is left
+    trampoline(closure, participant)       runs the participant's own block of chunks, then
+                                           what is left of the others' blocks (one atomic
+                                           claim counter per block in the closure)
     __relax_pool_launch(...)               left undefined: the loader provides it
                                            (runtime/kernels/thread_pool.py); it runs the
                                            trampoline on count-1 pool threads and on the
                                            calling thread, and returns when all are done
 
-The iterations are cut into about CHUNKS_PER_THREAD chunks per thread and every
-thread takes chunks as it gets to them, so a thread that starts late, or shares
-its core with other work, takes fewer chunks instead of holding everybody up. No
+The iterations are cut into about CHUNKS_PER_THREAD chunks per thread, N chunks
+in all; participant p of P (the calling thread is 0, the i-th pool worker started
+is i, and only it, in every launch) owns chunks [p*N/P, (p+1)*N/P) and runs them first, so across
+launches the same thread reads the same part of the data, which stays in its
+core's cache (a gemv's weights, say). A participant whose block is done claims
+chunks from the next participants' blocks, so a thread that starts late, or
+shares its core with other work, takes fewer chunks instead of holding
+everybody up. No
 Python thread and no GIL is involved. The thread count is
 min(ctx->num_threads, iterations, MAX_THREADS); with one thread the worker is
 called directly. The first non-zero worker status is the loop's. Nested parallel
@@ -110,8 +115,14 @@ done:
 }}
 """
 
-# The closure every thread shares: status, begin, end, chunk size, next chunk, ctx, captured values...
-_STATUS, _BEGIN, _END, _CHUNK, _NEXT, _CONTEXT = range(6)
+# The closure every thread shares: status, begin, end, chunk size, one claim counter per
+# participant (chunks of its block taken so far), ctx, participants, chunks, captured values...
+_STATUS, _BEGIN, _END, _CHUNK, _NEXT, _CONTEXT, _THREADS, _CHUNKS = range(8)
+_CAPTURED = 8
+# The claim counters lie COUNTER_STRIDE words (64 bytes) apart, so no two share a cache
+# line: each participant's claims on its own block then never move a line between cores.
+COUNTER_STRIDE = 8
+_COUNTERS = ir.ArrayType(I64, abi.MAX_THREADS * COUNTER_STRIDE)
 
 
 def link_launcher(module: "llvm.ModuleRef") -> None:
@@ -185,7 +196,8 @@ class ParallelCodegen:
         counts = self.module.__dict__.setdefault("_relax_parallel_count", {})
         index = counts[self.function.name] = counts.get(self.function.name, 0) + 1
         worker = self.outline_worker(loop, keys, captured, begin.type, f"{self.function.name}.parallel{index}")
-        closure_type = ir.LiteralStructType([I32, I64, I64, I64, I64, POINTER] + [v.type for v in captured])
+        closure_type = ir.LiteralStructType([I32, I64, I64, I64, _COUNTERS, POINTER, I64, I64]
+                                            + [v.type for v in captured])
         trampoline = self._trampoline(worker, closure_type, begin.type)
         self.parallel_used = True
 
@@ -204,9 +216,14 @@ class ParallelCodegen:
                 closure = self.entry_alloca(closure_type, "closure")
                 pieces = b.mul(threads, ir.Constant(I64, CHUNKS_PER_THREAD))
                 chunk = b.sdiv(b.sub(b.add(total, pieces), ir.Constant(I64, 1)), pieces)
-                values = [ir.Constant(I32, 0), begin64, end64, chunk, ir.Constant(I64, 0), self.context] + captured
+                chunks = b.sdiv(b.sub(b.add(total, chunk), ir.Constant(I64, 1)), chunk)
+                values = [ir.Constant(I32, 0), begin64, end64, chunk, None, self.context, threads, chunks] + captured
                 for position, value in enumerate(values):
-                    b.store(value, self._field(b, closure, closure_type, position))
+                    if value is not None:
+                        b.store(value, self._field(b, closure, closure_type, position))
+                counters = self._field(b, closure, closure_type, _NEXT)
+                self.counted_loop(ir.Constant(I64, 0), threads, lambda p: b.store(
+                    ir.Constant(I64, 0), self._counter(b, counters, p)), name="claim_counter")
                 launcher = self.declare(POOL_LAUNCH, ir.FunctionType(ir.VoidType(), [POINTER, POINTER, I32]))
                 b.call(launcher, [trampoline, closure, b.trunc(threads, I32)])
                 status = b.load(self._field(b, closure, closure_type, _STATUS), typ=I32)
@@ -222,6 +239,11 @@ class ParallelCodegen:
             self.emit_stmt(loop.body)
 
         self.counted_loop(begin, end, body, name=loop.loop_var.name)
+
+    @staticmethod
+    def _counter(builder: ir.IRBuilder, counters: ir.Value, participant: ir.Value) -> ir.Value:
+        slot = builder.mul(participant, ir.Constant(I64, COUNTER_STRIDE))
+        return builder.gep(counters, [ir.Constant(I32, 0), slot], inbounds=True, source_etype=_COUNTERS)
 
     @staticmethod
     def _field(builder: ir.IRBuilder, closure: ir.Value, closure_type, position: int) -> ir.Value:
@@ -256,30 +278,64 @@ class ParallelCodegen:
         return function
 
     def _trampoline(self, worker: ir.Function, closure_type, index_type) -> ir.Function:
-        """The thread routine: take chunks until none is left or a worker fails."""
-        function = ir.Function(self.module, ir.FunctionType(POINTER, [POINTER]), worker.name + ".thread")
+        """The thread routine of participant `index` (0: the calling thread; the i-th worker
+        the pool started: i): run its own block of chunks, then take
+        what is left of the others' blocks, until none is left or a worker fails.
+
+        Participant p of P owns chunks [p*N/P, (p+1)*N/P) and claims them from its own
+        counter in the closure, so across launches the same thread works on the same
+        part of the data (which then stays in its core's cache); a participant whose own
+        block is done claims from the next ones', so a late thread delays nobody. A
+        participant index past P starts with participant index mod P's block.
+        """
+        function = ir.Function(self.module, ir.FunctionType(POINTER, [POINTER, I32]), worker.name + ".thread")
         function.linkage = "internal"
         b = ir.IRBuilder(function.append_basic_block("entry"))
-        closure = function.args[0]
-        fields = [b.load(self._field(b, closure, closure_type, position), typ=field_type)
-                  for position, field_type in enumerate(closure_type.elements)]
-        begin, end, chunk, context, captured = fields[_BEGIN], fields[_END], fields[_CHUNK], fields[_CONTEXT], fields[6:]
+        closure, participant = function.args
+        fields = {position: b.load(self._field(b, closure, closure_type, position), typ=field_type)
+                  for position, field_type in enumerate(closure_type.elements) if position != _NEXT}
+        begin, end, chunk, context = fields[_BEGIN], fields[_END], fields[_CHUNK], fields[_CONTEXT]
+        threads, chunks = fields[_THREADS], fields[_CHUNKS]
+        captured = [fields[position] for position in range(_CAPTURED, len(closure_type.elements))]
+        counters = self._field(b, closure, closure_type, _NEXT)
+        first = b.urem(b.zext(participant, I64), threads)
+        entry = b.block
+        owner = function.append_basic_block("owner")
+        block = function.append_basic_block("block")
         take = function.append_basic_block("take")
         run = function.append_basic_block("run")
+        next_owner = function.append_basic_block("next_owner")
         failed = function.append_basic_block("failed")
         done = function.append_basic_block("done")
+        b.branch(owner)
+        b.position_at_end(owner)
+        q = b.phi(I64, name="owner")
+        visited = b.phi(I64, name="visited")
+        q.add_incoming(first, entry)
+        visited.add_incoming(ir.Constant(I64, 0), entry)
+        b.cbranch(b.icmp_signed("<", visited, threads), block, done)
+        b.position_at_end(block)
+        low = b.sdiv(b.mul(q, chunks), threads)
+        high = b.sdiv(b.mul(b.add(q, ir.Constant(I64, 1)), chunks), threads)
+        counter = self._counter(b, counters, q)
         b.branch(take)
         b.position_at_end(take)
-        piece = b.atomic_rmw("add", self._field(b, closure, closure_type, _NEXT), ir.Constant(I64, 1), "monotonic")
-        start = b.add(begin, b.mul(piece, chunk))
-        b.cbranch(b.icmp_signed("<", start, end), run, done)
+        piece = b.add(low, b.atomic_rmw("add", counter, ir.Constant(I64, 1), "monotonic"))
+        b.cbranch(b.icmp_signed("<", piece, high), run, next_owner)
         b.position_at_end(run)
+        start = b.add(begin, b.mul(piece, chunk))
         stop = b.add(start, chunk)
         stop = b.select(b.icmp_signed("<", stop, end), stop, end)
         if index_type != I64:
             start, stop = b.trunc(start, index_type), b.trunc(stop, index_type)
         status = b.call(worker, [start, stop, context] + captured)
         b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), take, failed)
+        b.position_at_end(next_owner)
+        following = b.add(q, ir.Constant(I64, 1))
+        wrapped = b.select(b.icmp_signed("<", following, threads), following, ir.Constant(I64, 0))
+        q.add_incoming(wrapped, next_owner)
+        visited.add_incoming(b.add(visited, ir.Constant(I64, 1)), next_owner)
+        b.branch(owner)
         b.position_at_end(failed)
         b.cmpxchg(self._field(b, closure, closure_type, _STATUS), ir.Constant(I32, 0), status, "monotonic", "monotonic")
         b.branch(done)

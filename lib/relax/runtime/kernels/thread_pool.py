@@ -17,11 +17,17 @@ The protocol, all in one 64-bit word `slots` = launch id << 32 | CLOSED | joined
   started as launches ask for more of them, up to MAX_THREADS - 1, and are
   never stopped;
 - the caller stores the task, its closure and how many workers may join, then
-  opens a new launch id, wakes sleeping workers, and runs the task itself;
+  opens a new launch id, wakes sleeping workers, and runs the task itself as
+  participant 0: `task(closure, 0)`;
 - a worker that sees a new id joins by incrementing `joined` with a
-  compare-and-swap (refused once the launch is closed or full), runs the task,
-  and counts itself in `finished`; the task takes chunks from the closure's
-  atomic counter until none is left (parallel.py's trampoline);
+  compare-and-swap (refused once the launch is closed or full), runs
+  `task(closure, index)` and counts itself in `finished`. A worker's index is
+  fixed when it is started (1 + the workers started before it), not by the order
+  in which it joins, and worker i joins only launches that ask for at least i
+  workers, so participant p of a launch is always the same thread and gets the
+  same share of every launch (parallel.py's trampoline runs participant p's own
+  block of chunks first, which then stays in that core's cache, and takes what
+  is left of the others' after: a worker that is late or absent delays nobody);
 - when the caller's own task returns, every chunk has been taken; it closes
   the launch (sets CLOSED, which fixes how many joined) and waits, spinning then
   yielding its core, until that many have finished. A worker that was asleep or
@@ -29,9 +35,14 @@ The protocol, all in one 64-bit word `slots` = launch id << 32 | CLOSED | joined
 - a launch that lost time waiting for a descheduled worker makes the pool run
   the next few launches on the caller alone (BACKOFF_FLOOR_NS, MAX_BACKOFF).
 
-Idle workers spin on `slots` for SPIN_ROUNDS rounds (a `pause` each on x86)
-and then sleep on a condition variable; the caller takes the mutex to signal
-only when some worker sleeps. The mutex and condition variable live in 128-byte
+An idle worker polls `slots` (a `pause` between polls on x86, the clock read
+every CLOCK_ROUNDS polls) until DEFAULT_SPIN_US (RELAX_POOL_SPIN_US, set_spin)
+have passed since its last task, then sleeps on a condition variable; the caller
+takes the mutex to signal only when some worker sleeps. The span is time, not a
+count of pauses, whose length differs tenfold between CPUs; it is counted from
+the worker's last task, so a model run whose kernels follow each other closer
+than that finds its workers awake, and a process that stops launching has them
+asleep that long after. The mutex and condition variable live in 128-byte
 slots initialized with pthread_*_init, so no platform's struct layout is assumed.
 """
 
@@ -39,20 +50,28 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import time
 
 import llvmlite.binding as llvm
 
+from ...diagnostics import UserError
 from . import abi
 from .host import host_target_machine, initialize_llvm
 
 POOL_LAUNCH = "__relax_pool_launch"
 _SET_BACKOFF = "__relax_pool_set_backoff"
+_SET_SPIN = "__relax_pool_set_spin"
 
-# Rounds an idle worker polls for the next launch before it sleeps (about 40 us
-# with x86's pause): long enough to catch the next kernel of a model run from
-# Python, short enough not to steal a busy machine's cores for long.
-SPIN_ROUNDS = 1000
+# Microseconds an idle worker polls for the next launch, counted from its last
+# task, before it sleeps on the condition variable (RELAX_POOL_SPIN_US overrides).
+# It must outlast the gaps of a model run (between kernels, and between calls of
+# a model in a loop) and stay short enough not to hold a core for long once the
+# process is idle. The clock is read every CLOCK_ROUNDS pauses.
+DEFAULT_SPIN_US = 200
+CLOCK_ROUNDS = 32
+SPIN_ENV = "RELAX_POOL_SPIN_US"
+MAX_SPIN_US = 1_000_000
 
 # Polls of `finished` before the launching thread yields its core to the workers.
 WAIT_SPINS = 64
@@ -96,6 +115,8 @@ def pool_ir(triple: str) -> str:
 @backoff = internal global i32 0, align 8
 @skip = internal global i32 0, align 8
 @max_backoff = internal global i32 {MAX_BACKOFF}, align 8
+@spin_ns = internal global i64 {DEFAULT_SPIN_US * 1000}, align 8
+@spin_yield = internal global i32 0, align 8
 @mutex = internal global [128 x i8] zeroinitializer, align 64
 @cond = internal global [128 x i8] zeroinitializer, align 64
 
@@ -113,23 +134,42 @@ declare i32 @clock_gettime(i32, ptr)
 {pause_declaration}
 
 ; A worker: wait for a launch id other than the last one seen, try to join it, run it.
+; Its argument packs its participant index (fixed at creation, 1 + the workers
+; started before it) above the launch id it was created at.
 define internal ptr @worker(ptr %first_seen) {{
 entry:
-  %seen0 = ptrtoint ptr %first_seen to i64
+  %packed = ptrtoint ptr %first_seen to i64
+  %seen0 = and i64 %packed, 4294967295
+  %index64 = lshr i64 %packed, 32
+  %index = trunc i64 %index64 to i32
   br label %idle
 idle:
   %seen = phi i64 [%seen0, %entry], [%id, %skip], [%id, %ran]
+  %since = call i64 @now()
+  %spin.ns = load atomic i64, ptr @spin_ns monotonic, align 8
   br label %spin
 spin:
-  %round = phi i64 [0, %idle], [%round.next, %spin.again]
+  %round = phi i64 [0, %idle], [%round.next, %spin.again], [0, %spin.time]
   %w.spin = load atomic i64, ptr @slots seq_cst, align 8
   %id.spin = lshr i64 %w.spin, 32
   %new.spin = icmp ne i64 %id.spin, %seen
   br i1 %new.spin, label %look, label %spin.again
 spin.again:
 {pause}  %round.next = add i64 %round, 1
-  %more = icmp ult i64 %round.next, {SPIN_ROUNDS}
-  br i1 %more, label %spin, label %sleep
+  %more = icmp ult i64 %round.next, {CLOCK_ROUNDS}
+  br i1 %more, label %spin, label %spin.clock
+spin.clock:
+  %polite = load atomic i32, ptr @spin_yield monotonic, align 4
+  %yielding = icmp ne i32 %polite, 0
+  br i1 %yielding, label %spin.yield, label %spin.time
+spin.yield:
+  call i32 @sched_yield()
+  br label %spin.time
+spin.time:
+  %now.spin = call i64 @now()
+  %spun = sub i64 %now.spin, %since
+  %awake = icmp slt i64 %spun, %spin.ns
+  br i1 %awake, label %spin, label %sleep
 sleep:
   call i32 @pthread_mutex_lock(ptr @mutex)
   atomicrmw add ptr @sleepers, i32 1 seq_cst
@@ -157,7 +197,10 @@ room:
   %wanted = load atomic i32, ptr @wanted seq_cst, align 4
   %wanted64 = sext i32 %wanted to i64
   %full = icmp sge i64 %joined, %wanted64
-  br i1 %full, label %skip, label %join
+  %index.wide = zext i32 %index to i64
+  %not.asked = icmp sgt i64 %index.wide, %wanted64
+  %stay.out = or i1 %full, %not.asked
+  br i1 %stay.out, label %skip, label %join
 join:
   %w.joined = add i64 %w, 1
   %swap = cmpxchg ptr @slots, i64 %w, i64 %w.joined seq_cst seq_cst
@@ -166,7 +209,7 @@ join:
 run:
   %task = load atomic ptr, ptr @task seq_cst, align 8
   %closure = load atomic ptr, ptr @closure seq_cst, align 8
-  call ptr %task(ptr %closure)
+  call ptr %task(ptr %closure, i32 %index)
   atomicrmw add ptr @finished, i32 1 seq_cst
   br label %ran
 ran:
@@ -221,14 +264,17 @@ check:
 start:
   %w = load atomic i64, ptr @slots seq_cst, align 8
   %id = lshr i64 %w, 32
-  %arg = inttoptr i64 %id to ptr
+  %have.next = add i32 %have, 1
+  %index = zext i32 %have.next to i64
+  %index.high = shl i64 %index, 32
+  %packed = or i64 %index.high, %id
+  %arg = inttoptr i64 %packed to ptr
   %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @worker, ptr %arg)
   %ok = icmp eq i32 %rc, 0
   br i1 %ok, label %started.one, label %done
 started.one:
   %thread = load i64, ptr %tid, align 8
   call i32 @pthread_detach(i64 %thread)
-  %have.next = add i32 %have, 1
   store atomic i32 %have.next, ptr @started seq_cst, align 4
   br label %check
 done:
@@ -242,7 +288,7 @@ entry:
   %mine = extractvalue {{ i32, i1 }} %take, 1
   br i1 %mine, label %setup, label %alone
 alone:
-  call ptr %task(ptr %closure)
+  call ptr %task(ptr %closure, i32 0)
   ret void
 setup:
   call void @ensure_setup()
@@ -263,7 +309,7 @@ size:
   %none = icmp sle i32 %wanted, 0
   br i1 %none, label %serial, label %open
 serial:
-  call ptr %task(ptr %closure)
+  call ptr %task(ptr %closure, i32 0)
   store atomic i32 0, ptr @busy seq_cst, align 4
   ret void
 open:
@@ -287,7 +333,7 @@ signal:
   br label %work
 work:
   %t0 = call i64 @now()
-  call ptr %task(ptr %closure)
+  call ptr %task(ptr %closure, i32 0)
   %t1 = call i64 @now()
   %at.close = atomicrmw or ptr @slots, i64 {_CLOSED} seq_cst
   %joined64 = and i64 %at.close, {_JOINED_MASK}
@@ -335,6 +381,15 @@ unlock:
   ret void
 }}
 
+; Sets how long idle workers spin (nanoseconds) and whether they yield their core
+; while they do (workers already spinning keep their current span until their next task).
+define void @{_SET_SPIN}(i64 %ns, i32 %polite) {{
+entry:
+  store atomic i64 %ns, ptr @spin_ns monotonic, align 8
+  store atomic i32 %polite, ptr @spin_yield monotonic, align 4
+  ret void
+}}
+
 ; Sets the longest back-off (0: never back off) and forgets the current one.
 define void @{_SET_BACKOFF}(i32 %limit) {{
 entry:
@@ -371,8 +426,10 @@ def ensure_pool() -> int:
     if not address:
         raise RuntimeError("the kernel thread pool did not compile")
     llvm.add_symbol(POOL_LAUNCH, address)
-    global _set_backoff
+    global _set_backoff, _set_spin
     _set_backoff = ctypes.CFUNCTYPE(None, ctypes.c_int32)(engine.get_function_address(_SET_BACKOFF))
+    _set_spin = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int32)(engine.get_function_address(_SET_SPIN))
+    _set_spin(spin_from_environment() * 1000, 0)
     # Worker threads run this code until the process ends: it must never be freed,
     # not even when Python tears its objects down at exit.
     engine.detach()
@@ -380,6 +437,32 @@ def ensure_pool() -> int:
 
 
 _set_backoff = None
+_set_spin = None
+
+
+def spin_from_environment() -> int:
+    """Microseconds idle workers spin: RELAX_POOL_SPIN_US, else DEFAULT_SPIN_US."""
+    value = os.environ.get(SPIN_ENV, "").strip()
+    if not value:
+        return DEFAULT_SPIN_US
+    try:
+        microseconds = int(value)
+    except ValueError:
+        microseconds = -1
+    if not 0 <= microseconds <= MAX_SPIN_US:
+        raise UserError(f"{SPIN_ENV} must be a whole number of microseconds from 0 to {MAX_SPIN_US}, not '{value}'")
+    return microseconds
+
+
+def set_spin(microseconds: int, polite: bool = False) -> None:
+    """How long idle pool workers poll for the next launch before they sleep.
+
+    `polite`: they call sched_yield() between clock reads, so a spinning worker gives
+    its core to any other runnable thread. Workers already spinning keep their span
+    until they next run a task.
+    """
+    ensure_pool()
+    _set_spin(max(0, min(int(microseconds), MAX_SPIN_US)) * 1000, int(bool(polite)))
 
 
 def set_max_backoff(launches: int = MAX_BACKOFF) -> None:
