@@ -47,6 +47,7 @@ CHUNK_TILES = 16  # column tiles per parallel chunk (they share one packed A blo
 MIN_CHUNKS = 2  # chunks per matmul at least, for the cores (2 here); fewer tiles per chunk when needed
 ROW_BLOCK_TILES = 128  # row tiles per row block (A block: 32 x 8 rows x 256 k = 256 KiB, in L2)
 PACK_A = True
+NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x 16 or 32 floats)
 
 
 def _operands(nest: Nest):
@@ -84,8 +85,13 @@ def matches(nest: Nest, cpu=None) -> bool:
         return False
     store = nest.block.body
     i_loop, j_loop = (nest.loop_of(_iter(nest, store.indices[p])) for p in (-2, -1))
-    return (isinstance(i_loop.extent, tir.IntImm) and isinstance(j_loop.extent, tir.IntImm)
-            and i_loop.extent.value >= 1 and j_loop.extent.value >= LANES * VECTORS)
+    if not (isinstance(i_loop.extent, tir.IntImm) and isinstance(j_loop.extent, tir.IntImm) and i_loop.extent.value >= 1):
+        return False
+    if j_loop.extent.value >= LANES * VECTORS:
+        return True
+    # Narrower than one tile (a classifier's 10 outputs): the narrow tiles alone, for several rows.
+    k_iter = reduction_order.reduction_parts(nest)[2][0]
+    return i_loop.extent.value >= 2 and _narrow_fits(nest, _iter(nest, store.indices[-1]), k_iter, 0)
 
 
 def _rows(cpu, extent: int) -> int:
@@ -226,6 +232,76 @@ def _uniform_init(nest: Nest):
     return value
 
 
+def _narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_per_tile: int, j_start: int) -> tir.Stmt:
+    """Columns j_start .. N (fewer than one tile) of every row in register tiles of 16-lane vectors.
+
+    B's last columns are packed once, whole K, into a panel padded with zeros to whole
+    vectors; each tile starts from the init value, runs every k step, and stores only
+    the columns that exist, element by element (no masked stores needed).
+    """
+    store = nest.block.body
+    i_loop, k_loop = nest.loop_of(i_iter), nest.loop_of(k_iter)
+    index = i_loop.loop_var.dtype
+    const = lambda value: tir.IntImm(index, value)  # noqa: E731
+    columns = nest.loop_of(j_iter).extent.value - j_start
+    vectors = -(-columns // LANES)
+    width, depth, m = vectors * LANES, k_loop.extent.value, i_loop.extent.value
+    init_value = _uniform_init(nest)
+
+    def at(expr, i, j, k=None):
+        values = {**outer_values, i_iter.var: i, j_iter.var: j, k_iter.var: k if k is not None else const(0)}
+        return nest.bound(expr, values)
+
+    def local(name, size):
+        return tir.Buffer(f"{store.buffer.name}_{name}", (const(size),), "float32",
+                          tir.Var(f"{store.buffer.name}_{name}", "handle"), scope="local")
+
+    panel = local("narrow_panel", depth * width)
+    k, column = fresh(k_loop.loop_var, "pack"), fresh(nest.loop_of(j_iter).loop_var, "pack")
+    copy = loop(column, const(columns), tir.BufferStore(panel, at(y, const(0), const(j_start) + column, k),
+                                                        (k * const(width) + column,)))
+    zero = loop(column, const(width - columns), tir.BufferStore(panel, tir.FloatImm("float32", 0.0),
+                                                                (k * const(width) + const(columns) + column,)))
+    pack = loop(k, const(depth), tir.SeqStmt((copy, zero)))
+
+    def tile(i0, rows):
+        acc = local("narrow_tile", rows * width)
+        slots = [(r, v) for r in range(rows) for v in range(vectors)]
+
+        def slot(r, v):
+            return (_ramp(const((r * vectors + v) * LANES)),)
+
+        step_k = fresh(k_loop.loop_var, "narrow")
+        updates = []
+        for r, v in slots:
+            a = tir.Broadcast(at(x, i0 + const(r), const(j_start), step_k), LANES)
+            b = tir.BufferLoad(panel, (_ramp(step_k * const(width) + const(v * LANES)),))
+            total = tir.Call(f"float32x{LANES}", "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
+            updates.append(tir.BufferStore(acc, total, slot(r, v)))
+        zeros = [tir.BufferStore(acc, tir.Broadcast(init_value, LANES), slot(r, v)) for r, v in slots]
+        saves = [at(store, i0 + const(r), const(j_start + c)).with_fields(
+                     value=tir.BufferLoad(acc, (const(r * width + c),))) for r in range(rows) for c in range(columns)]
+        return allocation(acc, tir.SeqStmt((*zeros, loop(step_k, const(depth), tir.SeqStmt(tuple(updates))), *saves)))
+
+    i_tile = fresh(i_loop.loop_var, "narrow")
+    parts = [pack]
+    if m // rows_per_tile:
+        parts.append(loop(i_tile, const(m // rows_per_tile), tile(i_tile * const(rows_per_tile), rows_per_tile),
+                          independent=True))
+    if m % rows_per_tile:
+        parts.append(tile(const(m // rows_per_tile * rows_per_tile), m % rows_per_tile))
+    return allocation(panel, tir.SeqStmt(tuple(parts)))
+
+
+def _narrow_fits(nest: Nest, j_iter, k_iter, j_start: int) -> bool:
+    """Whether the last columns can take _narrow: constant K, a padded panel of at most NARROW_PANEL_BYTES, constant init."""
+    k_extent = nest.loop_of(k_iter).extent
+    columns = nest.loop_of(j_iter).extent.value - j_start
+    if not isinstance(k_extent, tir.IntImm) or columns < 1 or _uniform_init(nest) is None:
+        return False
+    return k_extent.value * -(-columns // LANES) * LANES * 4 <= NARROW_PANEL_BYTES
+
+
 def _remainder(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, rows, columns) -> tir.Stmt | None:
     """Rows [start, stop) x columns [start, stop) in j-innermost loops (None when empty)."""
     (i_start, i_stop), (j_start, j_stop) = rows, columns
@@ -256,12 +332,15 @@ def apply(nest: Nest, cpu=None) -> tir.Stmt:
     i_full = nest.loop_of(i_iter).extent.value // rows * rows
     j_full = nest.loop_of(j_iter).extent.value // (LANES * VECTORS) * (LANES * VECTORS)
     i_end, j_end = nest.loop_of(i_iter).extent.value, nest.loop_of(j_iter).extent.value
-    parts = [_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows)]
-    if i_full < i_end:  # the last rows: one register tile with fewer rows
+    parts = [_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows)] if j_full else []
+    if i_full < i_end and j_full:  # the last rows: one register tile with fewer rows
         parts.append(_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, i_end - i_full, i_full, 1))
-    rest = _remainder(nest, outer_vars, i_iter, j_iter, reduce[0], (0, i_end), (j_full, j_end))
-    if rest is not None:
-        parts.append(rest)
+    if j_full < j_end and _narrow_fits(nest, j_iter, reduce[0], j_full):
+        parts.append(_narrow(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows, j_full))
+    else:
+        rest = _remainder(nest, outer_vars, i_iter, j_iter, reduce[0], (0, i_end), (j_full, j_end))
+        if rest is not None:
+            parts.append(rest)
     stmt = parts[0] if len(parts) == 1 else tir.SeqStmt(tuple(parts))
     for iv in reversed(outer):
         stmt = loop(outer_vars[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
