@@ -38,7 +38,10 @@ The protocol, all in one 64-bit word `slots` = launch id << 32 | CLOSED | joined
 An idle worker polls `slots` (a `pause` between polls on x86, the clock read
 every CLOCK_ROUNDS polls) until DEFAULT_SPIN_US (RELAX_POOL_SPIN_US, set_spin)
 have passed since its last task, then sleeps on a condition variable; the caller
-takes the mutex to signal only when some worker sleeps. The span is time, not a
+takes the mutex to signal only when a worker it asks for sleeps (a bit per worker in
+`sleeping`). A worker not asked for a launch goes to sleep at once and stays asleep
+through launches that do not ask for it, so a pool grown by one wide launch neither
+spins nor wakes for the narrow ones after it. The span is time, not a
 count of pauses, whose length differs tenfold between CPUs; it is counted from
 the worker's last task, so a model run whose kernels follow each other closer
 than that finds its workers awake, and a process that stops launching has them
@@ -110,7 +113,7 @@ def pool_ir(triple: str) -> str:
 @wanted = internal global i32 0, align 8
 @busy = internal global i32 0, align 64
 @started = internal global i32 0, align 8
-@sleepers = internal global i32 0, align 64
+@sleeping = internal global i64 0, align 64
 @owner_pid = internal global i32 0, align 8
 @backoff = internal global i32 0, align 8
 @skip = internal global i32 0, align 8
@@ -142,6 +145,8 @@ entry:
   %seen0 = and i64 %packed, 4294967295
   %index64 = lshr i64 %packed, 32
   %index = trunc i64 %index64 to i32
+  %bit = shl i64 1, %index64
+  %not.bit = xor i64 %bit, -1
   br label %idle
 idle:
   %seen = phi i64 [%seen0, %entry], [%id, %skip], [%id, %ran]
@@ -171,19 +176,28 @@ spin.time:
   %awake = icmp slt i64 %spun, %spin.ns
   br i1 %awake, label %spin, label %sleep
 sleep:
+  %seen.asleep = phi i64 [%seen, %spin.time], [%id, %dismiss]
   call i32 @pthread_mutex_lock(ptr @mutex)
-  atomicrmw add ptr @sleepers, i32 1 seq_cst
+  atomicrmw or ptr @sleeping, i64 %bit seq_cst
   br label %sleep.check
 sleep.check:
+  %seen.now = phi i64 [%seen.asleep, %sleep], [%seen.now, %sleep.wait], [%id.sleep, %sleep.pass]
   %w.sleep = load atomic i64, ptr @slots seq_cst, align 8
   %id.sleep = lshr i64 %w.sleep, 32
-  %new.sleep = icmp ne i64 %id.sleep, %seen
-  br i1 %new.sleep, label %woken, label %sleep.wait
+  %new.sleep = icmp ne i64 %id.sleep, %seen.now
+  br i1 %new.sleep, label %sleep.asked, label %sleep.wait
+sleep.asked:
+  %wanted.sleep = load atomic i32, ptr @wanted seq_cst, align 4
+  %wanted.sleep64 = sext i32 %wanted.sleep to i64
+  %passed = icmp sgt i64 %index64, %wanted.sleep64
+  br i1 %passed, label %sleep.pass, label %woken
+sleep.pass:
+  br label %sleep.check
 sleep.wait:
   call i32 @pthread_cond_wait(ptr @cond, ptr @mutex)
   br label %sleep.check
 woken:
-  atomicrmw sub ptr @sleepers, i32 1 seq_cst
+  atomicrmw and ptr @sleeping, i64 %not.bit seq_cst
   call i32 @pthread_mutex_unlock(ptr @mutex)
   br label %look
 look:
@@ -196,11 +210,13 @@ room:
   %joined = and i64 %w, {_JOINED_MASK}
   %wanted = load atomic i32, ptr @wanted seq_cst, align 4
   %wanted64 = sext i32 %wanted to i64
+  %not.asked = icmp sgt i64 %index64, %wanted64
+  br i1 %not.asked, label %dismiss, label %room.free
+dismiss:
+  br label %sleep
+room.free:
   %full = icmp sge i64 %joined, %wanted64
-  %index.wide = zext i32 %index to i64
-  %not.asked = icmp sgt i64 %index.wide, %wanted64
-  %stay.out = or i1 %full, %not.asked
-  br i1 %stay.out, label %skip, label %join
+  br i1 %full, label %skip, label %join
 join:
   %w.joined = add i64 %w, 1
   %swap = cmpxchg ptr @slots, i64 %w, i64 %w.joined seq_cst seq_cst
@@ -241,7 +257,7 @@ entry:
   br i1 %same, label %done, label %setup
 setup:
   store atomic i32 0, ptr @started seq_cst, align 4
-  store atomic i32 0, ptr @sleepers seq_cst, align 4
+  store atomic i64 0, ptr @sleeping seq_cst, align 8
   store i32 0, ptr @backoff, align 4
   store i32 0, ptr @skip, align 4
   call i32 @pthread_mutex_init(ptr @mutex, ptr null)
@@ -323,8 +339,12 @@ open:
   %new.id.low = and i64 %new.id, 4294967295
   %opened = shl i64 %new.id.low, 32
   store atomic i64 %opened, ptr @slots seq_cst, align 8
-  %sleeping = load atomic i32, ptr @sleepers seq_cst, align 4
-  %wake = icmp sgt i32 %sleeping, 0
+  %sleeping = load atomic i64, ptr @sleeping seq_cst, align 8
+  %wanted.wide = zext i32 %wanted to i64
+  %past.asked = shl i64 2, %wanted.wide
+  %asked = sub i64 %past.asked, 2
+  %asked.asleep = and i64 %sleeping, %asked
+  %wake = icmp ne i64 %asked.asleep, 0
   br i1 %wake, label %signal, label %work
 signal:
   call i32 @pthread_mutex_lock(ptr @mutex)
