@@ -1,0 +1,173 @@
+"""The register-tile rule's shape paths (relax.tir.schedule.register_tile) against the plain nests and numpy.
+
+Each case legalizes and fuses (-O2) a float32 matmul, alone, batched or followed by a
+bias add and relu, builds its kernels unscheduled (-O0) and scheduled, runs both on
+the same random data and compares them with each other and with numpy (float64).
+The paths: full 8 x 32 (4 x 32 without AVX-512) tiles in parallel column chunks with
+packed A and B blocks, the last rows as one smaller tile, the last columns (or a
+matrix narrower than one tile) as 16-lane tiles over a zero-padded panel, a symbolic
+K (blocks of K_PANEL, the last one shorter), and the blocking constants made small so
+that small matrices cross every chunk, row-block and k-block boundary, partial ones
+included. The rule claims float32 only: a float64 matmul keeps another path and
+stays correct. Tolerance: rtol 1e-4, atol 1e-4 (float32 sums of up to 1023 terms;
+the tiles round each multiply-add once, the plain nest twice).
+"""
+
+import numpy as np
+import pytest
+
+import relax.tir.schedule as schedule
+from relax.codegen.build_kernels import build_host_library
+from relax.ir import tir
+from relax.tir.loop_nests import top_level
+from relax.tir.rewrite import collect
+from relax.tir.schedule import default_cpu_schedule, register_tile
+from relax.tir.schedule.cpu import CpuInfo
+from relax.tir.schedule.nest import match_nest
+from relax.transform.pass_infra import PassContext
+
+from dataflow_kernels import lowered_kernels
+
+TOLERANCE = dict(rtol=1e-4, atol=1e-4)
+
+
+def _funcs(m, k, n, dtype="float32", epilogue=False, batch=()):
+    params = (f'a: R.Tensor({(*batch, m, k)}, "{dtype}"), b: R.Tensor({(*batch, k, n)}, "{dtype}"), '
+              f'c: R.Tensor(({n},), "{dtype}")')
+    if epilogue:
+        body = "y = R.matmul(a, b)\n            z = R.add(y, c)\n            out = R.nn.relu(z)"
+    else:
+        body = "out = R.matmul(a, b)"
+    return lowered_kernels(params, body, 2)
+
+
+def _run(funcs: dict, a, b, c, epilogue: bool) -> np.ndarray:
+    """The kernel run plain and scheduled on (a, b[, c]); checks they agree and returns the scheduled output."""
+    (name, func), = funcs.items()
+    with PassContext(opt_level=0):
+        plain = build_host_library(funcs)
+    scheduled = build_host_library(funcs)
+    out_buffer = func.buffer_map[-1][1]
+    shape = tuple(d.value if isinstance(d, tir.IntImm) else a.shape[-1] for d in out_buffer.shape)
+    outputs = []
+    for library in (plain, scheduled):
+        out = np.full(shape, np.nan, out_buffer.dtype)
+        inputs = (a, b, c) if epilogue else (a, b)
+        library.get_function(name)(*inputs, out)
+        outputs.append(out)
+    np.testing.assert_allclose(outputs[0], outputs[1], **TOLERANCE)
+    return outputs[1]
+
+
+def _check(m, k, n, epilogue=False, batch=(), dtype="float32"):
+    rng = np.random.default_rng(m * 7919 + k * 31 + n)
+    a = rng.standard_normal((*batch, m, k)).astype(dtype)
+    b = rng.standard_normal((*batch, k, n)).astype(dtype)
+    c = rng.standard_normal(n).astype(dtype)
+    out = _run(_funcs(m, k, n, dtype, epilogue, batch), a, b, c, epilogue)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    if epilogue:
+        expected = np.maximum(expected + c, 0)
+    np.testing.assert_allclose(out, expected, **TOLERANCE)
+
+
+def _scheduled_matmul(m, k, n, wide=True):
+    """The matmul nest of (m x k) @ (k x n), scheduled by the register-tile rule."""
+    (func,) = lowered_kernels(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")',
+                              "out = R.matmul(a, b)", 2).values()
+    nest = next(n for n in map(match_nest, top_level(func.body)[0]) if n is not None)
+    cpu = CpuInfo(wide_registers=wide)
+    assert register_tile.matches(nest, cpu)
+    return register_tile.apply(nest, cpu)
+
+
+@pytest.mark.parametrize("m", [1, 7, 13, 1023])
+@pytest.mark.parametrize("k,n", [(1, 32), (13, 45), (7, 1023), (300, 70)])
+def test_matmul_matches_numpy(m, k, n):
+    if m * k * n > 4_000_000:
+        pytest.skip("covered by smaller shapes")
+    _check(m, k, n)
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 784, 10), (13, 7, 1), (7, 1023, 13), (1023, 13, 31), (9, 20, 17)])
+def test_narrower_than_one_tile_matches_numpy(m, k, n):
+    _check(m, k, n)
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 784, 512), (13, 1023, 75), (1023, 7, 33)])
+def test_bias_relu_epilogue_matches_numpy(m, k, n):
+    _check(m, k, n, epilogue=True)
+
+
+def test_batched_matmul_matches_numpy():
+    _check(13, 30, 70, batch=(3,))
+
+
+def test_symbolic_k_matches_numpy():
+    funcs = lowered_kernels('a: R.Tensor((13, "k"), "float32"), b: R.Tensor(("k", 45), "float32")',
+                            "out = R.matmul(a, b)", 2)
+    rng = np.random.default_rng(3)
+    for k in (1, 300, 600):
+        a, b = rng.standard_normal((13, k)).astype("float32"), rng.standard_normal((k, 45)).astype("float32")
+        (name, func), = funcs.items()
+        with PassContext(opt_level=0):
+            plain = build_host_library(funcs)
+        outputs = []
+        for library in (plain, build_host_library(funcs)):
+            out = np.full((13, 45), np.nan, "float32")
+            library.get_function(name)(a, b, out)
+            outputs.append(out)
+        np.testing.assert_allclose(outputs[0], outputs[1], **TOLERANCE)
+        np.testing.assert_allclose(outputs[1], a.astype(np.float64) @ b, **TOLERANCE)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_every_block_boundary_crossed(monkeypatch, wide):
+    """Tiny blocking constants: partial column chunks, row blocks and k blocks on a small matmul."""
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: CpuInfo(wide_registers=wide))
+    monkeypatch.setattr(register_tile, "K_PANEL", 16)
+    monkeypatch.setattr(register_tile, "CHUNK_TILES", 2)
+    monkeypatch.setattr(register_tile, "ROW_BLOCK_TILES", 3)
+    _check(8 * 13 + 5, 50, 32 * 5 + 7)
+    _check(8 * 13 + 5, 50, 32 * 5 + 7, epilogue=True)
+
+
+def test_float64_is_not_claimed_and_stays_correct():
+    (func,) = lowered_kernels('a: R.Tensor((64, 64), "float64"), b: R.Tensor((64, 64), "float64")',
+                              "out = R.matmul(a, b)", 2).values()
+    nest = next(n for n in map(match_nest, top_level(func.body)[0]) if n is not None)
+    assert not register_tile.matches(nest, CpuInfo(wide_registers=True))
+    _check(13, 64, 40, dtype="float64")
+
+
+def _fma_count(stmt) -> int:
+    return sum(call.op == "tir.fma" for call in collect(stmt, tir.Call))
+
+
+def test_last_rows_take_a_smaller_register_tile():
+    # 13 rows: one 8-row tile (16 fma) and one 5-row tile (10 fma), no scalar row loop.
+    stmt = _scheduled_matmul(13, 64, 64)
+    assert _fma_count(stmt) == 8 * 2 + 5 * 2
+    assert not any("rest" in loop.loop_var.name for loop in collect(stmt, tir.For))
+
+
+def test_narrow_columns_take_sixteen_lane_tiles():
+    # 64 x 10: only narrow tiles, one 16-lane vector per row of 8 (one fma each), no scalar loops.
+    stmt = _scheduled_matmul(64, 512, 10)
+    assert _fma_count(stmt) == 8
+    assert not any("rest" in loop.loop_var.name for loop in collect(stmt, tir.For))
+    # 70 columns: two full 32-wide tiles, then 6 columns in one 16-lane vector per row.
+    assert _fma_count(_scheduled_matmul(64, 512, 70)) == 8 * 2 + 8
+
+
+def test_column_chunks_run_in_parallel_with_one_packed_a_block():
+    (func,) = lowered_kernels('a: R.Tensor((64, 784), "float32"), b: R.Tensor((784, 512), "float32")',
+                              "out = R.matmul(a, b)", 2).values()
+    scheduled = default_cpu_schedule(func)
+    loops = list(collect(scheduled.body, tir.For))
+    parallel = [loop for loop in loops if loop.kind == "parallel"]
+    assert len(parallel) == 1 and parallel[0].extent.value >= register_tile.MIN_CHUNKS
+    k_blocks = [loop for loop in loops if loop.loop_var.name.endswith("_outer")]
+    assert k_blocks and k_blocks[0].extent.value == 4  # 784 = 4 x 196
+    buffers = {alloc.buffer_var.name for alloc in collect(scheduled.body, tir.Allocate)}
+    assert any(name.endswith("a_block") for name in buffers) and any(name.endswith("panel") for name in buffers)
