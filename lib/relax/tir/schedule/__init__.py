@@ -16,6 +16,12 @@ tiles round a multiply-add once; vector row reductions group terms by lane).
 The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns it off;
 -O0 never runs it, so plain nests stay available for comparison.
 
+First, in kernels without a conv2d or gemv (whose rules apply the nests after them
+in registers), elementwise producers are inlined into their consumers (inline.py: a GELU
+epilogue's six nests become one pass over memory), then the last intermediate moves
+into the output buffer where the last nest reads it only at the index it writes
+(output_reuse.py: a matmul accumulates into the output its epilogue rewrites in place).
+
 | rule | file | matches |
 | --- | --- | --- |
 | gemv | gemv.py | float32 matrix-vector products (one row of C, B's last index j): B streamed 4 rows per pass over C's row (in L1), or k split over registers for narrow rows; bias/relu/GELU nests after it applied before the store |
@@ -38,7 +44,9 @@ from ..loop_nests import has_thread_bindings, top_level
 from ..rewrite import collect
 from . import conv2d, gemv, pool, reduction_order, register_tile, row_reduction
 from .cpu import CpuInfo, cpu_info
+from .inline import inline_elementwise
 from .nest import match_nest
+from .output_reuse import reuse_output
 from .parallel import parallelize
 
 CONFIG_KEY = "tir.default_cpu_schedule"
@@ -66,6 +74,12 @@ def schedule_nest(stmt: tir.Stmt, parallel: bool = True, cpu: CpuInfo = CpuInfo(
     return parallelize(stmt, scheduled) if parallel else scheduled
 
 
+def _fuses_own_epilogue(stmt: tir.Stmt, cpu: CpuInfo) -> bool:
+    """Whether a rule that applies the elementwise nests after it in registers takes `stmt`."""
+    nest = match_nest(stmt)
+    return nest is not None and (conv2d.matches(nest, cpu) or gemv.matches(nest, cpu))
+
+
 def default_cpu_schedule(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
     """`func` with every top-level loop nest scheduled for a CPU `target`."""
     if func.attrs.get("tir.lowered") or has_thread_bindings(func):
@@ -73,14 +87,17 @@ def default_cpu_schedule(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
     if any(loop.kind != "serial" for loop in collect(func.body, tir.For)):
         return func  # already scheduled by hand
     parallel = getattr(target, "num_cores", 0) != 1
-    statements, rebuild = top_level(func.body)
     cpu = cpu_info(target)
-    merged, fused = conv2d.fuse_epilogues(statements, func, cpu, parallel)  # conv2d + bias/relu nests, scheduled
-    merged, fused = gemv.fuse_epilogues(merged, fused, func, cpu, parallel)  # gemv + bias/relu/GELU nests
+    prepared = func
+    if not any(_fuses_own_epilogue(stmt, cpu) for stmt in top_level(func.body)[0]):
+        prepared = reuse_output(inline_elementwise(func))  # elementwise chains as one nest, no workspace
+    statements, rebuild = top_level(prepared.body)
+    merged, fused = conv2d.fuse_epilogues(statements, prepared, cpu, parallel)  # conv2d + bias/relu nests, scheduled
+    merged, fused = gemv.fuse_epilogues(merged, fused, prepared, cpu, parallel)  # gemv + bias/relu/GELU nests
     scheduled = [stmt if id(stmt) in fused else schedule_nest(stmt, parallel, cpu) for stmt in merged]
     if len(scheduled) == len(statements) and all(a is b for a, b in zip(scheduled, statements)):
-        return func
-    return func.with_fields(body=rebuild(scheduled))
+        return prepared
+    return prepared.with_fields(body=rebuild(scheduled))
 
 
 def _enabled(value) -> bool:
