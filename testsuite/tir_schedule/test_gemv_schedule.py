@@ -5,7 +5,7 @@ bias add alone, GELU), built whole (legalize, fuse, schedule, VM) at -O0 (plain 
 -O2 (the rule, its fused epilogue), for the generic x86-64 CPU (16 vector registers) and
 for one with AVX-512's 32 (the narrow/wide threshold moves), run on the same random data
 and compared with each other and with numpy (float64). Kernel-level cases check the
-structure (narrow split, wide chunks, epilogue fused), parallel against serial results,
+structure (register strips, k split for narrow rows, epilogue fused), parallel against serial results,
 and that other shapes and dtypes are left to the other rules. Tolerance: rtol 1e-4,
 atol 1e-4 (float32 sums of up to 2048 terms; the schedule uses fused multiply-adds and,
 for narrow rows, groups the terms by k modulo its split).
@@ -152,16 +152,24 @@ def test_narrow_rows_split_k_over_registers(wide, chains):
     assert [g.extent.value for g in groups] == [2048 // chains]  # k dealt round `chains` accumulators
 
 
-def test_wide_rows_stream_chunks_of_columns():
+@pytest.mark.parametrize("wide,vectors", [(True, gemv.WIDE_STRIP_VECTORS), (False, gemv.STRIP_VECTORS)])
+def test_wide_rows_in_register_strips(wide, vectors):
     _, nest = _matmul_func(_kernels(784, 512))
-    cpu = CpuInfo(wide_registers=True)
-    stmt = gemv.apply(nest, cpu)
-    chunks = [loop for loop in collect(stmt, tir.For) if "chunk" in loop.loop_var.name]
-    assert [c.extent.value for c in chunks] == [512 // (gemv.CHUNK_VECTORS * gemv.LANES)]
+    stmt = gemv.apply(nest, CpuInfo(wide_registers=wide))
+    strips = [loop for loop in collect(stmt, tir.For) if "strip" in loop.loop_var.name]
+    assert [s.extent.value for s in strips] == [512 // (vectors * gemv.LANES)]
     groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{gemv.GROUP_ROWS}")]
     assert [g.extent.value for g in groups] == [784 // gemv.GROUP_ROWS]
-    # each vector of C takes GROUP_ROWS fused multiply-adds per pass
-    assert len(_fmas(groups[0].body)) == gemv.GROUP_ROWS * gemv.BLOCK_VECTORS
+    assert len(_fmas(groups[0].body)) == gemv.GROUP_ROWS * vectors  # GROUP_ROWS rows of B per iteration
+
+
+def test_columns_left_after_the_strips_split_k():
+    _, nest = _matmul_func(_kernels(64, 16 * gemv.WIDE_STRIP_VECTORS + 20))  # one strip, then 16 + 4 columns
+    stmt = gemv.apply(nest, CpuInfo(wide_registers=True))
+    groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith("_g4")]
+    assert [g.extent.value for g in groups] == [16, 16]  # 64 rows: the strip in steps of 4, the rest over 4 sets
+    assert {call.dtype for call in _fmas(groups[1].body)} == {"float32x16", "float32x4"}
+    assert len(_fmas(groups[1].body)) == 2 * 4
 
 
 @pytest.mark.parametrize("epilogue,operation", [("bias_relu", tir.Max), ("bias_gelu", tir.Call)])
@@ -205,5 +213,5 @@ def test_rule_leaves_several_rows_and_other_dtypes():
 def test_default_schedule_picks_gemv_for_mlp_layer():
     func, _ = _matmul_func(_kernels(784, 512))
     scheduled = default_cpu_schedule(func)
-    assert any("chunk" in loop.loop_var.name for loop in collect(scheduled.body, tir.For))
+    assert any("strip" in loop.loop_var.name for loop in collect(scheduled.body, tir.For))
 
