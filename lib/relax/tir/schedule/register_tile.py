@@ -147,9 +147,9 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     # row tiles read it (a single row tile reads B where it is, once).
     packed = row_tiles_count > 1
     panel = local("panel", K_PANEL * width)
-    column = fresh(j_loop.loop_var, "pack")
-    pack = k_tiles.inner(lambda k: loop(column, const(width), tir.BufferStore(
-        panel, at(y, i0, j0 + column, k), (k_tiles.offset(k) * const(width) + column,))))
+    pack = k_tiles.inner(lambda k: tir.SeqStmt(tuple(tir.BufferStore(  # whole-vector copies
+        panel, at(y, i0, _ramp(j0 + const(v * LANES)), k), (_ramp(k_tiles.offset(k) * const(width) + const(v * LANES)),))
+        for v in range(VECTORS))))
 
     # The A block of this row block and k block, each row tile's k steps of rows_per_tile
     # elements one after another, when several column tiles read it.
