@@ -129,14 +129,15 @@ class StmtCodegen:
             self.vars[loop.loop_var] = index
             self.emit_stmt(loop.body)
 
+        kind = "rolled" if id(loop) in self.rolled_loops else loop.kind  # unroll_policy.py
         self.counted_loop(begin, end, body, signed=dt.kind(loop.loop_var.dtype) == "int",
-                          name=loop.loop_var.name, kind=loop.kind)
+                          name=loop.loop_var.name, kind=kind)
 
     def counted_loop(self, begin: ir.Value, end: ir.Value, body, signed: bool = True, name: str = "i",
                      kind: str = "serial") -> None:
         """for (i = begin; i < end; ++i) body(i), with `body` emitting into the builder.
 
-        `vectorized` and `unrolled` loops carry LLVM loop metadata asking for that
+        `vectorized`, `unrolled` and `rolled` loops carry LLVM loop metadata asking for that
         (loop_hints.py); other loops are left to LLVM's own judgement.
         """
         preheader = self.builder.block

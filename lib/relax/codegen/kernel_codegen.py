@@ -29,6 +29,7 @@ from .codegen_stmt import StmtCodegen
 from .llvm_types import I32, I64, POINTER, alignment, scalar_type
 from .parallel import ParallelCodegen, referenced_keys
 from .shape_expr import shape_to_json, workspace_plan
+from .unroll_policy import rolled_loops
 
 CONTEXT_TYPE = ir.LiteralStructType([{"i32": I32, "i64": I64, "ptr": POINTER}[t] for _, t in abi.CONTEXT_LAYOUT])
 
@@ -52,6 +53,7 @@ class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodege
         self.in_parallel = in_parallel
         self.noalias = False
         self.parallel_used = False  # set by ParallelCodegen when a loop is outlined onto threads
+        self.rolled_loops: frozenset[int] = frozenset()  # ids of serial loops kept rolled (unroll_policy.py)
         self.vars: dict = {}
         self.workspace_offsets: dict = {}
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
@@ -67,6 +69,7 @@ class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodege
         child = FunctionCodegen(self.module, self._kernel_name, function, context, self.float_flags, in_parallel=True)
         child.noalias = self.noalias
         child.name_reads = self.name_reads
+        child.rolled_loops = self.rolled_loops
         return child
 
     def buffer_pointer(self, buffer: tir.Buffer) -> ir.Value:
@@ -175,6 +178,7 @@ def generate_shareable_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
                 if isinstance(key, tir.Var) and key.name == var.name:
                     codegen.vars.setdefault(key, codegen.vars[var])
     codegen.workspace_offsets, workspace = workspace_plan(func.body)
+    codegen.rolled_loops = rolled_loops(func.body)
     codegen.emit_stmt(func.body)
     if not codegen.builder.block.is_terminated:
         codegen.builder.ret(ir.Constant(I32, 0))

@@ -1,5 +1,5 @@
 """LLVM loop metadata for TIR loop kinds: `vectorized` asks the loop vectorizer, `unrolled`
-asks for a full unroll.
+asks for a full unroll, `rolled` (serial loops unroll_policy.py picks) forbids unrolling.
 
 llvmlite cannot build the self-referencing `distinct` node a loop ID must be, so
 each hinted loop gets a placeholder node naming its hint; `resolve_loop_hints`
@@ -15,6 +15,7 @@ import llvmlite.ir as ir
 LOOP_HINTS = {
     "vectorized": '!{!"llvm.loop.vectorize.enable", i1 true}',
     "unrolled": '!{!"llvm.loop.unroll.full"}',
+    "rolled": '!{!"llvm.loop.unroll.disable"}',
 }
 
 _PLACEHOLDER = re.compile(r'^(!\d+) = !\{ ?!"relax\.loop\.([a-z]+)\.\d+" ?\}$', re.MULTILINE)

@@ -1,0 +1,75 @@
+"""Which loops LLVM is asked not to unroll (`llvm.loop.unroll.disable`).
+
+At O3, LLVM's loop vectorizer turns a scalar loop into a vector loop, interleaved,
+and its unroller then replicates loops whose trip count is constant, fully when
+the copy stays under its size threshold: a 4-trip loop around a register-tiled
+micro-kernel became four micro-kernels. On the benchmark models that made up
+half the optimized IR and of the time LLVM spent optimizing and compiling
+kernels, for no measured speed except in two kinds of loops, which this policy
+leaves to LLVM:
+
+- small constant loop nests (at most ROLLED_ABOVE iterations in all): a 3x3
+  convolution window, the 10-wide output row of a classifier matmul (unrolled,
+  the MLP's last layer ran 1.2 to 3.9 times faster), a 256-element row;
+- innermost loops whose body holds vector code (Ramp, Broadcast, Shuffle): the
+  k loop of a schedule's micro-kernel.
+
+Every other loop of kind serial (or parallel, nested in a parallel loop, where it
+runs serially) stays rolled. It is still vectorized, without interleaving, so a
+float reduction may add up in another (as exact) order than before.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..ir import tir
+from ..ir.node import Node, field_names
+
+ROLLED_ABOVE = 256
+# A parallel loop nested in another runs serially (ParallelCodegen); it is treated as a
+# serial one, so that a kernel and its parallel variant add up a reduction in one order.
+ROLLABLE_KINDS = ("serial", "parallel")
+_VECTOR_NODES = (tir.Ramp, tir.Broadcast, tir.Shuffle)
+
+
+def rolled_loops(body: tir.Stmt, limit: int = ROLLED_ABOVE) -> frozenset[int]:
+    """The ids of the serial For nodes under `body` to leave rolled (see the module docstring)."""
+    rolled: set[int] = set()
+    _scan(body, rolled, limit)
+    return frozenset(rolled)
+
+
+def _scan(node, rolled: set[int], limit: int) -> tuple[float, bool]:
+    """(iterations of the deepest loop nest at `node`, whether it holds vector code outside loops)."""
+    if isinstance(node, (tuple, list)):
+        trips, vector = 1, False
+        for item in node:
+            item_trips, item_vector = _scan(item, rolled, limit)
+            trips, vector = max(trips, item_trips), vector or item_vector
+        return trips, vector
+    if not isinstance(node, Node) or isinstance(node, tir.Buffer):
+        return 1, False
+    if isinstance(node, tir.PrimExpr):
+        return 1, _has_vector(node)
+    if isinstance(node, tir.For):
+        inner, vector = _scan(node.body, rolled, limit)
+        trips = node.extent.value * inner if isinstance(node.extent, tir.IntImm) else math.inf
+        innermost_vector = vector and inner == 1
+        if node.kind in ROLLABLE_KINDS and trips > limit and not innermost_vector:
+            rolled.add(id(node))
+        return trips, False
+    return _scan(tuple(getattr(node, name) for name in field_names(type(node))), rolled, limit)
+
+
+def _has_vector(expr) -> bool:
+    stack = [expr]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (tuple, list)):
+            stack.extend(value)
+        elif isinstance(value, _VECTOR_NODES):
+            return True
+        elif isinstance(value, Node) and not isinstance(value, tir.Buffer):
+            stack.extend(getattr(value, name) for name in field_names(type(value)))
+    return False
