@@ -118,6 +118,18 @@ def test_batched_single_row_matches_numpy():
     _check(100, 70, "bias_relu", "avx512", rows=(3, 1))
 
 
+def test_symbolic_batch_of_single_rows_matches_numpy():
+    params = 'x: R.Tensor(("b", 1, 33), "float32"), w: R.Tensor((33, 20), "float32")'
+    funcs = lowered_kernels(params, "out = R.matmul(x, w)")
+    func, nest = _matmul_func(funcs)
+    assert gemv.matches(nest, CpuInfo(wide_registers=True))
+    for level in (0, 2):
+        exe = build(parse(module_text(params, "out = R.matmul(x, w)")), TARGETS["generic"], opt_level=level)
+        x, w, _ = _inputs(33, 20, rows=(5, 1))
+        out = np.asarray(VirtualMachine(exe, "cpu")["main"](x, w))
+        np.testing.assert_allclose(out, x.astype(np.float64) @ w, **TOLERANCE)
+
+
 # -- kernel level: structure, parallel against serial ----------------------------------------
 
 

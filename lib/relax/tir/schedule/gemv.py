@@ -76,9 +76,8 @@ def matches(nest: Nest, cpu=None) -> bool:
         return False
     if any(not isinstance(index, tir.Var) or _iter(nest, index) is None for index in store.indices[-2:]):
         return False
-    if any(_extent(nest, iv.var) is None for iv in nest.iters("DataPar")):
-        return False  # constant columns (and outer extents): the vector pieces are fixed
-    return _extent(nest, store.indices[-2]) == 1 and _extent(nest, store.indices[-1]) >= 1
+    columns = _extent(nest, store.indices[-1])  # constant: the vector pieces are fixed
+    return _extent(nest, store.indices[-2]) == 1 and columns is not None and columns >= 1
 
 
 def _chains(cpu) -> int:
