@@ -47,7 +47,7 @@ def test_cross_compiled_object_is_elf_for_the_machine(target):
         assert symbols[name]["st_shndx"] != "SHN_UNDEF"
     # libm (or on x86-64 Linux libmvec's vector erf) and the thread pool's launch stay
     # undefined: the loading process resolves them. (float32 erf is defined in the module
-    # on x86-64 Linux: vector_math.define_fast_erf.)
+    # on x86-64 Linux: fast_math.define_fast_erf.)
     undefined = {name for name, s in symbols.items() if s["st_shndx"] == "SHN_UNDEF"}
     assert "__relax_pool_launch" in undefined
     assert any(name == "erf" or name.startswith("_ZGV") and name.endswith("_erf") for name in undefined)

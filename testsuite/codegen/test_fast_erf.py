@@ -1,4 +1,4 @@
-"""float32 erf defined in the module on x86-64 Linux (codegen/vector_math.define_fast_erf).
+"""float32 erf defined in the module on x86-64 Linux (codegen/fast_math.py).
 
 Kernels of 1, 7, 13, 1023 and a symbolic number of elements (vectorized loops with
 and without a scalar remainder, and a scalar call) against math.erf in double
@@ -13,7 +13,7 @@ import pytest
 from codegen_tir import elementwise
 
 from relax.codegen import build_host_library
-from relax.codegen.vector_math import define_fast_erf
+from relax.codegen.fast_math import define_fast_erf
 from relax.codegen.vector_math import uses_libmvec
 from relax.ir import tir
 from relax.target.llvm_info import host_triple

@@ -90,7 +90,7 @@ def test_libm_calls_in_loops_use_libmvec_variants():
 
 
 def test_float32_erf_is_defined_in_the_module_where_libmvec_would_serve_it():
-    """vector_math.define_fast_erf: a vectorized rational function instead of libmvec's erff."""
+    """fast_math.define_fast_erf: a vectorized rational function instead of libmvec's erff."""
     erf = {"erf": elementwise(4096, ["float32"], "float32", lambda x: tir.Call("float32", "tir.erf", (x,)))}
     avx2 = emit_llvm_ir(erf, "llvm -mtriple=x86_64-linux-gnu -mcpu=haswell -mattr=+avx,+avx2")
     assert "erff" not in avx2 and re.search(r"fdiv( \w+)* <8 x float>", avx2)

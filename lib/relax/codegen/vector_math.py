@@ -15,21 +15,17 @@ the optimizer and the code generator:
 
 The loader loads libmvec like libm. Results are within libmvec's 4 ulp.
 
-float32 erf is the exception: libmvec's erff (0.54 ns an element on 8 lanes, more
-than exp's 0.35) is as slow as the rest of a GELU epilogue together. On these
-targets `define_fast_erf` defines it in the module instead, as a rational function
-of fused multiply-adds that the loop vectorizer inlines and vectorizes with its loop
-(erf over float32[128, 1024]: 70.8 -> 35 us): see ERF_NUMERATOR.
+float32 erf is the exception: on these targets fast_math.py defines it in the
+module, as fused multiply-adds the loop vectorizer inlines and vectorizes with the
+loop, about twice as fast as libmvec's erff.
 """
 
 from __future__ import annotations
 
 import re
-import struct
-
-import numpy as np
 
 from ..runtime.kernels.host import triple_arch, triple_os
+from .fast_math import define_fast_functions
 
 # Math intrinsics with a libmvec version (glibc 2.35), by the number of operands.
 LIBMVEC_FUNCTIONS = {
@@ -90,55 +86,10 @@ def _variants(features: str) -> list[tuple[str, int]]:
     return found
 
 
-# erf(x) ~ x * P(x^2) / Q(x^2) with x clamped to [-4, 4] (erf(4) is 1 in float32),
-# coefficients highest power first: the float32 approximation Eigen and XLA use. Its
-# largest error against erf in double precision is 4.0e-7 absolute, 7 ulp near
-# |x| = 3.3 (2M points of [-6, 6]); libm's erff is within 1 ulp, libmvec's 4. The clamp
-# is written as selects that keep NaN.
-ERF_NUMERATOR = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-                 -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
-ERF_DENOMINATOR = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-                   -7.37332916720468e-03, -1.42647390514189e-02)
-FAST_ERF = "__relax_erff"
-_ERFF_DECLARATION = re.compile(r'^declare float @"?erff"?\(float( %"?[.\w]+"?)?\).*\n?', re.MULTILINE)
-
-
-def _float_literal(value: float) -> str:
-    """An LLVM float constant: the float32 value's double bits in hexadecimal."""
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", float(np.float32(value))))[0]
-
-
-def _horner(coefficients, name: str, lines: list[str]) -> str:
-    value = _float_literal(coefficients[0])
-    for step, coefficient in enumerate(coefficients[1:]):
-        lines.append(f"  %{name}{step} = call float @llvm.fmuladd.f32(float {value}, float %x2, "
-                     f"float {_float_literal(coefficient)})")
-        value = f"%{name}{step}"
-    return value
-
-
-def define_fast_erf(text: str) -> str:
-    """Module text whose erff calls go to FAST_ERF, defined in the module (see ERF_NUMERATOR)."""
-    if not _ERFF_DECLARATION.search(text):
-        return text
-    lines = [f"define internal float @{FAST_ERF}(float %x) alwaysinline nounwind willreturn memory(none) {{",
-             "  %above = fcmp ogt float %x, 4.0", "  %high = select i1 %above, float 4.0, float %x",
-             "  %below = fcmp olt float %high, -4.0", "  %c = select i1 %below, float -4.0, float %high",
-             "  %x2 = fmul float %c, %c"]
-    numerator = _horner(ERF_NUMERATOR, "p", lines)
-    denominator = _horner(ERF_DENOMINATOR, "q", lines)
-    lines += [f"  %odd = fmul float %c, {numerator}", f"  %erf = fdiv float %odd, {denominator}", "  ret float %erf", "}"]
-    if not re.search(r'^declare float @"?llvm\.fmuladd\.f32"?\(', text, re.MULTILINE):
-        lines.append("declare float @llvm.fmuladd.f32(float, float, float)")
-    text = _ERFF_DECLARATION.sub("", text)
-    text = re.sub(r'@"?erff"?\(', f"@{FAST_ERF}(", text)
-    return text + "\n" + "\n".join(lines) + "\n"
-
-
 def declare_vector_variants(text: str, features: str) -> str:
     """Unoptimized module text whose libm declarations name their libmvec vector variants
-    (float32 erf defined in the module instead: define_fast_erf)."""
-    text = define_fast_erf(text)
+    (float32 erf defined in the module instead: fast_math.py)."""
+    text = define_fast_functions(text)
     extra: list[str] = []
 
     def annotate(match: re.Match) -> str:
