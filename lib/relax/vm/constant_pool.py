@@ -30,7 +30,23 @@ from .binary import Reader, Writer
 
 TENSOR, DTYPE, SHAPE, STRING, INT, FLOAT, TUPLE, NULL, BOOL = range(9)
 MAX_NESTING = 32
+CONSTANT_ALIGNMENT = 64  # bytes: a cache line, and a whole AVX-512 vector
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _aligned_empty(shape, dtype) -> np.ndarray:
+    """An array whose data starts on a CONSTANT_ALIGNMENT boundary.
+
+    Kernels stream weights with whole-vector loads: a weight matrix starting 16 bytes
+    past a cache line made mlp_b1's 784x512 layer take 23 us instead of 14-17.
+    """
+    dtype = np.dtype(dtype)
+    count = 1
+    for extent in shape:
+        count *= extent
+    raw = np.empty(count * dtype.itemsize + CONSTANT_ALIGNMENT, dtype=np.uint8)
+    start = (-raw.ctypes.data) % CONSTANT_ALIGNMENT
+    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
 def canonical_constant(value: Any, depth: int = 0) -> Any:
@@ -43,7 +59,8 @@ def canonical_constant(value: Any, depth: int = 0) -> Any:
         raise UserError(f"constant nests deeper than {MAX_NESTING} tuples")
     if isinstance(value, np.ndarray):
         dtype = DataType.from_numpy(value.dtype).numpy
-        array = np.array(value, dtype=dtype, order="C", copy=True)
+        array = _aligned_empty(value.shape, dtype)
+        array[...] = value
         array.flags.writeable = False
         return array
     if isinstance(value, ShapeTuple):
@@ -186,9 +203,11 @@ def _read_tensor(reader: Reader) -> np.ndarray:
     if nbytes != elements * dtype.numpy.itemsize:
         raise reader.fail(f"tensor constant of shape {shape} and dtype {dtype} has {nbytes} bytes")
     try:
-        array = np.frombuffer(bytes(reader.take(nbytes)), dtype=dtype.numpy).reshape(shape)
+        array = _aligned_empty(shape, dtype.numpy)
     except ValueError as error:  # an empty tensor with absurd extents
         raise reader.fail(f"tensor constant of shape {shape}: {error}") from None
+    array.reshape(-1).view(np.uint8)[:] = np.frombuffer(reader.take(nbytes), dtype=np.uint8)
+    array.flags.writeable = False
     if dtype.numpy == np.bool_ and array.view(np.uint8).max(initial=0) > 1:
         raise reader.fail("bool tensor constant holds a byte other than 0 or 1")
-    return array  # frombuffer on bytes is read-only, as constants are
+    return array
