@@ -30,6 +30,7 @@ into the output buffer where the last nest reads it only at the index it writes
 | pool | pool.py | window reductions (max_pool2d) whose padding test interval bounds prove always true: test dropped, then row-reduction |
 | reduction-order | reduction_order.py | other one-axis reductions whose output's last axis is read contiguously (symbolic matmul, column sums): that axis innermost |
 | row-reduction | row_reduction.py | reductions over the innermost axes (sum/max/min, softmax, layer_norm, conv2d): register accumulators, 16 lanes for contiguous float32 terms |
+| vector-math | vector_math_rows.py | float32 elementwise nests calling exp/erf, contiguous along the innermost loop (AVX-512): 16-lane vectors |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
 
 Measured and not kept (bench/schedules.py, `python bench/schedules.py`): conv2d with its
@@ -42,7 +43,7 @@ from __future__ import annotations
 from ...ir import tir
 from ..loop_nests import has_thread_bindings, top_level
 from ..rewrite import collect
-from . import conv2d, gemv, pool, reduction_order, register_tile, row_reduction
+from . import conv2d, gemv, pool, reduction_order, register_tile, row_reduction, vector_math_rows
 from .cpu import CpuInfo, cpu_info
 from .inline import inline_elementwise
 from .nest import match_nest
@@ -59,6 +60,7 @@ RULES = (
     ("pool", pool),
     ("reduction-order", reduction_order),
     ("row-reduction", row_reduction),
+    ("vector-math", vector_math_rows),
 )
 
 

@@ -1,0 +1,111 @@
+"""Rule: an elementwise nest that calls exp or erf computes whole 16-lane vectors.
+
+LLVM's loop vectorizer picks 8 float32 lanes on AVX-512 hosts (it prefers 256-bit
+vectors), so exp runs through libmvec's 8-lane `_ZGVdN8v_expf`. Written with
+explicit 16-lane vectors, exp becomes `llvm.exp.v16f32`, which vector_math.py maps
+to the AVX-512 `_ZGVeN16v_expf`, and erf's lanes are inlined (fast_math.py) and
+packed 16 wide. Measured over 131072 float32: exp 48.5 -> 35.4 us, erf 36.7 -> 28.4 us.
+
+Matches a spatial nest (no reduction) with a float32 store whose last index is the
+innermost loop's iterator, whose value is float32 arithmetic (+ - * / max min),
+constants, exp/erf calls (at least one) and loads that either read contiguously
+along that iterator (last index exactly the iterator, no other index using it) or
+do not use it at all (broadcast); at least 16 iterations; AVX-512 targets only.
+Each element computes the same operations as before; the leftover iterations
+(extent % 16) run as scalars.
+
+    for i, k in T.grid(512, 128):                      for i in range(512):
+        out[i, k] = T.exp(A[i, k] - m[i])      ->          for k in range(8):
+                                                               out[i, k*16:k*16+16] = T.exp(A[i, k*16:k*16+16] - T.Broadcast(m[i], 16))
+"""
+
+from __future__ import annotations
+
+from ...ir import tir
+from ..loop_nests import uses
+from ..rewrite import collect, substitute
+from .nest import Nest, fresh, loop
+
+LANES = 16
+VECTOR_CALLS = frozenset({"tir.exp", "tir.erf"})  # calls whose vector form this rule writes
+_ARITHMETIC = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min)
+
+
+def _innermost(nest: Nest) -> tir.IterVar | None:
+    last = nest.loops[-1].loop_var
+    return next((iv for iv in nest.block.iter_vars
+                 if nest.realize.iter_values[nest.block.iter_vars.index(iv)] is last), None)
+
+
+def _vectorizable(expr, k: tir.Var) -> bool:
+    if isinstance(expr, tir.BufferLoad):
+        if expr.dtype != "float32" or any(uses(index, k) for index in expr.indices[:-1]):
+            return False
+        return not expr.indices or expr.indices[-1] is k or not uses(expr.indices[-1], k)
+    if isinstance(expr, tir.FloatImm):
+        return expr.dtype == "float32"
+    if isinstance(expr, _ARITHMETIC):
+        return _vectorizable(expr.a, k) and _vectorizable(expr.b, k)
+    if isinstance(expr, tir.Call):
+        return (expr.op in VECTOR_CALLS and expr.dtype == "float32" and len(expr.args) == 1
+                and _vectorizable(expr.args[0], k))
+    return False
+
+
+def _has_vector_call(expr) -> bool:
+    return any(call.op in VECTOR_CALLS for call in collect(expr, tir.Call))
+
+
+def matches(nest: Nest, cpu=None) -> bool:
+    if cpu is None or not cpu.wide_registers or nest.block.init is not None:
+        return False
+    if any(iv.iter_type != "DataPar" for iv in nest.block.iter_vars):
+        return False
+    inner = _innermost(nest)
+    store = nest.block.body
+    extent = nest.loops[-1].extent
+    if inner is None or not isinstance(extent, tir.IntImm) or extent.value < LANES:
+        return False
+    if store.buffer.dtype != "float32" or not store.indices or store.indices[-1] is not inner.var:
+        return False
+    if any(uses(index, inner.var) for index in store.indices[:-1]):
+        return False
+    return _has_vector_call(store.value) and _vectorizable(store.value, inner.var)
+
+
+def _vector(expr, k: tir.Var, start: tir.PrimExpr):
+    """`expr` over the LANES iterations from `start` of k."""
+    if isinstance(expr, tir.BufferLoad):
+        if expr.indices and expr.indices[-1] is k:
+            return expr.with_fields(indices=(*expr.indices[:-1], tir.Ramp(start, tir.IntImm(start.dtype, 1), LANES)))
+        return tir.Broadcast(expr, LANES)
+    if isinstance(expr, tir.FloatImm):
+        return tir.Broadcast(expr, LANES)
+    if isinstance(expr, _ARITHMETIC):
+        return type(expr)(_vector(expr.a, k, start), _vector(expr.b, k, start))
+    return tir.Call(f"float32x{LANES}", expr.op, tuple(_vector(arg, k, start) for arg in expr.args))
+
+
+def apply(nest: Nest, cpu=None) -> tir.Stmt:
+    inner = _innermost(nest)
+    outer = [iv for iv in nest.block.iter_vars if iv is not inner]
+    outer = sorted(outer, key=lambda iv: nest.loops.index(nest.loop_of(iv)))
+    values = {iv.var: fresh(nest.loop_of(iv).loop_var, "s") for iv in outer}
+    k_loop = nest.loops[-1]
+    index = k_loop.loop_var.dtype
+    extent = k_loop.extent.value
+    vector_k, rest_k = fresh(k_loop.loop_var, "vector"), fresh(k_loop.loop_var, "rest")
+    start = vector_k * tir.IntImm(index, LANES)
+    # The block's statement with the outer iterators bound and k left as the iterator itself.
+    store = nest.bound(nest.block.body, {**values, inner.var: inner.var})
+    vector_store = store.with_fields(
+        value=_vector(store.value, inner.var, start),
+        indices=(*store.indices[:-1], tir.Ramp(start, tir.IntImm(index, 1), LANES)))
+    parts = [loop(vector_k, tir.IntImm(index, extent // LANES), vector_store)]
+    if extent % LANES:
+        scalar = substitute(store, {inner.var: rest_k + tir.IntImm(index, extent // LANES * LANES)})
+        parts.append(loop(rest_k, tir.IntImm(index, extent % LANES), scalar))
+    stmt = parts[0] if len(parts) == 1 else tir.SeqStmt(tuple(parts))
+    for iv in reversed(outer):
+        stmt = loop(values[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
+    return stmt
