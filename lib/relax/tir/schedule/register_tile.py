@@ -8,9 +8,10 @@ for a 48 KiB L1 and a 2 MiB L2 per core:
 - the parallel loop runs over column chunks (at most CHUNK_TILES tiles of 32 columns,
   at least MIN_CHUNKS chunks): each thread works on its own columns of B and C;
 - K is cut into equal blocks of at most K_PANEL steps (784 -> 4 x 196);
-- per chunk, row block (ROW_BLOCK_TILES row tiles) and k block, the A block is packed
-  once (each row tile's k steps of ROWS elements, contiguous: a vectorized transpose;
-  1 MiB at most, in L2) and read by every column tile of the chunk;
+- per chunk, row block (ROW_BLOCK_TILES row tiles: the C block stays in L2 across k
+  blocks) and k block, the A block is packed once (each row tile's k steps of ROWS
+  elements, contiguous: a vectorized transpose; 256 KiB) and read by every column tile
+  of the chunk;
 - per column tile, the B panel (k block x 32 floats, 32 KiB, in L1) is packed with
   whole-vector copies and read by every row tile of the block;
 - per row tile, the accumulators start from the init value (first k block) or from C,
@@ -28,23 +29,25 @@ as the plain nest does; the fused multiply-add rounds once per term instead of t
     for i, j, k in T.grid(M, N, K): C[i, j] += A[i, k] * B[k, j]
 ->
     for chunk in T.parallel(2):                                  # 16 column tiles each
-        for k_outer in range(4):
-            a_block = T.alloc_local((128 * 256 * 8,))
-            for i_tile, k: a_block[(i_tile * 256 + k) * 8:...+8] = A[i0:i0 + 8, k0 + k]   # transposed
-            for j_tile in range(16):
-                panel = T.alloc_local((256 * 32,))
-                for k: panel[k * 32:k * 32 + 32] = B[k0 + k, j0:j0 + 32]
-                for i_tile in range(128):
-                    acc = T.alloc_local((256,))                  # 8 rows x 2 vectors of 16
-                    acc[0:16] = 0 if k_outer == 0 else C[i0, j0:j0 + 16] ...
-                    for k in range(256):
-                        acc[0:16] = T.fma(T.Broadcast(a_block[(i_tile * 256 + k) * 8], 16), panel[k * 32:k * 32 + 16], acc[0:16]) ...
-                    C[i0, j0:j0 + 16] = acc[0:16] ...
+        for block in range(4):                                   # 32 row tiles each
+            a_block = T.alloc_local((32 * 256 * 8,))
+            for k_outer in range(4):
+                for i_tile, k: a_block[(i_tile * 256 + k) * 8:...+8] = A[i0:i0 + 8, k0 + k]   # transposed
+                for j_tile in range(16):
+                    panel = T.alloc_local((256 * 32,))
+                    for k: panel[k * 32:k * 32 + 32] = B[k0 + k, j0:j0 + 32]
+                    for i_tile in range(32):
+                        acc = T.alloc_local((256,))              # 8 rows x 2 vectors of 16
+                        acc[0:16] = 0 if k_outer == 0 else C[i0, j0:j0 + 16] ...
+                        for k in range(256):
+                            acc[0:16] = T.fma(T.Broadcast(a_block[(i_tile * 256 + k) * 8], 16),
+                                              panel[k * 32:k * 32 + 16], acc[0:16]) ...
+                        C[i0, j0:j0 + 16] = acc[0:16] ...
     <rows M // 8 * 8 .. M: one smaller tile; columns N // 32 * 32 .. N: 16-lane tiles over a padded panel>
 
-Measured (docs/tir-lowering.md, one core of a 2-core AVX-512 Xeon): 1024^3 120 -> 140
-GFLOP/s with the chunked loop order and packed A; 6 x 64 and 8 x 48 tiles measured no
-better than 8 x 32 at 1024^3 and on the MLP's 64-row layers.
+Measured (figures in docs/tir-lowering.md, 2-core AVX-512 Xeon): 1024^3 112 -> 142
+GFLOP/s on one thread, 236 -> 285 on two; 6 x 64 and 8 x 48 tiles measured no better
+than 8 x 32 at 1024^3 and on the MLP's 64-row layers.
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ VECTORS = 2  # vectors per row of the tile
 K_PANEL = 256  # k steps per packed B panel (256 x 32 floats: 32 KiB, in L1)
 CHUNK_TILES = 16  # column tiles per parallel chunk, at most (they share one packed A block)
 MIN_CHUNKS = 2  # chunks per matmul, at least (the 2 cores here): fewer tiles per chunk when N is small
-ROW_BLOCK_TILES = 128  # row tiles per row block (A block: 128 x 8 rows x 256 k = 1 MiB, in L2)
+ROW_BLOCK_TILES = 32  # row tiles per row block: A block 256 rows x 256 k (256 KiB) and the C block it
+# updates (256 rows x 512 columns, 512 KiB) both stay in L2 across k blocks (1024^3: 134 -> 142 GFLOP/s vs 128)
 NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x 16 or 32 floats)
 
 
