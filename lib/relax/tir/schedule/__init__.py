@@ -31,11 +31,15 @@ into the output buffer where the last nest reads it only at the index it writes
 | reduction-order | reduction_order.py | other one-axis reductions whose output's last axis is read contiguously (symbolic matmul, column sums): that axis innermost |
 | row-reduction | row_reduction.py | reductions over the innermost axes (sum/max/min, softmax, layer_norm, conv2d): register accumulators, 16 lanes for contiguous float32 terms |
 | vector-math | vector_math_rows.py | float32 elementwise nests calling exp/erf, contiguous along the innermost loop (AVX-512): 16-lane vectors |
+| transpose | transpose.py | copies whose innermost loop reads at a stride of 64+ elements while another loop reads contiguously: 16 x 16 tiles |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
 
 Measured and not kept (bench/schedules.py, `python bench/schedules.py`): conv2d with its
 output width innermost (2-7x slower than the plain order at these sizes) and 8..64-square
-tiles for transposes (no gain or 2x slower on the MLP's 784x128).
+tiles for transposes (no gain or 2x slower on the MLP's 784x128). The transpose rule
+kept later tiles only the two loops that matter (the output's innermost, strided in
+the input, and the input's contiguous one) by 16: 784x128 97.5 -> 34.3 us, the
+transformer's k^T 24.1 -> 11.7 us, 1024x1024 6.7 -> 1.2 ms (one thread, one run).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from __future__ import annotations
 from ...ir import tir
 from ..loop_nests import has_thread_bindings, top_level
 from ..rewrite import collect
-from . import conv2d, gemv, pool, reduction_order, register_tile, row_reduction, vector_math_rows
+from . import conv2d, gemv, pool, reduction_order, register_tile, row_reduction, transpose, vector_math_rows
 from .cpu import CpuInfo, cpu_info
 from .inline import inline_elementwise
 from .nest import match_nest
@@ -61,6 +65,7 @@ RULES = (
     ("reduction-order", reduction_order),
     ("row-reduction", row_reduction),
     ("vector-math", vector_math_rows),
+    ("transpose", transpose),
 )
 
 
