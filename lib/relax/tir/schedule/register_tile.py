@@ -205,8 +205,9 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
 
     loads = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v).indices), slot(r, v))
                               for r, v in slots))
-    # The first k block starts from the init value, in registers (no pass over C before).
-    init_value = _uniform_init(nest)
+    # The first k block starts from the init value, in registers (no pass over C before);
+    # with a symbolic K, which may be 0 (no k block runs), C is initialized first instead.
+    init_value = _uniform_init(nest) if isinstance(k_loop.extent, tir.IntImm) else None
     if init_value is not None:
         zeros = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.Broadcast(init_value, LANES), slot(r, v)) for r, v in slots))
         loads = zeros if k_tiles.whole else tir.IfThenElse(
