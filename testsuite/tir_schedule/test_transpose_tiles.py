@@ -71,3 +71,29 @@ def test_rule_tiles_the_two_axes():
 def test_rule_leaves_other_copies(params, body):
     nest = _nest(params, body)
     assert nest is not None and not transpose.matches(nest)
+
+
+_IN_PLACE = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def kernel(a: T.Buffer((64, 64), "float32")):
+        for i, j in T.grid(64, 64):
+            with T.block("t"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                a[vi, vj] = a[vj, vi]
+"""
+
+
+def test_in_place_permutation_keeps_its_order():
+    from relax.script import parse
+
+    (func,) = parse(_IN_PLACE).prim_funcs().values()
+    (stmt,) = top_level(func.body)[0]
+    assert not transpose.matches(match_nest(stmt))
+    (inputs, outputs), = _run_both({"kernel": func}).values()
+    expected = inputs[0].copy()
+    for i in range(64):
+        for j in range(64):
+            expected[i, j] = expected[j, i]
+    np.testing.assert_array_equal(outputs[0], expected)

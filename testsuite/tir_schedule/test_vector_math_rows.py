@@ -89,3 +89,29 @@ def test_rule_writes_16_lane_calls_and_scalar_leftovers():
 def test_rule_leaves_other_nests(params, body, cpu):
     nest = _nest(params, body)
     assert nest is not None and not vector_math_rows.matches(nest, cpu)
+
+
+_READS_ITS_OUTPUT = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def kernel(a: T.Buffer((4, 64), "float32")):
+        for i, k in T.grid(4, 64):
+            with T.block("e"):
+                vi, vk = T.axis.remap("SS", [i, k])
+                a[vi, vk] = T.exp(a[vi, vk] - a[vi, 0])
+"""
+
+
+def test_nest_reading_another_element_of_its_output_stays_scalar():
+    from relax.script import parse
+
+    (func,) = parse(_READS_ITS_OUTPUT).prim_funcs().values()
+    (stmt,) = top_level(func.body)[0]
+    assert not vector_math_rows.matches(match_nest(stmt), WIDE)
+    (inputs, outputs), = _run_both({"kernel": func}).values()
+    expected = inputs[0].astype(np.float64).copy()
+    for i in range(4):
+        for k in range(64):
+            expected[i, k] = np.exp(expected[i, k] - expected[i, 0])
+    np.testing.assert_allclose(outputs[0], expected, rtol=1e-5)

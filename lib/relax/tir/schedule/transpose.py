@@ -66,6 +66,8 @@ def _plan(nest: Nest):
     loads = collect(store.value, tir.BufferLoad)
     if len(loads) != 1 or not isinstance(store.value, tir.BufferLoad) or len(nest.loops) < 2:
         return None
+    if loads[0].buffer is store.buffer:
+        return None  # an in-place permutation depends on the order
     strides = _strides(nest, loads[0])
     inner = len(nest.loops) - 1
     if strides is None or abs(strides.get(inner, 0)) < STRIDE_ELEMENTS:

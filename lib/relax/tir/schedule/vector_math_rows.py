@@ -70,7 +70,14 @@ def matches(nest: Nest, cpu=None) -> bool:
         return False
     if any(uses(index, inner.var) for index in store.indices[:-1]):
         return False
+    if any(load.buffer is store.buffer and not _same_indices(load.indices, store.indices)
+           for load in collect(store.value, tir.BufferLoad)):
+        return False  # another element of the output, which a whole vector would read too early
     return _has_vector_call(store.value) and _vectorizable(store.value, inner.var)
+
+
+def _same_indices(a, b) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _vector(expr, k: tir.Var, start: tir.PrimExpr):
