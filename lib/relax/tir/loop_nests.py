@@ -12,14 +12,27 @@ convert-blocks-to-loops.
 from __future__ import annotations
 
 from ..ir import tir
-from .rewrite import Rewriter, collect, walk
+from ..ir.node import Node, field_names
+from .rewrite import Rewriter, collect
 
 
 def uses(node, var) -> bool:
-    """Whether `var` occurs in `node`."""
-    found = []
-    walk(node, lambda n: found.append(True) if n is var else None)
-    return bool(found)
+    """Whether `var` occurs in `node` (buffers' shapes included); stops at the first occurrence."""
+    stack = [node]
+    seen_buffers: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if current is var:
+            return True
+        if isinstance(current, tuple):
+            stack.extend(current)
+        elif isinstance(current, Node):
+            if isinstance(current, tir.Buffer):
+                if id(current) in seen_buffers:
+                    continue
+                seen_buffers.add(id(current))
+            stack.extend(getattr(current, name) for name in field_names(type(current)))
+    return False
 
 
 def perfect_loops(stmt) -> tuple[list[tir.For], tir.Stmt]:
@@ -79,5 +92,20 @@ def top_level(stmt):
 
 
 def has_thread_bindings(func: tir.PrimFunc) -> bool:
-    return any(f.kind == "thread_binding" for f in collect(func.body, tir.For)) or any(
-        a.attr_key == "thread_extent" for a in collect(func.body, tir.AttrStmt))
+    """Whether a loop is bound to a thread or an AttrStmt sets a thread extent. Both are
+    statements, so only statements are searched (expressions hold none); stops at the first."""
+    stack = [func.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, tuple):
+            stack.extend(item for item in current if isinstance(item, tir.Stmt))
+            continue
+        if isinstance(current, tir.For) and current.kind == "thread_binding":
+            return True
+        if isinstance(current, tir.AttrStmt) and current.attr_key == "thread_extent":
+            return True
+        for name in field_names(type(current)):
+            value = getattr(current, name)
+            if isinstance(value, (tir.Stmt, tuple)):
+                stack.append(value)
+    return False

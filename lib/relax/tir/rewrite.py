@@ -77,26 +77,48 @@ def substitute(node, mapping: Mapping[tir.Var, tir.PrimExpr]):
     return Substituter(mapping).visit(node)
 
 
+# Per class: 0 a tuple, 1 a Buffer, 2 another node, 3 anything else (walk's dispatch, filled lazily).
+_WALK_KIND: dict[type, int] = {tuple: 0}
+
+
+def _walk_kind(cls: type) -> int:
+    kind = _WALK_KIND.get(cls)
+    if kind is None:
+        kind = 0 if issubclass(cls, tuple) and not issubclass(cls, FrozenDict) else \
+            1 if issubclass(cls, tir.Buffer) else 2 if issubclass(cls, Node) else 3
+        _WALK_KIND[cls] = kind
+    return kind
+
+
 def walk(node, visit) -> None:
     """Calls `visit(n)` on `node` and every node below it, buffers included, pre-order."""
     stack = [node]
     seen_buffers: set[int] = set()
+    pop, push = stack.pop, stack.append
+    kinds = _WALK_KIND
     while stack:
-        current = stack.pop()
-        if isinstance(current, tuple):
+        current = pop()
+        cls = current.__class__
+        kind = kinds.get(cls)
+        if kind is None:
+            kind = _walk_kind(cls)
+        if kind == 0:
             stack.extend(reversed(current))
             continue
-        if not isinstance(current, Node):
+        if kind == 3:
             continue
-        if isinstance(current, tir.Buffer):
+        if kind == 1:
             if id(current) in seen_buffers:
                 continue
             seen_buffers.add(id(current))
         visit(current)
-        for name in reversed(field_names(type(current))):
+        for name in reversed(field_names(cls)):
             value = getattr(current, name)
-            if isinstance(value, (Node, tuple)) and not isinstance(value, FrozenDict):
-                stack.append(value)
+            value_kind = kinds.get(value.__class__)
+            if value_kind is None:
+                value_kind = _walk_kind(value.__class__)
+            if value_kind != 3:
+                push(value)
 
 
 def collect(node, node_type) -> list:

@@ -1,0 +1,61 @@
+"""The traversals the schedules and passes lean on (tir/rewrite.walk and collect,
+tir/loop_nests.uses and has_thread_bindings) against a plain recursive reference."""
+
+import dataclasses
+
+from tir_builders import buffer, f32, i32, loops, matmul_func, prim_func
+
+from relax.ir import tir
+from relax.ir.node import FrozenDict, Node
+from relax.tir import lower_for_codegen
+from relax.tir.loop_nests import has_thread_bindings, uses
+from relax.tir.rewrite import collect, walk
+
+
+def reference_walk(node, seen=None) -> list:
+    """Pre-order, fields in declaration order, tuples flattened, each buffer once."""
+    seen = set() if seen is None else seen
+    if isinstance(node, tuple):
+        return [n for item in node for n in reference_walk(item, seen)]
+    if not isinstance(node, Node) or isinstance(node, FrozenDict):
+        return []
+    if isinstance(node, tir.Buffer):
+        if id(node) in seen:
+            return []
+        seen.add(id(node))
+    found = [node]
+    for field in dataclasses.fields(node):
+        if field.name != "span":
+            found += reference_walk(getattr(node, field.name), seen)
+    return found
+
+
+def test_walk_visits_what_the_reference_visits_in_its_order():
+    for func in (matmul_func(7, 5, 3), lower_for_codegen(matmul_func(16, 4, 8), None)):
+        visited = []
+        walk(func.body, visited.append)
+        assert [id(n) for n in visited] == [id(n) for n in reference_walk(func.body)]
+        assert collect(func.body, tir.For) == [n for n in reference_walk(func.body) if isinstance(n, tir.For)]
+
+
+def test_uses_finds_variables_in_expressions_and_buffer_shapes():
+    n, i, other = tir.Var("n", "int32"), tir.Var("i", "int32"), tir.Var("other", "int32")
+    a = tir.Buffer("A", (n,), "float32", data=tir.Var("A", "handle"))
+    load = tir.BufferLoad(a, (i32(0),))
+    assert uses(load, n) and not uses(load, i)
+    assert uses(tir.Add(tir.Mul(i, i32(2)), i32(1)), i) and not uses(tir.Add(i, i32(1)), other)
+    assert uses((i32(3), (other,)), other)
+
+
+def test_thread_bindings_are_found_under_blocks_branches_and_sequences():
+    a = buffer("A", (64,))
+    store = tir.BufferStore(a, f32(1.0), (tir.Var("t", "int32"),))
+    bound = tir.For(tir.Var("t", "int32"), i32(0), i32(64), "thread_binding", store, thread_tag="threadIdx.x")
+    nested = tir.SeqStmt((tir.Evaluate(i32(0)), tir.IfThenElse(tir.LT(i32(1), i32(2)), bound, None)))
+    assert has_thread_bindings(prim_func([a], nested))
+    extent = tir.AttrStmt(tir.IterVar(tir.Range(i32(0), i32(64)), tir.Var("bx", "int32"), "ThreadIndex", "blockIdx.x"),
+                          "thread_extent", i32(64), tir.Evaluate(i32(0)))
+    assert has_thread_bindings(prim_func([a], tir.SeqStmt((tir.Evaluate(i32(0)), extent))))
+    assert not has_thread_bindings(matmul_func(4, 4, 4))
+    plain = loops([("i", 64)], lambda i: tir.BufferStore(a, f32(0.0), (i,)))
+    assert not has_thread_bindings(prim_func([a], plain))
