@@ -59,3 +59,35 @@ def test_thread_bindings_are_found_under_blocks_branches_and_sequences():
     assert not has_thread_bindings(matmul_func(4, 4, 4))
     plain = loops([("i", 64)], lambda i: tir.BufferStore(a, f32(0.0), (i,)))
     assert not has_thread_bindings(prim_func([a], plain))
+
+
+def test_rewriter_dispatch_per_subclass_and_identity_when_unchanged():
+    from relax.tir.rewrite import Rewriter, substitute
+
+    class Doubler(Rewriter):
+        def visit_IntImm(self, imm):
+            return tir.IntImm(imm.dtype, imm.value * 2)
+
+    class Counter(Rewriter):
+        seen = 0
+
+        def count(self, var):
+            self.seen += 1
+            return var
+
+        visit_Var = count
+
+    i = tir.Var("i", "int32")
+    expr = tir.Add(tir.Mul(i, i32(3)), i32(4))
+    doubled = Doubler().visit(expr)
+    assert doubled.b.value == 8 and doubled.a.b.value == 6 and doubled.a.a is i
+    counter = Counter()
+    assert counter.visit(expr) is expr and counter.seen == 1  # nothing changed: the same object
+    assert Rewriter().visit(expr) is expr  # the base class keeps the cached dispatch of no subclass
+    func = matmul_func(4, 4, 4)
+    assert Rewriter().visit(func.body) is func.body
+    j = tir.Var("j", "int32")
+    assert substitute(expr, {i: j}).a.a is j
+    load = tir.BufferLoad(buffer("A", (4, 4)), (i, i32(1)))
+    moved = substitute(load, {i: j})
+    assert moved.indices[0] is j and moved.indices[1] is load.indices[1] and moved.buffer is load.buffer

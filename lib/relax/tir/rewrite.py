@@ -9,12 +9,43 @@ memo so one buffer stays one object). Variables are leaves too.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 
 from ..ir import tir
 from ..ir.node import FrozenDict, Node, field_names
 
 _LEAVES = (tir.Var, tir.IntImm, tir.FloatImm, tir.StringImm)
+
+# Dispatch tables, filled lazily (the visitors run over every node of every kernel):
+# per node class, what generic_visit and _visit_value do with it, and per rewriter
+# class, the visit_<ClassName> function for each node class (None: generic_visit).
+_LEAF, _TUPLE, _NODE, _OTHER = 0, 1, 2, 3
+_KIND: dict[type, int] = {}
+_DISPATCH: dict[type, dict[type, object]] = {}
+
+
+def _kind(cls: type) -> int:
+    kind = _KIND.get(cls)
+    if kind is None:
+        if issubclass(cls, tuple):
+            kind = _TUPLE
+        elif issubclass(cls, _LEAVES):
+            kind = _LEAF
+        elif issubclass(cls, Node):
+            kind = _NODE
+        else:
+            kind = _OTHER
+        _KIND[cls] = kind
+    return kind
+
+
+def _method(rewriter: type, cls: type):
+    name = "visit_" + cls.__name__
+    method = getattr(rewriter, name, None)
+    if method is None or inspect.isfunction(method):
+        return method
+    return lambda self, node: getattr(self, name)(node)  # not a plain function: look it up each time
 
 
 class Rewriter:
@@ -23,31 +54,53 @@ class Rewriter:
     def visit(self, node):
         if node is None:
             return None
-        method = getattr(self, "visit_" + type(node).__name__, None)
+        table = _DISPATCH.get(self.__class__)
+        if table is None:
+            table = _DISPATCH[self.__class__] = {}
+        cls = node.__class__
+        try:
+            method = table[cls]
+        except KeyError:
+            method = table[cls] = _method(self.__class__, cls)
         if method is not None:
-            return method(node)
+            return method(self, node)
         return self.generic_visit(node)
 
     def visit_Buffer(self, buffer: tir.Buffer) -> tir.Buffer:
         return buffer
 
     def generic_visit(self, node):
-        if isinstance(node, _LEAVES) or not isinstance(node, Node):
+        cls = node.__class__
+        kind = _KIND.get(cls)
+        if kind is None:
+            kind = _kind(cls)
+        if kind != _NODE:
             return node
-        changes = {}
-        for name in field_names(type(node)):
+        changes = None
+        for name in field_names(cls):
             value = getattr(node, name)
             new = self._visit_value(value)
             if new is not value:
+                if changes is None:
+                    changes = {}
                 changes[name] = new
         return node.with_fields(**changes) if changes else node
 
     def _visit_value(self, value):
-        if isinstance(value, Node):
+        cls = value.__class__
+        kind = _KIND.get(cls)
+        if kind is None:
+            kind = _kind(cls)
+        if kind == _NODE or kind == _LEAF:
             return self.visit(value)
-        if isinstance(value, tuple):
-            items = tuple(self._visit_value(item) for item in value)
-            return value if all(a is b for a, b in zip(items, value)) else items
+        if kind == _TUPLE:
+            changed = False
+            items = []
+            for item in value:
+                new = self._visit_value(item)
+                changed = changed or new is not item
+                items.append(new)
+            return tuple(items) if changed else value
         return value
 
 
