@@ -42,12 +42,15 @@ native code, weights streamed from L3, 80 -> 68 us on one thread.
 
 from __future__ import annotations
 
+import math
+
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from . import gemv_epilogue, register_tile
 from .nest import Nest, fresh, loop, match_nest
 from .parallel import parallelize, strip_marks
 
+MIN_TERMS = 256  # multiply-adds per row below which the plain nest is kept
 LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
 CHAINS = 4  # independent accumulator vectors that cover the fma latency (16 vector registers)
 WIDE_CHAINS = 8  # with 32 vector registers (AVX-512)
@@ -77,7 +80,12 @@ def matches(nest: Nest, cpu=None) -> bool:
     if any(not isinstance(index, tir.Var) or _iter(nest, index) is None for index in store.indices[-2:]):
         return False
     columns = _extent(nest, store.indices[-1])  # constant: the vector pieces are fixed
-    return _extent(nest, store.indices[-2]) == 1 and columns is not None and columns >= 1
+    if _extent(nest, store.indices[-2]) != 1 or columns is None or columns < 1:
+        return False
+    # Small products keep the plain nest: strips and split accumulators do not pay below
+    # MIN_TERMS multiply-adds per row (a symbolic K may be large: the rule applies).
+    depth = [_extent(nest, iv.var) for iv in nest.block.iter_vars if iv.iter_type == "CommReduce"]
+    return None in depth or columns * math.prod(depth) >= MIN_TERMS
 
 
 def _chains(cpu) -> int:
