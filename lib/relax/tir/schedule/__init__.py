@@ -8,9 +8,9 @@ it is big (parallel.py). Rules reorder, tile, pack and accumulate in registers;
 each output element still combines its terms in the plain nest's order (register
 tiles round a multiply-add once; vector row reductions group terms by lane).
 
-    for i, j, k in T.grid(1024, 1024, 1024):       for j_tile in T.parallel(32):
-        with T.block("matmul"): ...          ->         ...pack B[k0:k0+256, j0:j0+32]...
-            C[vi, vj] += A[vi, vk] * B[vk, vj]              for i_tile in range(128):   # 8 x 32 in registers
+    for i, j, k in T.grid(1024, 1024, 1024):       for chunk in T.parallel(2):        # 512 columns each
+        with T.block("matmul"): ...          ->         ...pack A and B blocks...
+            C[vi, vj] += A[vi, vk] * B[vk, vj]              for j_tile, i_tile: ...    # 8 x 32 in registers
                                                                 for k in range(256): 16 x T.fma(...)
 
 The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns it off;
