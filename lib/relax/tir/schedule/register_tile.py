@@ -132,7 +132,8 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
                  i_start: int = 0, row_tiles_count: int | None = None) -> tir.Stmt:
     """Full register tiles: rows i_start .. i_start + row_tiles_count * rows_per_tile, columns 0 .. N // WIDTH * WIDTH.
 
-    for chunk (parallel): init; for row block: for k block: [pack A]; for column tile: [pack B]; for row tile: tile
+    for chunk (parallel): [init C: a non-constant init or a symbolic K]; for row block: for k block:
+        [pack A]; for column tile: [pack B]; for row tile: tile
     """
     store, width = nest.block.body, LANES * VECTORS
     i_loop, j_loop, k_loop = nest.loop_of(i_iter), nest.loop_of(j_iter), nest.loop_of(k_iter)
