@@ -2,20 +2,19 @@
 
 `C[..., i, j] += A[..., i, k] * B[..., k, j]` (A's access free of j, B's access free
 of i with j its last index, one reduction) with constant i and j extents; tiles have
-fewer rows when C has fewer. The blocking follows the usual packed-GEMM scheme, sized
-for a 48 KiB L1 and a 2 MiB L2 per core:
+fewer rows when C has fewer. The blocking is sized for a 48 KiB L1 and a 2 MiB L2 per
+core:
 
 - the parallel loop runs over column chunks (at most CHUNK_TILES tiles of 32 columns,
   at least MIN_CHUNKS chunks): each thread works on its own columns of B and C;
 - K is cut into equal blocks of at most K_PANEL steps (784 -> 4 x 196);
-- per chunk, row block (ROW_BLOCK_TILES row tiles: the C block stays in L2 across k
-  blocks) and k block, the A block is packed once (each row tile's k steps of ROWS
-  elements, contiguous: a vectorized transpose; 256 KiB) and read by every column tile
-  of the chunk;
+- per chunk, row block (ROW_BLOCK_TILES row tiles) and k block, the block's rows of A
+  (256 x 256 floats) and of C stay in L2 while every column tile of the chunk reads
+  them (A is read in place: packing it measured slower);
 - per column tile, the B panel (k block x 32 floats, 32 KiB, in L1) is packed with
   whole-vector copies and read by every row tile of the block;
 - per row tile, the accumulators start from the init value (first k block) or from C,
-  each k step broadcasts ROWS elements of the packed A and does ROWS * VECTORS vector
+  each k step broadcasts ROWS elements of A and does ROWS * VECTORS vector
   fused multiply-adds against the panel, and the tile is stored once per k block.
 
 The accumulators are a local buffer read and written only as whole vectors at
@@ -30,9 +29,7 @@ as the plain nest does; the fused multiply-add rounds once per term instead of t
 ->
     for chunk in T.parallel(2):                                  # 16 column tiles each
         for block in range(4):                                   # 32 row tiles each
-            a_block = T.alloc_local((32 * 256 * 8,))
             for k_outer in range(4):
-                for i_tile, k: a_block[(i_tile * 256 + k) * 8:...+8] = A[i0:i0 + 8, k0 + k]   # transposed
                 for j_tile in range(16):
                     panel = T.alloc_local((256 * 32,))
                     for k: panel[k * 32:k * 32 + 32] = B[k0 + k, j0:j0 + 32]
@@ -40,8 +37,8 @@ as the plain nest does; the fused multiply-add rounds once per term instead of t
                         acc = T.alloc_local((256,))              # 8 rows x 2 vectors of 16
                         acc[0:16] = 0 if k_outer == 0 else C[i0, j0:j0 + 16] ...
                         for k in range(256):
-                            acc[0:16] = T.fma(T.Broadcast(a_block[(i_tile * 256 + k) * 8], 16),
-                                              panel[k * 32:k * 32 + 16], acc[0:16]) ...
+                            acc[0:16] = T.fma(T.Broadcast(A[i0, k0 + k], 16), panel[k * 32:k * 32 + 16],
+                                              acc[0:16]) ...
                         C[i0, j0:j0 + 16] = acc[0:16] ...
     <rows M // 8 * 8 .. M: one smaller tile; columns N // 32 * 32 .. N: 16-lane tiles over a padded panel>
 
@@ -64,10 +61,10 @@ WIDE_ROWS = 8  # with 32 vector registers (AVX-512): 8 x 2 accumulators (70 vs 6
 LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
 VECTORS = 2  # vectors per row of the tile
 K_PANEL = 256  # k steps per packed B panel (256 x 32 floats: 32 KiB, in L1)
-CHUNK_TILES = 16  # column tiles per parallel chunk, at most (they share one packed A block)
+CHUNK_TILES = 16  # column tiles per parallel chunk, at most (they share the row block of A in L2)
 MIN_CHUNKS = 2  # chunks per matmul, at least (the 2 cores here): fewer tiles per chunk when N is small
-ROW_BLOCK_TILES = 32  # row tiles per row block: A block 256 rows x 256 k (256 KiB) and the C block it
-# updates (256 rows x 512 columns, 512 KiB) both stay in L2 across k blocks (1024^3: 134 -> 142 GFLOP/s vs 128)
+ROW_BLOCK_TILES = 32  # row tiles per row block: its rows of A (256 x 256 k, 256 KiB) and of C (256 x 512
+# columns, 512 KiB) stay in L2 across column tiles and k blocks (1024^3: 134 -> 142 GFLOP/s vs 128)
 NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x 16 or 32 floats)
 
 
@@ -133,7 +130,7 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     """Full register tiles: rows i_start .. i_start + row_tiles_count * rows_per_tile, columns 0 .. N // WIDTH * WIDTH.
 
     for chunk (parallel): [init C: a non-constant init or a symbolic K]; for row block: for k block:
-        [pack A]; for column tile: [pack B]; for row tile: tile
+        for column tile: [pack B]; for row tile: tile
     """
     store, width = nest.block.body, LANES * VECTORS
     i_loop, j_loop, k_loop = nest.loop_of(i_iter), nest.loop_of(j_iter), nest.loop_of(k_iter)
@@ -173,21 +170,11 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
         panel, at(y, i0, _ramp(j0 + const(v * LANES)), k), (_ramp(k_tiles.offset(k) * const(width) + const(v * LANES)),))
         for v in range(VECTORS))))
 
-    # The A block of this row block and k block, each row tile's k steps of rows_per_tile
-    # elements one after another, when several column tiles read it.
-    packed_a = packed and chunk_tiles > 1
-    a_block = local("a_block", block_tiles * rows_per_tile * K_PANEL)
-    a_tile, a_row = fresh(i_loop.loop_var, "apack"), fresh(i_loop.loop_var, "arow")
-    a_i0 = const(i_start) + (a_tile if row_blocks == 1 else row_block * const(block_tiles) + a_tile) * const(rows_per_tile)
-    # k outer, the rows of a step written one after another (contiguous stores LLVM groups).
-    pack_a = loop(a_tile, count(row_tiles_count, block_tiles, row_block), k_tiles.inner(lambda k: tir.SeqStmt(tuple(
-        tir.BufferStore(a_block, at(x, a_i0 + const(r), j0, k),
-                        ((a_tile * const(K_PANEL) + k_tiles.offset(k)) * const(rows_per_tile) + const(r),))
-        for r in range(rows_per_tile)))))
-
+    # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
+    # the chunk's column tiles sweep them. Packing them (a transpose into each row tile's
+    # k steps of 8 contiguous elements) measured 1% faster at 1024^3 and 3-13% slower on
+    # 128 x 1024 x 256, 128 x 256 x 1024, 512^3 and 64 x 512 x 512.
     def a_scalar(k, r):
-        if packed_a:
-            return tir.BufferLoad(a_block, ((i_tile * const(K_PANEL) + k_tiles.offset(k)) * const(rows_per_tile) + const(r),))
         return at(x, i0 + const(r), j0, k)
 
     def b_vector(k, v):
@@ -228,8 +215,7 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     row_tiles = loop(i_tile, count(row_tiles_count, block_tiles, row_block), tile, independent=True)
     column_body = allocation(panel, tir.SeqStmt((pack, row_tiles))) if packed else row_tiles
     columns = loop(j_tile, count(column_tiles, chunk_tiles, chunk), column_body)
-    k_block = tir.SeqStmt((pack_a, columns)) if packed_a else columns
-    row_block_body = allocation(a_block, k_tiles.wrap(k_block)) if packed_a else k_tiles.wrap(k_block)  # one malloc per block
+    row_block_body = k_tiles.wrap(columns)
     rows_loop = row_block_body if row_blocks == 1 else loop(row_block, const(row_blocks), row_block_body, independent=True)
     i_init, j_init = fresh(i_loop.loop_var, "init"), fresh(j_loop.loop_var, "init")
     chunk_width = count(column_tiles, chunk_tiles, chunk) * const(width) if column_tiles % chunk_tiles else const(chunk_tiles * width)
