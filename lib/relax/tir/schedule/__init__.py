@@ -9,7 +9,7 @@ each output element still combines its terms in the plain nest's order (register
 tiles round a multiply-add once; vector row reductions group terms by lane).
 
     for i, j, k in T.grid(1024, 1024, 1024):       for chunk in T.parallel(2):        # 512 columns each
-        with T.block("matmul"): ...          ->         ...pack A and B blocks...
+        with T.block("matmul"): ...          ->         ...pack B[k0:k0+256, j0:j0+32]...
             C[vi, vj] += A[vi, vk] * B[vk, vj]              for j_tile, i_tile: ...    # 8 x 32 in registers
                                                                 for k in range(256): 16 x T.fma(...)
 
@@ -25,7 +25,7 @@ into the output buffer where the last nest reads it only at the index it writes
 | rule | file | matches |
 | --- | --- | --- |
 | gemv | gemv.py | float32 matrix-vector products (one row of C, B's last index j): B streamed 4 rows per pass over C's row (in L1), or k split over registers for narrow rows; bias/relu/GELU nests after it applied before the store |
-| register-tile | register_tile.py | float32 matmul and batched matmul with constant M and N: packed A and B blocks, C tiles in vector registers (16-lane tiles for the last N % 32 columns) |
+| register-tile | register_tile.py | float32 matmul and batched matmul with constant M and N: column chunks in parallel, packed B panels, C tiles in vector registers (16-lane tiles for the last N % 32 columns) |
 | conv2d | conv2d.py | float32 NCHW conv2d (groups 1, constant shapes): channels x rows of output vectors in registers |
 | pool | pool.py | window reductions (max_pool2d) whose padding test interval bounds prove always true: test dropped, then row-reduction |
 | reduction-order | reduction_order.py | other one-axis reductions whose output's last axis is read contiguously (symbolic matmul, column sums): that axis innermost |

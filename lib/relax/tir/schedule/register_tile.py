@@ -42,8 +42,8 @@ as the plain nest does; the fused multiply-add rounds once per term instead of t
                         C[i0, j0:j0 + 16] = acc[0:16] ...
     <rows M // 8 * 8 .. M: one smaller tile; columns N // 32 * 32 .. N: 16-lane tiles over a padded panel>
 
-Measured (figures in docs/tir-lowering.md, 2-core AVX-512 Xeon): 1024^3 112 -> 142
-GFLOP/s on one thread, 236 -> 285 on two; 6 x 64 and 8 x 48 tiles measured no better
+Measured (figures in docs/tir-lowering.md, 2-core AVX-512 Xeon): 1024^3 112 -> 140
+GFLOP/s on one thread, 230 -> 283 on two; 6 x 64 and 8 x 48 tiles measured no better
 than 8 x 32 at 1024^3 and on the MLP's 64-row layers.
 """
 
