@@ -19,9 +19,12 @@ For each workload, in one process and one run:
 
 Inputs are seeded random float32. Every peer's first result is checked against
 numpy's (largest difference relative to the largest output value, at most 1e-3).
-Timing alternates between the peers, a batch of about 10 ms each in turn (longer
+Timing alternates between the peers, a batch of about 20 ms each in turn (longer
 next to a slow peer: a quarter of its call, at most 0.5 s), the first
-peer changing every round, until the budget is spent; each call is timed on its own
+peer changing every round, with 150 ms of idle time before each batch (--settle-ms:
+numpy's and ONNX Runtime's pool threads keep spinning for tens of milliseconds after a
+call and would take the next peer's second core) and about 5 ms of untimed calls (at
+least two), so that the peer's own threads are awake again, until the budget is spent; each call is timed on its own
 and the latency printed is the median. `x best` is the latency over the best one of
 the workload; throughput is GFLOP/s for the models and the matmul, GB/s (bytes read
 and written) for vadd16m, and ns per add for chain200. The machine's limits measured
@@ -78,7 +81,18 @@ FLOPS = {
     "matmul1024": 2 * 1024 ** 3,
 }
 BYTES = {"vadd16m": 3 * 4 * 16 * 1024 * 1024}
-BATCH_SECONDS = 0.01
+BATCH_SECONDS = 0.02
+# After each batch the process idles this long before the next peer runs. A peer's idle
+# pool threads keep spinning after its last call, and the next peer finds a core taken:
+# relax's two-thread matmul1024 ran at one-thread speed (15 ms instead of 7.6) right after
+# numpy's batch until about 100 ms had passed (OpenBLAS, even with OPENBLAS_THREAD_TIMEOUT=4),
+# and after ONNX Runtime's until about 20-50 ms had (its threads spin some 28 ms of CPU after
+# a batch of mlp_b1; measured with time.process_time() across a sleep). 150 ms lets every
+# peer's threads go to sleep, so each batch starts on an idle machine.
+SETTLE_SECONDS = 0.15
+# Untimed calls at the start of each batch, about this long (at least two): after the
+# settle, a peer's first calls find its threads asleep and its data out of the caches.
+WARM_UP_SECONDS = 0.005
 THREAD_VARIABLES = ("RELAX_BENCH_THREADS", "RELAX_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                     "MKL_NUM_THREADS", "TVM_NUM_THREADS")
 TOLERANCE = 1e-3
@@ -196,20 +210,27 @@ def tvm_peer(name, python: str, inputs, scratch: pathlib.Path) -> Peer:
 # ---- timing --------------------------------------------------------------------------------
 
 
-def measure(peers: list[Peer], budget: float) -> None:
-    """Round robin: each peer runs a ~10 ms batch in turn until the budget is spent."""
+def measure(peers: list[Peer], budget: float, settle: float = SETTLE_SECONDS) -> None:
+    """Round robin: the machine idles `settle` seconds, then each peer in turn runs a few
+    untimed calls and a timed batch."""
     # Each peer has run once already (its checked output); two more calls estimate its cost.
-    estimates = {peer.name: statistics.median(peer.run_batch(2)) / 1e9 for peer in peers}
+    estimates = {}
+    for peer in peers:
+        peer.run_batch(3)  # the first calls after building pay for cold caches and sleeping threads
+        estimates[peer.name] = statistics.median(peer.run_batch(5)) / 1e9
     # Next to a slow peer, the fast ones run longer batches (up to half a second), so
     # that they too get many calls in the rounds the slow one allows.
     batch_seconds = min(max(BATCH_SECONDS, max(estimates.values()) / 4), 0.5)
     batches = {name: max(1, int(batch_seconds / max(one, 1e-9))) for name, one in estimates.items()}
+    warm_up = {name: max(2, int(WARM_UP_SECONDS / max(one, 1e-9))) for name, one in estimates.items()}
     minimum_calls = 3 if max(estimates.values()) > 0.5 else 5
     deadline = time.perf_counter() + budget
     round_index = 0
     while True:
         for offset in range(len(peers)):
             peer = peers[(round_index + offset) % len(peers)]
+            time.sleep(settle)
+            peer.run_batch(warm_up[peer.name])  # untimed: its threads awake, its data in cache
             peer.times.extend(peer.run_batch(batches[peer.name]))
         round_index += 1
         if time.perf_counter() > deadline and all(len(p.times) >= minimum_calls for p in peers):
@@ -274,7 +295,7 @@ def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
     if args.tvm_python:
         peers.append(tvm_peer(name, args.tvm_python, inputs, scratch))
     try:
-        measure(peers, args.budget)
+        measure(peers, args.budget, args.settle_ms / 1000)
     finally:
         for peer in peers:
             peer.close()
@@ -309,6 +330,9 @@ def main(argv=None) -> int:
                         help="a Python with apache-tvm installed: adds TVM as a peer (env RELAX_BENCH_TVM_PYTHON)")
     parser.add_argument("--no-onnxruntime", action="store_true", help="leave ONNX Runtime out")
     parser.add_argument("--target", default=TARGET, help="relax's target (default: this host's CPU)")
+    parser.add_argument("--settle-ms", type=float, default=SETTLE_SECONDS * 1000,
+                        help="idle time after each batch, so that no peer's spinning threads hold a core "
+                             "the next one needs (default: %(default).0f)")
     parser.add_argument("--exec-mode", choices=("interp", "compiled", "both"), default="compiled",
                         help="relax's VM exec mode (default: compiled, a static model as one native call; "
                              "chain200 is always timed in both)")
