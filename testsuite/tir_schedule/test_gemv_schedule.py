@@ -166,13 +166,35 @@ def test_narrow_rows_split_k_over_registers(wide, chains):
 
 @pytest.mark.parametrize("wide,vectors", [(True, gemv.WIDE_STRIP_VECTORS), (False, gemv.STRIP_VECTORS)])
 def test_wide_rows_in_register_strips(wide, vectors):
-    _, nest = _matmul_func(_kernels(784, 512))
+    _, nest = _matmul_func(_kernels(400, 256))  # 400 KB of B: under K_SPLIT_MIN_BYTES, column strips
     stmt = gemv.apply(nest, CpuInfo(wide_registers=wide))
     strips = [loop for loop in collect(stmt, tir.For) if "strip" in loop.loop_var.name]
-    assert [s.extent.value for s in strips] == [512 // (vectors * gemv.LANES)]
+    assert [s.extent.value for s in strips] == [256 // (vectors * gemv.LANES)]
+    assert not [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith("_block")]
     groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{gemv.GROUP_ROWS}")]
-    assert [g.extent.value for g in groups] == [784 // gemv.GROUP_ROWS]
+    assert [g.extent.value for g in groups] == [400 // gemv.GROUP_ROWS]
     assert len(_fmas(groups[0].body)) == gemv.GROUP_ROWS * vectors  # GROUP_ROWS rows of B per iteration
+
+
+def test_big_products_split_b_by_rows_for_the_threads():
+    """784 x 512 (1.6 MB of B): K_BLOCKS blocks of whole rows are the parallel loop, each
+    summing into its row of partial sums; one vector pass adds them and applies the epilogue."""
+    funcs = _kernels(784, 512, "bias_relu")
+    func, nest = _matmul_func(funcs)
+    stmt = gemv.apply(nest, CpuInfo(wide_registers=True))
+    blocks = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith("_block")]
+    assert [b.extent.value for b in blocks] == [gemv.K_BLOCKS]
+    groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{gemv.GROUP_ROWS}")]
+    assert [g.extent.value for g in groups] == [784 // gemv.K_BLOCKS // gemv.GROUP_ROWS]
+    scheduled = default_cpu_schedule(func)
+    parallel = [loop for loop in collect(scheduled.body, tir.For) if loop.kind == "parallel"]
+    assert [loop.loop_var.name.endswith("_block") for loop in parallel] == [True]
+
+
+@pytest.mark.parametrize("k, n", [(784, 512), (1024, 300), (520, 1023)])
+@pytest.mark.parametrize("epilogue", ["none", "bias_relu", "bias_gelu"])
+def test_row_blocks_match_plain_and_numpy(k, n, epilogue):
+    _check(k, n, epilogue, "avx512")
 
 
 def test_columns_left_after_the_strips_split_k():
@@ -210,7 +232,7 @@ def test_parallel_matches_serial():
         name = next(name for name, f in funcs.items() if f is func)
         library.get_function(name)(x, w, b, out)
         results.append(out)
-    np.testing.assert_array_equal(results[0], results[1])  # columns split, each summed the same way
+    np.testing.assert_array_equal(results[0], results[1])  # row blocks, each summed and added the same way
 
 
 def test_rule_leaves_several_rows_and_other_dtypes():
