@@ -26,19 +26,29 @@ VM_ARGUMENT = object()  # stands for %vm among the static argument values
 
 
 class SiteStorage(Storage):
-    """A Storage with the tensor views its sites made of it, by (offset, shape, dtype)."""
+    """A Storage with the tensor views its sites made of it, by (offset, shape, dtype), and
+    the same views as a list (iterating a list is the cheapest reference check)."""
 
-    __slots__ = ("views",)
+    __slots__ = ("views", "view_list")
 
     def __init__(self, buffer, device):
         super().__init__(buffer, device)
         self.views: dict = {}
+        self.view_list: list = []
+
+    def add_view(self, key, view) -> None:
+        self.views[key] = view
+        self.view_list.append(view)
 
 
 def _probe_view_references() -> int:
-    """What sum(map(getrefcount, views.values())) gives per view held only by the dict."""
-    views = {0: object()}
-    return sum(map(getrefcount, views.values()))
+    """What getrefcount gives, in StorageSite.__call__'s loop, for a view held only by the
+    storage's dict and list."""
+    storage = SiteStorage(None, None)
+    storage.add_view(0, object())
+    for view in storage.view_list:
+        return getrefcount(view)
+    return 0
 
 
 VIEW_REFERENCES = _probe_view_references()
@@ -60,10 +70,14 @@ class StorageSite:
 
     def __call__(self) -> Storage:
         storage = self.storage
-        if (storage is not None and getrefcount(storage) == 3
-                and getrefcount(self.raw) == self.raw_references + len(storage.views)
-                and sum(map(getrefcount, storage.views.values())) == VIEW_REFERENCES * len(storage.views)):
-            return storage
+        if storage is not None and getrefcount(storage) == 3:
+            views = storage.view_list
+            if getrefcount(self.raw) == self.raw_references + len(views):
+                for view in views:
+                    if getrefcount(view) != VIEW_REFERENCES:
+                        break
+                else:
+                    return storage
         return self._fresh()
 
     def _fresh(self) -> Storage:
@@ -92,7 +106,8 @@ class TensorSite:
         if storage.__class__ is SiteStorage:
             view = storage.views.get(self.key)
             if view is None:
-                view = storage.views[self.key] = alloc_tensor(storage, self.offset, self.shape, self.dtype)
+                view = alloc_tensor(storage, self.offset, self.shape, self.dtype)
+                storage.add_view(self.key, view)
             return view
         return alloc_tensor(storage, self.offset, self.shape, self.dtype)
 
