@@ -181,44 +181,6 @@ def test_busy_participant_chunks_are_stolen(library):
     assert both >= 1, "no launch ran on two threads"
 
 
-def test_ten_thousand_launches_in_a_row_stay_correct(library):
-    library.num_threads = 2
-    n = 4099
-    a, b, out = np.arange(n, dtype=np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
-    function = library.get_function("add_parallel")
-    for step in range(10000):
-        b[step % n] = step
-        function(a, b, out)
-        assert out[step % n] == a[step % n] * 3 + step
-    np.testing.assert_array_equal(out, a * 3 + b)
-
-
-def test_several_python_threads_launch_at_once(library):
-    """One launch owns the pool at a time; the others run on their own thread; none waits forever."""
-    library.num_threads = 2
-    n = 30011
-    a = np.random.default_rng(1).standard_normal(n).astype(np.float32)
-    b = np.random.default_rng(2).standard_normal(n).astype(np.float32)
-    expected = a * 3 + b
-    failures = []
-
-    def work(seed):
-        out = np.zeros(n, np.float32)
-        for step in range(1000):
-            out[:] = 0
-            library.get_function("add_parallel")(a, b, out)
-            if not np.array_equal(out, expected):
-                failures.append((seed, step))
-
-    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a launch never returned"
-    assert failures == []
-
-
 @pytest.mark.parametrize("threads", [2, 4])
 def test_nested_parallel_loops_equal_serial(library, threads):
     library.num_threads = threads
