@@ -154,13 +154,8 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     i0 = const(i_start) + local_row * const(rows_per_tile)
     k_tiles = reduction_order.Tiles(k_loop, _k_panel(k_loop.extent))
 
-    def at(expr, i, j, k=None):
-        values = {**outer_values, i_iter.var: i, j_iter.var: j, k_iter.var: k if k is not None else const(0)}
-        return nest.bound(expr, values)
-
-    def local(name, size):
-        return tir.Buffer(f"{store.buffer.name}_{name}", (const(size),), "float32",
-                          tir.Var(f"{store.buffer.name}_{name}", "handle"), scope="local")
+    at = _binder(nest, outer_values, i_iter, j_iter, k_iter, const)
+    local = _local_buffers(store, const)
 
     # The B panel of this column tile and k block, packed row after row, when several
     # row tiles read it (a single row tile reads B where it is, once).
@@ -257,13 +252,8 @@ def _narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_p
     width, depth, m = vectors * LANES, k_loop.extent.value, i_loop.extent.value
     init_value = _uniform_init(nest)
 
-    def at(expr, i, j, k=None):
-        values = {**outer_values, i_iter.var: i, j_iter.var: j, k_iter.var: k if k is not None else const(0)}
-        return nest.bound(expr, values)
-
-    def local(name, size):
-        return tir.Buffer(f"{store.buffer.name}_{name}", (const(size),), "float32",
-                          tir.Var(f"{store.buffer.name}_{name}", "handle"), scope="local")
+    at = _binder(nest, outer_values, i_iter, j_iter, k_iter, const)
+    local = _local_buffers(store, const)
 
     panel = local("narrow_panel", depth * width)
     k, column = fresh(k_loop.loop_var, "pack"), fresh(nest.loop_of(j_iter).loop_var, "pack")
@@ -354,3 +344,23 @@ def apply(nest: Nest, cpu=None) -> tir.Stmt:
     for iv in reversed(outer):
         stmt = loop(outer_vars[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
     return stmt
+
+
+def _binder(nest, outer_values: dict, i_iter, j_iter, k_iter, const):
+    """at(expr, i, j, k=0): `expr` of the nest's body with its iterators bound to i, j, k."""
+
+    def at(expr, i, j, k=None):
+        values = {**outer_values, i_iter.var: i, j_iter.var: j, k_iter.var: k if k is not None else const(0)}
+        return nest.bound(expr, values)
+
+    return at
+
+
+def _local_buffers(store, const):
+    """local(name, size): a float32 register/stack buffer named after the output."""
+
+    def local(name, size):
+        return tir.Buffer(f"{store.buffer.name}_{name}", (const(size),), "float32",
+                          tir.Var(f"{store.buffer.name}_{name}", "handle"), scope="local")
+
+    return local
