@@ -130,18 +130,6 @@ def caller_thread() -> int:
     return self_id()
 
 
-@pytest.mark.parametrize("threads", [2, 3])
-@pytest.mark.parametrize("n", [1, 7, 13, 1023, 100003])
-def test_pool_parallel_equals_serial_on_odd_sizes(library, threads, n):
-    rng = np.random.default_rng(n)
-    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    library.num_threads = threads
-    expected, out = np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
-    library.get_function("add_serial")(a, b, expected)
-    library.get_function("add_parallel")(a, b, out)
-    np.testing.assert_array_equal(out, expected)
-
-
 def test_each_thread_keeps_its_block_across_launches(library):
     """With 2 threads the caller runs iterations 0-15 and one and the same pool worker 16-31,
     launch after launch (one shared counter handed chunks out alternately instead). A
