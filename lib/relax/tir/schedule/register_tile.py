@@ -68,8 +68,9 @@ ROW_BLOCK_TILES = 32  # row tiles per row block: its rows of A (256 x 256 k, 256
 NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x 16 or 32 floats)
 
 
-def _operands(nest: Nest):
-    """(j-free load, j-contiguous load) of `C = C + X * Y`, or None."""
+def _operands(nest: Nest, packed: bool = False):
+    """(j-free load, j-contiguous load) of `C = C + X * Y`, or None; with `packed`, Y read in
+    the panel layout instead (_reads_panel)."""
     parts = reduction_order.reduction_parts(nest)
     if parts is None:
         return None
@@ -89,7 +90,7 @@ def _operands(nest: Nest):
         x, y = y, x
     else:
         return None
-    if y.indices[-1] is not j or any(uses(index, j) for index in y.indices[:-1]):
+    if not (_reads_panel(y, j) if packed else y.indices[-1] is j and not any(uses(i, j) for i in y.indices[:-1])):
         return None
     if uses(y, store.indices[-2]):  # one packed panel of B serves every row tile
         return None
@@ -98,13 +99,32 @@ def _operands(nest: Nest):
     return x, y
 
 
+def _reads_panel(y: tir.BufferLoad, j: tir.Var) -> bool:
+    """Whether `y` reads B already in the panel layout: packed[j // 32, k, j % 32] (packed_weights.py)."""
+    if len(y.indices) != 3:
+        return False
+    tile, k, lane = y.indices
+    width = LANES * VECTORS
+    return (isinstance(tile, tir.FloorDiv) and tile.a is j and isinstance(tile.b, tir.IntImm) and tile.b.value == width
+            and isinstance(lane, tir.FloorMod) and lane.a is j and isinstance(lane.b, tir.IntImm)
+            and lane.b.value == width and not uses(k, j))
+
+
+def _prepacked(nest: Nest) -> bool:
+    """Whether the nest reads B in the panel layout (a weight packed at build time)."""
+    return _operands(nest) is None and _operands(nest, packed=True) is not None
+
+
 def matches(nest: Nest, cpu=None) -> bool:
-    if _operands(nest) is None:
+    prepacked = _prepacked(nest)
+    if _operands(nest) is None and not prepacked:
         return False
     store = nest.block.body
     i_loop, j_loop = (nest.loop_of(_iter(nest, store.indices[p])) for p in (-2, -1))
     if not (isinstance(i_loop.extent, tir.IntImm) and isinstance(j_loop.extent, tir.IntImm) and i_loop.extent.value >= 1):
         return False
+    if prepacked:  # whole panels only: no narrow or remainder columns read the packed layout
+        return j_loop.extent.value % (LANES * VECTORS) == 0
     if j_loop.extent.value >= LANES * VECTORS:
         return True
     # Narrower than one tile (a classifier's 10 outputs): the narrow tiles alone, for several rows.
@@ -158,8 +178,10 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     local = _local_buffers(store, const)
 
     # The B panel of this column tile and k block, packed row after row, when several
-    # row tiles read it (a single row tile reads B where it is, once).
-    packed = row_tiles_count > 1
+    # row tiles read it (a single row tile reads B where it is, once). A weight packed
+    # at build time (packed_weights.py) is read where it is: its panels are contiguous.
+    prepacked = _prepacked(nest)
+    packed = row_tiles_count > 1 and not prepacked
     panel = local("panel", K_PANEL * width)
     pack = k_tiles.inner(lambda k: tir.SeqStmt(tuple(tir.BufferStore(  # whole-vector copies
         panel, at(y, i0, _ramp(j0 + const(v * LANES)), k), (_ramp(k_tiles.offset(k) * const(width) + const(v * LANES)),))
@@ -175,6 +197,9 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
     def b_vector(k, v):
         if packed:
             return tir.BufferLoad(panel, (_ramp(k_tiles.offset(k) * const(width) + const(v * LANES)),))
+        if prepacked:  # packed[j0 // 32, k, 16 v .. 16 v + 15]
+            return tir.BufferLoad(y.buffer, (chunk * const(chunk_tiles) + j_tile, at(y.indices[1], i0, j0, k),
+                                             _ramp(const(v * LANES))))
         return at(y, i0, _ramp(j0 + const(v * LANES)), k)
 
     acc = local("tile", rows_per_tile * width)
@@ -322,7 +347,7 @@ def _remainder(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, rows, col
 
 
 def apply(nest: Nest, cpu=None) -> tir.Stmt:
-    x, y = _operands(nest)
+    x, y = _operands(nest) or _operands(nest, packed=True)
     store, spatial, reduce = reduction_order.reduction_parts(nest)
     i_iter, j_iter = _iter(nest, store.indices[-2]), _iter(nest, store.indices[-1])
     outer = [iv for iv in spatial if iv is not i_iter and iv is not j_iter]
