@@ -46,7 +46,7 @@ def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = Fals
 
         mod = BindParams(params).run(mod)
     if not lowered:
-        mod = lower(mod, opt_level)
+        mod = lower(mod, opt_level, _pipeline_context(target, opt_level))
     exe = generate(mod)
     exe.kernel_objects = []
     kernels = mod.prim_funcs()
@@ -79,6 +79,16 @@ def _build_for_cuda(exe, mod: IRModule, target, opt_level: int) -> None:
             exe.device_kernel_objects.append(("<built cuda>", container.read(data, "<built cuda>")))
         elif _runs_here(target.host_target):
             exe.import_module(load_kernel_library(data, "<built host>"))
+
+
+def _pipeline_context(target, opt_level: int):
+    """The -O pipeline's context for `target`: cuda builds leave out the CPU-only passes."""
+    if target.kind != "cuda":
+        return None
+    from .transform.pass_infra import PassContext
+    from .transform.pipeline import CPU_ONLY_PASSES
+
+    return PassContext(opt_level=opt_level, disabled=set(CPU_ONLY_PASSES))
 
 
 def _context_at(opt_level: int):

@@ -18,10 +18,12 @@ output (`-o out/mlp.vmx`: mlp.vms, mlp.vmo, mlp.ko), as a Makefile names them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
 from ..diagnostics import UserError
+from ..transform.pipeline import CPU_ONLY_PASSES
 from .compile import CompileOptions, check_module, parse_source, resolve_targets, run_pipeline
 from .io import write_bytes, write_text
 from .progress import StageProgress
@@ -61,6 +63,8 @@ def compile_artifact(options: CompileOptions) -> int:
     from .assemble import generate_bytecode, read_vms
 
     targets = resolve_targets(options.targets, options.verbose) if options.emit == "vmx" else []
+    if any(getattr(t, "kind", "") == "cuda" for t in targets):
+        options = dataclasses.replace(options, disabled=(*options.disabled, *CPU_ONLY_PASSES))
     stem = intermediate_stem(options)
     # The one-shot reads its printed text straight back: large weights need not go through text.
     deferred = {} if options.emit != "vms" else None

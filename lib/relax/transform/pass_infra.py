@@ -81,6 +81,7 @@ PASS_MODULES: list[str] = [
     "kill_after_last_use",
     "fold_constant",
     "bind_params",
+    "pack_constant_weights",
 ]
 
 

@@ -35,7 +35,7 @@ LOWER_TO_VM_PLANNED = [
 FRONT = ["normalize", "lambda-lift"]
 
 O0 = [*FRONT, "legalize-ops", *LOWER_TO_VM]
-O1 = [*FRONT, *SIMPLIFY, "legalize-ops", "fold-constant", *LOWER_TO_VM]
+O1 = [*FRONT, *SIMPLIFY, "legalize-ops", "fold-constant", "pack-constant-weights", *LOWER_TO_VM]
 # Operator fusion: kernels tagged with their loop pattern, grouped, then merged.
 FUSE = [
     "annotate-tir-op-pattern",
@@ -43,8 +43,15 @@ FUSE = [
     "fuse-tir",
 ]
 
-O2 = [*FRONT, *SIMPLIFY, "legalize-ops", "fold-constant", *FUSE, *LOWER_TO_VM_PLANNED]
+# Constant weights of register-tiled matmuls in their panel layout (the kernels built).
+O2 = [*FRONT, *SIMPLIFY, "legalize-ops", "fold-constant", *FUSE, "pack-constant-weights", *LOWER_TO_VM_PLANNED]
 O3 = O2
+
+# Passes that lay data out for the CPU kernel schedules: a build for cuda targets
+# leaves them out (relaxc's one-shot and relax.build), since the GPU schedules read
+# the plain layouts. `relaxc -S` does not know the target and runs them; the
+# rewritten kernels stay correct anywhere.
+CPU_ONLY_PASSES = ("pack-constant-weights",)
 
 PIPELINES = {0: O0, 1: O1, 2: O2, 3: O3}
 
