@@ -8,5 +8,5 @@ __version__ = "0.1.0"
 FORMAT_VERSIONS = {
     "vmo": "0.1",  # bytecode object
     "vmx": "0.1",  # linked artifact
-    "ko": "0.2",   # kernel object (0.2 adds cuda targets; CPU objects are still written as 0.1)
+    "ko": "0.3",   # kernel object (0.2 adds cuda targets, 0.3 CPU kernels in parts; one part is still 0.1)
 }

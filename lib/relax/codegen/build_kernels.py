@@ -5,11 +5,16 @@
     emit_assembly(mod, target) -> str                   `relaxc --emit asm`
     build_host_library(mod, target=None)                the kernels linked into this process
 
+    start_kernel_object(mod, [Target, ...]).result()    the same, LLVM left running meanwhile
+
 `mod` is an IRModule (its PrimFuncs are the kernels), a {name: PrimFunc} dict or
 one PrimFunc. Kernels not yet in the lowered form are lowered first with
-relax.tir.pipeline.lower_for_codegen. All kernels of a module go into one LLVM
-module per target: one object with one symbol per kernel. Kernels that differ only in
-their names share one body (kernel_dedup.py).
+relax.tir.pipeline.lower_for_codegen. Each kernel (with the kernels that differ
+from it only in their names, which share its body: kernel_dedup.py) becomes a
+small LLVM module of its own; for a .ko these are cut into parts that LLVM
+compiles on worker threads while the next kernels are generated, one object per
+part with one symbol per kernel (object_parts.py); for `--emit llvm` and `asm`
+they are linked into one module.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ from .kernel_dedup import identical_kernels
 from .kernel_object import CompiledTarget, pack_kernel_object
 from .loop_hints import resolve_loop_hints
 from .llvm_target import TargetSpec, target_machine, target_spec
+from .object_parts import PartCompiler, cut_parts
 from .parallel import LAUNCHER, link_launcher
-from .vector_math import declare_vector_variants, map_to_libmvec, uses_libmvec
+from .vector_math import declare_vector_variants, map_to_libmvec, uses_libmvec, vector_intrinsics
 
 
 def prim_funcs(mod) -> dict[str, tir.PrimFunc]:
@@ -76,62 +82,80 @@ def lower(func: tir.PrimFunc, target) -> tir.PrimFunc:
     return lower_for_codegen(func, target)
 
 
-def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None):
-    """The unoptimized LLVM module (a parsed ModuleRef) and the KernelInfo of each kernel."""
-    machine = target_machine(spec)
-    module = ir.Module(name="relax_kernels")
-    module.triple = spec.triple
-    module.data_layout = str(machine.target_data)
+def kernel_groups(funcs: dict[str, tir.PrimFunc]) -> list[list[str]]:
+    """The kernels' names in groups, in sorted order of each group's first: a kernel, then
+    those that equal it but for their names (kernel_dedup.py), which share its body."""
+    shares = identical_kernels(funcs)
+    groups: dict[str, list[str]] = {}
+    for name in sorted(funcs):
+        groups.setdefault(shares.get(name, name), []).append(name)
+    return list(groups.values())
+
+
+def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None):
+    """Yields, group by group (kernel_groups), the unoptimized LLVM IR text of a module holding
+    the group's kernels, and their KernelInfo. Lowering happens here, one kernel at a time."""
+    layout = str(target_machine(spec).target_data)
     flags = ("fast",) if spec.fast_math else DEFAULT_FLOAT_FLAGS
     lowering_target = target if not isinstance(target, (TargetSpec, type(None))) else None
-    # A kernel whose PrimFunc equals an earlier one's but for its name forwards to that
-    # one's entry: its body is lowered, optimized and compiled once (kernel_dedup.py).
-    shares = identical_kernels(funcs)
-    generated = {}
-    infos = []
-    for name in sorted(funcs):
-        first = generated.get(shares.get(name))
-        if first is not None and not first.names_itself:
-            infos.append(generate_forwarding_kernel(module, name, first))
-            continue
-        lowered = first.func if first is not None else lower(funcs[name], lowering_target)
-        generated[name] = generate_shareable_kernel(module, name, lowered, flags)
-        infos.append(generated[name].info)
-    try:
+    for names in kernel_groups(funcs):
+        module = ir.Module(name="relax_kernels")
+        module.triple = spec.triple
+        module.data_layout = layout
+        # A kernel whose PrimFunc equals the group's first but for its name forwards to that
+        # one's entry: its body is lowered, optimized and compiled once (kernel_dedup.py).
+        first = generate_shareable_kernel(module, names[0], lower(funcs[names[0]], lowering_target), flags)
+        infos = [first.info]
+        for name in names[1:]:
+            if first.names_itself:
+                infos.append(generate_shareable_kernel(module, name, first.func, flags).info)
+            else:
+                infos.append(generate_forwarding_kernel(module, name, first))
         text = resolve_loop_hints(str(module))
         if uses_libmvec(spec.triple):
             text = declare_vector_variants(text, spec.features)
-        parsed = llvm.parse_assembly(text)
-        if LAUNCHER in module.globals:
-            link_launcher(parsed)
-        parsed.verify()
+        yield text, infos
+
+
+def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None):
+    """The unoptimized LLVM module of all kernels (a parsed ModuleRef, the groups linked into
+    one) and the KernelInfo of each kernel, by name."""
+    module, infos = None, []
+    try:
+        for text, group_infos in generate_kernel_groups(funcs, spec, target):
+            infos += group_infos
+            parsed = llvm.parse_assembly(text)
+            if module is None:
+                module = parsed
+            else:
+                module.link_in(parsed)
+        if module is None:
+            module = llvm.parse_assembly("")
+            module.triple = spec.triple
+            module.data_layout = str(target_machine(spec).target_data)
+        if LAUNCHER in {function.name for function in module.functions}:
+            link_launcher(module)
+        module.verify()
     except RuntimeError as exc:
         raise RuntimeError(f"codegen produced invalid LLVM IR: {exc}") from None
-    return parsed, infos
+    return module, sorted(infos, key=lambda info: info.name)
 
 
 def _compile(mod, target):
-    if isinstance(target, str):
-        from ..target import Target
-
-        target = Target.parse(target)
+    target = _parsed(target)
     spec = target_spec(target)
     module, infos = generate_llvm_module(prim_funcs(mod), spec, target)
     machine = target_machine(spec)
-    bitcode = module.as_bitcode()
     optimize(module, machine, spec.opt_level)
-    if uses_libmvec(spec.triple):
-        text = str(module)
-        mapped = map_to_libmvec(text, spec.features)
-        if mapped != text:
-            module = llvm.parse_assembly(mapped)
-            module.verify()
-    return spec, machine, module, bitcode, infos
+    if uses_libmvec(spec.triple) and vector_intrinsics(module):
+        module = llvm.parse_assembly(map_to_libmvec(str(module), spec.features))
+        module.verify()
+    return machine, module
 
 
 def emit_llvm_ir(mod, target=None, optimized: bool = True) -> str:
     if optimized:
-        _, _, module, _, _ = _compile(mod, target)
+        _, module = _compile(mod, target)
         return str(module)
     spec = target_spec(target)
     module, _ = generate_llvm_module(prim_funcs(mod), spec, target)
@@ -139,16 +163,44 @@ def emit_llvm_ir(mod, target=None, optimized: bool = True) -> str:
 
 
 def emit_assembly(mod, target=None) -> str:
-    _, machine, module, _, _ = _compile(mod, target)
+    machine, module = _compile(mod, target)
     return machine.emit_assembly(module)
 
 
 def build_kernel_object(mod, targets, cache: KernelCache | None = None) -> bytes:
-    """A .ko holding, for each target, its native object, its bitcode and the kernels' metadata.
+    """A .ko holding, for each target, its native object(s), bitcode and the kernels' metadata.
 
     `cache`: a kernel_cache.KernelCache to read and fill (relaxc passes the one the
     environment names, kernel_cache.default_cache()); a hit returns the bytes of the
     build that stored it. None, the default, builds every time."""
+    return start_kernel_object(mod, targets, cache).result()
+
+
+class PendingKernelObject:
+    """A kernel object whose parts are still compiling on worker threads; `result()` waits."""
+
+    def __init__(self, data: bytes | None = None, finish=None):
+        self._data = data
+        self._finish = finish
+
+    def result(self) -> bytes:
+        if self._data is None:
+            finish, self._finish = self._finish, None
+            self._data = finish()
+        return self._data
+
+    def cancel(self) -> None:
+        """Drops the parts not started yet and waits for the running ones (nothing is cached)."""
+        if self._data is None and self._finish is not None:
+            self._finish, finish = None, self._finish
+            finish(cancel=True)
+
+
+def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> PendingKernelObject:
+    """build_kernel_object, returning once every kernel is lowered and generated: LLVM goes on
+    compiling the parts on worker threads (object_parts.py) while the caller does other work
+    (relaxc generates the bytecode meanwhile). Errors of lowering and code generation are
+    raised here; LLVM's from `result()`."""
     if not isinstance(targets, (list, tuple)):
         targets = [targets]
     if not targets:
@@ -159,15 +211,47 @@ def build_kernel_object(mod, targets, cache: KernelCache | None = None) -> bytes
         key = cache_key(prim_funcs(mod), targets, [target_spec(target) for target in targets])
         cached = cache.get(key)
         if cached is not None:
-            return cached
-    compiled = []
-    for target in targets:
-        spec, machine, module, code, infos = _compile(mod, target)
-        compiled.append(CompiledTarget(spec, machine.emit_object(module), code, tuple(infos)))
-    data = pack_kernel_object(compiled)
-    if cache is not None:
-        cache.put(key, data)
-    return data
+            return PendingKernelObject(cached)
+    funcs = prim_funcs(mod)
+    compiler = PartCompiler()
+    try:
+        pending = []
+        for target in targets:
+            spec = target_spec(target)
+            infos, futures = [], []
+            groups = generate_kernel_groups(funcs, spec, target)
+            for texts in cut_parts(_collect(groups, infos)):
+                futures.append(compiler.submit(texts, spec))
+            pending.append((spec, sorted(infos, key=lambda info: info.name), futures))
+    except BaseException:
+        compiler.close()
+        raise
+
+    def finish(cancel: bool = False) -> bytes | None:
+        if cancel:
+            compiler.close()
+            return None
+        try:
+            compiled = []
+            for spec, infos, futures in pending:
+                parts = [future.result() for future in futures]
+                compiled.append(CompiledTarget(spec, tuple(part.native_object for part in parts),
+                                               tuple(part.bitcode for part in parts), tuple(infos)))
+        finally:
+            compiler.close()
+        data = pack_kernel_object(compiled)
+        if cache is not None:
+            cache.put(key, data)
+        return data
+
+    return PendingKernelObject(finish=finish)
+
+
+def _collect(groups, infos: list):
+    """The texts of `groups` ((text, infos) pairs), adding their infos to `infos` on the way."""
+    for text, group_infos in groups:
+        infos += group_infos
+        yield text
 
 
 def _parsed(target):

@@ -125,14 +125,15 @@ COUNTER_STRIDE = 8
 _COUNTERS = ir.ArrayType(I64, abi.MAX_THREADS * COUNTER_STRIDE)
 
 
-def link_launcher(module: "llvm.ModuleRef") -> None:
-    """Adds the old per-object launcher to a parsed module that declares it.
+def link_launcher(module: "llvm.ModuleRef", context=None) -> None:
+    """Adds the old per-object launcher to a parsed module that declares it (`context`:
+    the module's LLVM context when not the global one).
 
     The code generator no longer declares it (it calls the pool); kept for modules
     written against the first launcher, so they still link.
     """
     if module.get_function(LAUNCHER).is_declaration:
-        helper = llvm.parse_assembly(LAUNCHER_IR)
+        helper = llvm.parse_assembly(LAUNCHER_IR, context=context)
         helper.triple = module.triple
         helper.data_layout = module.data_layout
         module.link_in(helper)

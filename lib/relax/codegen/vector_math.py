@@ -65,6 +65,16 @@ def map_to_libmvec(text: str, features: str) -> str:
     return _VECTOR_INTRINSIC.sub(rename, text)
 
 
+def vector_intrinsics(module) -> bool:
+    """Whether a parsed module declares a vector math intrinsic that map_to_libmvec renames
+    (when none, its text round trip would give the module back unchanged)."""
+    for function in module.functions:
+        match = _VECTOR_INTRINSIC.fullmatch("@" + function.name)
+        if match and match.group(1) in LIBMVEC_FUNCTIONS:
+            return True
+    return False
+
+
 # libm functions called directly (intrinsics.py "libm" entries) with a libmvec version.
 LIBMVEC_CALLS = {"erf": 1, "expm1": 1, "log1p": 1, "cbrt": 1, "asinh": 1, "acosh": 1, "atanh": 1,
                  "atan2": 2, "hypot": 2}

@@ -17,9 +17,12 @@ kernel metadata), and per target a native object and/or LLVM bitcode (CPU
 targets) or a cubin and its PTX (cuda targets).
 
 Format 0.2 adds cuda: targets of triple CUDA_TRIPLE (all or none of a file's),
-the "ptx" section kind and KernelInfo.launches. A writer writes 0.1 for a CPU
-object (byte-identical to what it wrote before) and 0.2 for a cuda one; a reader
-reads both.
+the "ptx" section kind and KernelInfo.launches. Format 0.3 adds parts: a CPU
+target's kernels compiled as several objects (on several threads,
+codegen/object_parts.py), one object and one bitcode section per part, in part
+order. A writer writes 0.1 for a CPU object in one part (byte-identical to what
+it wrote before), 0.3 for one in several parts and 0.2 for a cuda one; a reader
+reads all three.
 """
 
 from __future__ import annotations
@@ -43,8 +46,10 @@ SECTION_KINDS = {1: "manifest", 2: "object", 3: "bitcode", 4: "ptx"}
 SECTION_CODES = {name: code for code, name in SECTION_KINDS.items()}
 
 FORMAT_VERSION = tuple(int(part) for part in FORMAT_VERSIONS["ko"].split("."))
-CPU_FORMAT_VERSION = (0, 1)  # what a .ko without cuda targets is written as
-READABLE_VERSIONS = (CPU_FORMAT_VERSION, FORMAT_VERSION)
+CPU_FORMAT_VERSION = (0, 1)  # what a .ko without cuda targets, each in one part, is written as
+CUDA_FORMAT_VERSION = (0, 2)  # what a .ko of cuda targets is written as
+PARTS_FORMAT_VERSION = (0, 3)  # what a CPU .ko with a target in several parts is written as
+READABLE_VERSIONS = (CPU_FORMAT_VERSION, CUDA_FORMAT_VERSION, PARTS_FORMAT_VERSION)
 
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 ELF_MAGIC = b"\x7fELF"
@@ -87,9 +92,23 @@ class KernelObject:
 
     targets: tuple[TargetEntry, ...]
     kernels: tuple[KernelInfo, ...]
-    objects: dict  # target index -> native object bytes (a cubin for a cuda target)
-    bitcode: dict  # target index -> LLVM bitcode bytes
+    objects: dict  # target index -> native object bytes (a cubin for a cuda target); the first part's
+    bitcode: dict  # target index -> LLVM bitcode bytes; the first part's
     ptx: dict = field(default_factory=dict)  # target index -> PTX text bytes (cuda targets)
+    # target index -> ((native object, bitcode), ...): the parts after the first (format 0.3)
+    parts: dict = field(default_factory=dict)
+
+    def native_objects(self, index: int) -> tuple[bytes, ...]:
+        """Every native object of target `index`, in part order (none when it has no native code)."""
+        if index not in self.objects:
+            return ()
+        return (self.objects[index],) + tuple(native for native, _ in self.parts.get(index, ()))
+
+    def bitcode_parts(self, index: int) -> tuple[bytes, ...]:
+        """Every bitcode of target `index`, in part order (none when it has no bitcode)."""
+        if index not in self.bitcode:
+            return ()
+        return (self.bitcode[index],) + tuple(code for _, code in self.parts.get(index, ()))
 
     @property
     def is_cuda(self) -> bool:
@@ -121,6 +140,9 @@ def write(kernel_object: KernelObject) -> bytes:
             sections.append((SECTION_CODES["bitcode"], index, bytes(kernel_object.bitcode[index])))
         if index in kernel_object.ptx:
             sections.append((SECTION_CODES["ptx"], index, bytes(kernel_object.ptx[index])))
+        for native, code in kernel_object.parts.get(index, ()):
+            sections.append((SECTION_CODES["object"], index, bytes(native)))
+            sections.append((SECTION_CODES["bitcode"], index, bytes(code)))
     offset = _align(HEADER.size + SECTION.size * len(sections))
     table, payload = [], bytearray()
     for kind, target, data in sections:
@@ -134,7 +156,8 @@ def write(kernel_object: KernelObject) -> bytes:
     size = HEADER.size + len(body)
     digest = hashlib.sha256(body).digest()
     cuda = kernel_object.is_cuda or bool(kernel_object.ptx) or any(k.launches for k in kernel_object.kernels)
-    major, minor = FORMAT_VERSION if cuda else CPU_FORMAT_VERSION
+    major, minor = CUDA_FORMAT_VERSION if cuda else PARTS_FORMAT_VERSION if kernel_object.parts \
+        else CPU_FORMAT_VERSION
     header = HEADER.pack(MAGIC, major, minor, len(sections), size, digest)
     return header + body
 
@@ -162,7 +185,7 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         raise _refuse(name, "checksum mismatch (the file is corrupted)")
     if HEADER.size + SECTION.size * count > size:
         raise _refuse(name, "section table runs past the end of the file")
-    manifest, objects, bitcode, ptx = None, {}, {}, {}
+    manifest, found = None, {"object": {}, "bitcode": {}, "ptx": {}}
     for index in range(count):
         kind, target, offset, length = SECTION.unpack_from(data, HEADER.size + SECTION.size * index)
         if kind not in SECTION_KINDS or offset + length > size or offset < HEADER.size:
@@ -171,7 +194,7 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         if SECTION_KINDS[kind] == "manifest":
             manifest = payload
         else:
-            {"object": objects, "bitcode": bitcode, "ptx": ptx}[SECTION_KINDS[kind]][target] = payload
+            found[SECTION_KINDS[kind]].setdefault(target, []).append(payload)
     if manifest is None:
         raise _refuse(name, "no manifest section")
     try:
@@ -180,12 +203,32 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         kernels = tuple(KernelInfo.from_json(k) for k in document["kernels"])
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise _refuse(name, f"unreadable manifest ({exc})") from None
-    for index in list(objects) + list(bitcode) + list(ptx):
+    for index in [index for sections in found.values() for index in sections]:
         if index >= len(targets):
             raise _refuse(name, f"a section names target {index}, the manifest lists {len(targets)}")
-    result = KernelObject(targets, kernels, objects, bitcode, ptx)
+    objects, bitcode, ptx, parts = _parts(found, name, (major, minor))
+    result = KernelObject(targets, kernels, objects, bitcode, ptx, parts)
     _check_cuda(result, name, (major, minor))
     return result
+
+
+def _parts(found: dict, name: str, version: tuple) -> tuple[dict, dict, dict, dict]:
+    """objects, bitcode, ptx and parts from the payloads of each kind by target: one of each
+    kind per target, or (format 0.3) as many objects as bitcode sections, the parts in order."""
+    objects, bitcode, ptx, parts = {}, {}, {}, {}
+    for kind, sections in found.items():
+        for target, payloads in sections.items():
+            if len(payloads) > 1 and (kind == "ptx" or version != PARTS_FORMAT_VERSION):
+                raise _refuse(name, f"target {target} has {len(payloads)} {kind} sections")
+            {"object": objects, "bitcode": bitcode, "ptx": ptx}[kind][target] = payloads[0]
+    for target in sorted(set(found["object"]) | set(found["bitcode"])):
+        natives, codes = found["object"].get(target, []), found["bitcode"].get(target, [])
+        if len(natives) > 1 or len(codes) > 1:
+            if len(natives) != len(codes):
+                raise _refuse(name, f"target {target} has {len(natives)} native objects and {len(codes)} bitcode "
+                                    "sections (one of each per part)")
+            parts[target] = tuple(zip(natives[1:], codes[1:]))
+    return objects, bitcode, ptx, parts
 
 
 def _check_cuda(kernel_object: KernelObject, name: str, version: tuple) -> None:
@@ -201,7 +244,7 @@ def _check_cuda(kernel_object: KernelObject, name: str, version: tuple) -> None:
         return
     if not all(cuda):
         raise _refuse(name, "it mixes cuda and CPU targets")
-    if version < FORMAT_VERSION:
+    if version != CUDA_FORMAT_VERSION:
         raise _refuse(name, f"cuda targets in a format {version[0]}.{version[1]} file")
     for index, target in enumerate(kernel_object.targets):
         cubin = kernel_object.objects.get(index)

@@ -206,7 +206,8 @@ def _numpy_dtype(name: str):
 class KernelLibrary:
     """The kernels of one .ko, linked into this process."""
 
-    def __init__(self, kernel_object: container.KernelObject, entry_index: int, object_code: bytes, compiled: bool):
+    def __init__(self, kernel_object: container.KernelObject, entry_index: int, object_code, compiled: bool):
+        """`object_code`: the target's native object, or its objects (one per part, format 0.3)."""
         initialize_llvm()
         self.kernel_object = kernel_object
         self.target = kernel_object.targets[entry_index]
@@ -214,7 +215,8 @@ class KernelLibrary:
         self.num_threads = default_num_threads()
         self.parallel_threshold_bytes = PARALLEL_THRESHOLD_BYTES
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
-        self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        for code in (object_code,) if isinstance(object_code, (bytes, bytearray)) else object_code:
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         self._engine.finalize_object()
         self._functions: dict[str, KernelFunction] = {}
 
@@ -261,16 +263,16 @@ def load_kernel_library(data, name: str = "<memory>", prefer: str = "native") ->
     if prefer != "bitcode":
         for index, entry in enumerate(kernel_object.targets):
             if index in kernel_object.objects and runs_natively(entry.triple, entry.cpu, entry.features, info):
-                code = kernel_object.objects[index]
-                unresolved = _unresolved(code)
+                codes = kernel_object.native_objects(index)
+                unresolved = [symbol for code in codes for symbol in _unresolved(code)]
                 if not unresolved:
-                    return KernelLibrary(kernel_object, index, code, compiled=False)
+                    return KernelLibrary(kernel_object, index, codes, compiled=False)
     for index, entry in enumerate(kernel_object.targets):
         if index in kernel_object.bitcode and same_platform(entry.triple, info.triple):
-            code = compile_bitcode(kernel_object.bitcode[index], host_target_machine())
-            unresolved = _unresolved(code)
+            codes = tuple(compile_bitcode(code, host_target_machine()) for code in kernel_object.bitcode_parts(index))
+            unresolved = [symbol for code in codes for symbol in _unresolved(code)]
             if not unresolved:
-                return KernelLibrary(kernel_object, index, code, compiled=True)
+                return KernelLibrary(kernel_object, index, codes, compiled=True)
     if unresolved:
         raise UserError(f"'{name}': its kernels need {', '.join(unresolved)}, which this process does not provide")
     targets = ", ".join(t.describe() for t in kernel_object.targets) or "none"
