@@ -14,6 +14,12 @@ to the Makefile's:
 Going through the printed text, rather than straight from the lowered IR, is what
 makes the two agree: both read the same .vms. The intermediates are named after the
 output (`-o out/mlp.vmx`: mlp.vms, mlp.vmo, mlp.ko), as a Makefile names them.
+
+The one-shot starts the CPU kernels before it generates the bytecode: once Python
+has lowered and generated them, LLVM compiles them on worker threads
+(codegen/object_parts.py) while the bytecode is generated, and the link waits for
+them (the "LLVM" stage of -v). Errors come in the order of the stages above: a
+kernel's is held until the bytecode is done, and a bytecode error wins.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from .io import write_bytes, write_text
 from .progress import StageProgress
 
 # --emit kind -> number of stages it runs
-STAGES = {"vms": 3, "vmo": 4, "vmx": 6}
+STAGES = {"vms": 3, "vmo": 4, "vmx": 8}
 
 
 def intermediate_stem(options: CompileOptions) -> str:
@@ -73,31 +79,69 @@ def compile_artifact(options: CompileOptions) -> int:
         if options.emit == "vms":
             write_text(options.output, text)
         else:
-            progress.stage("bytecode")
+            progress.stage("bytecode" if options.emit == "vmo" else "read .vms")
             with array_literals.reading(deferred):
                 mod = read_vms(text, f"{stem}.vms")
-            bytecode = generate_bytecode(mod, f"{stem}.vms").save_to_bytes()
+            kernels = None
+            if options.emit == "vmx":
+                kernels = _start_kernels(mod, targets, stem, progress)
+                progress.stage("bytecode")
+            try:
+                bytecode = generate_bytecode(mod, f"{stem}.vms").save_to_bytes()
+            except BaseException:
+                if kernels is not None:
+                    kernels.cancel()
+                raise
             if options.emit == "vmo":
                 write_bytes(options.output, bytecode, "a bytecode object")
             else:
-                _build_and_link(options, mod, bytecode, targets, stem, progress)
+                _link(options, bytecode, kernels, stem, progress)
     if options.verbose:
         sys.stderr.write(progress.report())
     return 0
 
 
-def _build_and_link(options: CompileOptions, mod, bytecode: bytes, targets, stem: str, progress) -> None:
-    """Stages 5-6: kernels for every target, then the link (relaxld's checks and all)."""
-    from ..codegen.build_kernels import build_kernel_object
+class _PendingKernels:
+    """The kernel objects of the one-shot: built (cuda), compiling (CPU), or a held error."""
+
+    def __init__(self, inputs=None, pending=None, name: str = "", error: BaseException | None = None):
+        self._inputs, self._pending, self._name, self._error = inputs, pending, name, error
+
+    def result(self) -> list:
+        from ..vm.linker import LinkInput
+
+        if self._error is not None:
+            raise self._error
+        if self._inputs is None:
+            self._inputs = [LinkInput(self._name, self._pending.result())]
+        return self._inputs
+
+    def cancel(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+
+
+def _start_kernels(mod, targets, stem: str, progress) -> _PendingKernels:
+    """Stage 5: the kernels for every target lowered and generated, LLVM started on them."""
+    from ..codegen.build_kernels import start_kernel_object
     from ..codegen.kernel_cache import default_cache
+
+    progress.stage("kernels for " + ", ".join(getattr(t, "mtriple", "") or str(t) for t in targets))
+    try:
+        if any(getattr(t, "kind", "") == "cuda" for t in targets):
+            return _PendingKernels(inputs=_cuda_kernel_inputs(mod, targets, stem))
+        return _PendingKernels(pending=start_kernel_object(mod, targets, cache=default_cache()), name=f"{stem}.ko")
+    except Exception as error:  # raised after the bytecode's own errors, as the stages go
+        return _PendingKernels(error=error)
+
+
+def _link(options: CompileOptions, bytecode: bytes, kernels: _PendingKernels, stem: str, progress) -> None:
+    """Stage 6: waiting for LLVM, then the link (relaxld's checks and all)."""
     from ..vm.linker import LinkInput, link
     from .link import describe_link
 
-    progress.stage("kernels for " + ", ".join(getattr(t, "mtriple", "") or str(t) for t in targets))
-    if any(getattr(t, "kind", "") == "cuda" for t in targets):
-        kernel_inputs = _cuda_kernel_inputs(mod, targets, stem)
-    else:
-        kernel_inputs = [LinkInput(f"{stem}.ko", build_kernel_object(mod, targets, cache=default_cache()))]
+    progress.stage("LLVM")
+    kernel_inputs = kernels.result()
     progress.stage("link")
     result = link(LinkInput(f"{stem}.vmo", bytecode), kernel_inputs, options.allow_undefined,
                   exec_mode=options.exec_mode)
