@@ -259,8 +259,10 @@ def choose_emit(emit: str | None, lowered_text: bool, output: str | None) -> str
 def compile_main(options: CompileOptions) -> int:
     # Every stage, kernel code generation included, sees the -O level and --pass-config.
     from ..transform.pass_infra import PassContext
+    from .collector import cycle_collection_paused
 
-    with PassContext(opt_level=options.opt_level, config=_pass_config(options.pass_config)):
+    with cycle_collection_paused(), PassContext(opt_level=options.opt_level,
+                                                config=_pass_config(options.pass_config)):
         if options.emit in ARTIFACT_EMITS:
             from .artifact import compile_artifact
 
