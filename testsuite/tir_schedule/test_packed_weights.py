@@ -18,7 +18,7 @@ from relax.tir.rewrite import collect
 from relax.tir.schedule import default_cpu_schedule, register_tile
 from relax.tir.schedule.cpu import CpuInfo
 from relax.tir.schedule.nest import match_nest
-from relax.tir.schedule.packed_weights import PANEL_WIDTH, pack_array, packable_params, packed_shape, read_packed
+from relax.tir.schedule.packed_weights import PANEL_WIDTH, STRIP_WIDTH, pack_array, packable_params, packed_shape, read_packed
 from relax.transform.pass_infra import PassContext
 
 from dataflow_kernels import lowered_kernels
@@ -42,15 +42,15 @@ def _run(name, func, inputs, out_shape, opt_level):
     return out
 
 
-def _check(m, k, n, epilogue=False, batch=()):
+def _check(m, k, n, epilogue=False, batch=(), width=PANEL_WIDTH):
     name, func = _kernel(m, k, n, epilogue, batch)
-    assert packable_params(func) == (1,)
-    packed = read_packed(func, (1,))
+    assert packable_params(func) == {1: width}
+    packed = read_packed(func, {1: width})
     rng = np.random.default_rng(m * 7919 + k * 31 + n)
     a = rng.standard_normal((*batch, m, k)).astype("float32")
     b = rng.standard_normal((k, n)).astype("float32")
     c = rng.standard_normal(n).astype("float32")
-    inputs = (a, pack_array(b), c) if epilogue else (a, pack_array(b))
+    inputs = (a, pack_array(b, width), c) if epilogue else (a, pack_array(b, width))
     plain = _run(name, packed, inputs, (*batch, m, n), 0)
     scheduled = _run(name, packed, inputs, (*batch, m, n), 2)
     expected = a.astype(np.float64) @ b.astype(np.float64)
@@ -101,32 +101,56 @@ def test_packed_every_block_boundary_crossed(monkeypatch, wide):
 def test_scheduled_packed_kernel_copies_no_panel():
     name, func = _kernel(64, 784, 512)
     plain = default_cpu_schedule(func)
-    packed = default_cpu_schedule(read_packed(func, (1,)))
+    packed = default_cpu_schedule(read_packed(func, {1: PANEL_WIDTH}))
     panels = lambda f: [a for a in collect(f.body, tir.Allocate) if a.buffer_var.name.endswith("_panel")]  # noqa: E731
     assert panels(plain) and not panels(packed)
     fmas = [call for call in collect(packed.body, tir.Call) if call.op == "tir.fma"]
     assert len(fmas) == len([call for call in collect(plain.body, tir.Call) if call.op == "tir.fma"]) > 0
-    nest = next(n for n in map(match_nest, top_level(read_packed(func, (1,)).body)[0]) if n is not None)
+    nest = next(n for n in map(match_nest, top_level(read_packed(func, {1: PANEL_WIDTH}).body)[0]) if n is not None)
     assert register_tile.matches(nest, CpuInfo(wide_registers=True))
 
 
 @pytest.mark.parametrize("m,k,n,why", [
-    (1, 512, 512, "a single row is a gemv: it streams B's rows already"),
+    (1, 512, 256, "a gemv of one strip: its threads split K, not the columns"),
+    (1, 512, 520, "a gemv with a ragged last strip"),
     (64, 512, 10, "10 columns: no whole panel"),
     (64, 512, 70, "70 columns: a ragged last panel"),
 ])
 def test_not_packable(m, k, n, why):
     name, func = _kernel(m, k, n)
-    assert packable_params(func) == (), why
+    assert packable_params(func) == {}, why
 
 
 def test_float64_not_packable():
     name, func = _kernel(13, 64, 64, dtype="float64")
-    assert packable_params(func) == ()
+    assert packable_params(func) == {}
 
 
 def test_b_read_twice_not_packable():
     kernels = lowered_kernels('a: R.Tensor((64, 64), "float32"), b: R.Tensor((64, 64), "float32")',
                               "y = R.matmul(a, b)\n            out = R.add(y, b)", 2)
     (func,) = [f for f in kernels.values() if len(f.params) == 3]
-    assert packable_params(func) == ()
+    assert packable_params(func) == {}
+
+
+@pytest.mark.parametrize("k", [1, 7, 13, 1023])
+@pytest.mark.parametrize("n", [512, 768])
+def test_gemv_strips_packed_match_numpy(k, n):
+    _check(1, k, n, width=STRIP_WIDTH)
+
+
+def test_gemv_strips_packed_with_bias_relu_match_numpy():
+    _check(1, 784, 512, epilogue=True, width=STRIP_WIDTH)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_gemv_packed_keeps_column_strips(monkeypatch, wide):
+    """A packed gemv weight is read a strip (a contiguous panel) per thread, never split by rows."""
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: CpuInfo(wide_registers=wide))
+    name, func = _kernel(1, 784, 512)
+    plain = default_cpu_schedule(func)
+    packed = default_cpu_schedule(read_packed(func, {1: STRIP_WIDTH}))
+    partials = lambda f: [a for a in collect(f.body, tir.Allocate) if a.buffer_var.name.endswith("_partial")]  # noqa: E731
+    assert len(partials(plain)) == 1 and not partials(packed)
+    assert [loop.kind for loop in collect(packed.body, tir.For) if loop.kind == "parallel"] == ["parallel"]
+    _check(1, 784, 512, width=STRIP_WIDTH)

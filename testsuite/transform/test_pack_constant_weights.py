@@ -139,3 +139,28 @@ def test_cuda_builds_keep_the_plain_layout(monkeypatch):
     monkeypatch.setattr(relax.build_cuda, "build_cuda_objects", lambda mod, targets: seen.append(mod) or [])
     relax.build(parse(MLP), "cuda -arch=sm_90", params=WEIGHTS)
     assert _constant_shapes(seen[0]) == [(64, 64), (96, 64)]
+
+
+GEMV = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 96), dtype="float32"), w: R.Tensor((512, 96), dtype="float32"), b: R.Tensor((512,), dtype="float32")) -> R.Tensor((1, 512), dtype="float32"):
+        R.func_attr({"num_input": 1})
+        with R.dataflow():
+            lv: R.Tensor((96, 512), dtype="float32") = R.permute_dims(w, axes=[1, 0])
+            lv1: R.Tensor((1, 512), dtype="float32") = R.matmul(x, lv, out_dtype=None)
+            lv2: R.Tensor((1, 512), dtype="float32") = R.add(lv1, b)
+            gv: R.Tensor((1, 512), dtype="float32") = R.nn.relu(lv2)
+            R.output(gv)
+        return gv
+'''
+
+
+def test_gemv_weight_packed_in_strips():
+    weights = {"w": RNG.standard_normal((512, 96)).astype("float32"), "b": RNG.standard_normal(512).astype("float32")}
+    x = RNG.standard_normal((1, 96)).astype("float32")
+    mod = _lowered(GEMV, weights)
+    assert _constant_shapes(mod) == [(2, 96, 256)]  # two strips of 256 columns, one per thread
+    expected = np.maximum(x @ weights["w"].T + weights["b"], 0)
+    np.testing.assert_allclose(_run(mod, x), expected, rtol=1e-4, atol=1e-4)

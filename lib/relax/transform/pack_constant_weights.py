@@ -1,4 +1,4 @@
-"""PackConstantWeights: constant matmul weights stored in the register tile's panel layout, once, at build time.
+"""PackConstantWeights: constant matmul weights stored, once, at build time, in the layout their kernel's rule reads.
 
     lv: R.Tensor((784, 512), "float32") = R.const(W)                   (W: 784 x 512)
     gv = R.call_tir(cls.fused_matmul_add_relu, (x, lv, b), ...)
@@ -6,18 +6,24 @@
     gv = R.call_tir(cls.fused_matmul_add_relu, (x, R.const(P), b), ...)   (P: 16 x 784 x 32)
 
 with the kernel reading `lv[v_k, v_i1]` as `lv[v_i1 // 32, v_k, v_i1 % 32]`
-(tir/schedule/packed_weights.py). The register-tiled matmul then reads each column
-tile's panel of 32 contiguous floats per k step straight from the constant: without
-it, every call copied the weight into panels again, reading rows 2 KiB apart, and the
-weights of an MLP (2.6 MB, more than a core's L2) came from L3 each call with those
-copies outside the multiply-adds. Measured in docs/tir-lowering.md.
+(tir/schedule/packed_weights.py). Two layouts, by the rule that takes the kernel:
+
+- a register-tiled matmul (several rows of C) reads panels of 32 columns: each k step's
+  32 floats contiguous, straight from the constant. Without it, every call copied the
+  weight into panels again, reading rows 2 KiB apart, with those copies outside the
+  multiply-adds (mlp_b64 212 -> 189 us, transformer 575 -> 542 us);
+- a gemv (one row of C, batch 1) reads strips of 256 columns, one strip per thread:
+  each thread streams one contiguous panel. Row-major, a thread's strip is half of
+  every row, so the gemv rule splits big products by rows instead (its columns would
+  land in half of the L2's sets on some CPUs) and adds the partial sums after
+  (mlp_b1 21.3 -> 15.6 us on two threads; 27.8 -> 29.5 us on one).
 
 A kernel is rewritten only when every call of it passes a constant at the packed
 position (a kernel shared by a constant and a computed operand keeps its layout), and
 a constant's binding goes when no use of it is left, so the artifact carries each
 weight once. The rewritten kernel computes the same as before on any target: only the
-register-tile rule reads the layout faster. The pass runs after fusion (the kernels it
-looks at are the ones that get built); it is left out for cuda builds, whose matmul
+CPU rules read the layouts faster. The pass runs after fusion (the kernels it looks
+at are the ones that get built); it is left out for cuda builds, whose matmul
 schedule reads B in its own tiles.
 """
 
@@ -57,10 +63,11 @@ def _weight(arg, constants) -> rx.Constant | None:
     return constant
 
 
-def _chosen_positions(mod: IRModule) -> dict[str, tuple[int, ...]]:
-    """Kernel name -> the argument positions every one of its calls passes a packable constant at."""
+def _chosen_positions(mod: IRModule) -> dict[str, dict[int, int]]:
+    """Kernel name -> {argument position: panel width} for the positions every one of its
+    calls passes a packable constant at."""
     kernels = mod.prim_funcs()
-    chosen: dict[str, set[int]] = {}
+    chosen: dict[str, dict[int, int]] = {}
     references: dict[str, int] = {}
     calls: dict[str, int] = {}
     for func in mod.relax_functions().values():
@@ -73,12 +80,13 @@ def _chosen_positions(mod: IRModule) -> dict[str, tuple[int, ...]]:
                 continue
             calls[name] = calls.get(name, 0) + 1
             if name not in chosen:
-                chosen[name] = set(packable_params(kernels[name]))
+                chosen[name] = packable_params(kernels[name])
             args = call.args[1].fields
-            chosen[name] &= {p for p in chosen[name] if p < len(args) and _weight(args[p], constants) is not None}
+            chosen[name] = {p: width for p, width in chosen[name].items()
+                            if p < len(args) and _weight(args[p], constants) is not None}
     # A kernel referred to other than by these calls (a packed call, a second use of its
     # GlobalVar object) keeps its layout.
-    return {name: tuple(sorted(positions)) for name, positions in chosen.items()
+    return {name: positions for name, positions in chosen.items()
             if positions and references.get(name) == calls.get(name)}
 
 
@@ -100,10 +108,10 @@ def _all_global_vars(func: rx.Function):
 class _PassPacked(ExprMutator):
     """Calls of the rewritten kernels get the packed constants; each weight packed once."""
 
-    def __init__(self, positions: dict[str, tuple[int, ...]], constants: dict[int, rx.Constant]):
+    def __init__(self, positions: dict[str, dict[int, int]], constants: dict[int, rx.Constant]):
         super().__init__()
         self.positions, self.constants = positions, constants
-        self.packed: dict[int, rx.Constant] = {}  # id(original constant) -> packed one
+        self.packed: dict[tuple[int, int], rx.Constant] = {}  # (id(original constant), width) -> packed one
 
     def visit_Call(self, call: rx.Call) -> rx.Expr:
         call = self.generic_visit(call)
@@ -111,11 +119,12 @@ class _PassPacked(ExprMutator):
         if name not in self.positions:
             return call
         fields = list(call.args[1].fields)
-        for position in self.positions[name]:
+        for position, width in self.positions[name].items():
             weight = _weight(fields[position], self.constants)
-            packed = self.packed.get(id(weight))
+            packed = self.packed.get((id(weight), width))
             if packed is None:
-                packed = self.packed[id(weight)] = rx.Constant(pack_array(np.asarray(weight.data)), span=weight.span)
+                packed = rx.Constant(pack_array(np.asarray(weight.data), width), span=weight.span)
+                self.packed[(id(weight), width)] = packed
             fields[position] = packed
         args = (call.args[0], dataclasses.replace(call.args[1], fields=tuple(fields)))
         return dataclasses.replace(call, args=args)

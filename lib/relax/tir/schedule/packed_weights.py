@@ -1,24 +1,26 @@
-"""Weights in the register tile's panel layout: which kernel parameters can take one, and the kernel that reads it.
+"""Weights in the layouts the matmul rules read: which kernel parameters can take one, and the kernel that reads it.
 
-A register-tiled matmul (register_tile.py) reads B in panels of PANEL_WIDTH columns:
-for each column tile, k steps of 32 contiguous floats. When B is a constant (a weight
-bound by `--params`, transposed at build time by constant folding), it can be stored
-in that order once, at build time, instead of being packed on every call:
+A register-tiled matmul (register_tile.py) reads B in panels of PANEL_WIDTH (32)
+columns: for each column tile, k steps of 32 contiguous floats. A gemv (gemv.py, one
+row of C) reads B in strips of STRIP_WIDTH (256) columns, one strip per thread. When
+B is a constant (a weight bound by `--params`, transposed at build time by constant
+folding), it can be stored in that order once, at build time, instead of being
+packed on every call (register tile) or read a part of every row at a time (gemv):
 
-    B[k, j]  (K x N, row stride N)   ->   packed[j // 32, k, j % 32]  (N / 32 panels of K x 32)
+    B[k, j]  (K x N, row stride N)   ->   packed[j // W, k, j % W]  (N / W panels of K x W)
 
-    C[i, j] += A[i, k] * B[k, j]     ->   C[i, j] += A[i, k] * packed[j // 32, k, j % 32]
+    C[i, j] += A[i, k] * B[k, j]     ->   C[i, j] += A[i, k] * packed[j // W, k, j % W]
 
 The rewritten kernel means the same thing as a plain loop nest (-O0 and every other
-target compute it as written); the register-tile rule recognizes the packed load and
-reads each tile's panel where it lies, contiguous, with no per-call copy. The Relax
-side (transform/pack_constant_weights.py) decides which call sites pass constants
-and lays the arrays out with `pack_array`.
+target compute it as written); the rules recognize the packed load and read each
+panel where it lies, contiguous. The Relax side (transform/pack_constant_weights.py)
+decides which call sites pass constants and lays the arrays out with `pack_array`.
 
 A parameter is packable when the kernel reads it in exactly one place, as the B of a
-nest the register-tile rule takes (not a gemv: a single row streams B whole rows
-at a time, already contiguous), 2-D float32 of constant shape with N a multiple of
-PANEL_WIDTH (no ragged last panel), indexed by the nest's own k and j iterators.
+nest the gemv or register-tile rule takes, 2-D float32 of constant shape with N a
+multiple of the panel width (no ragged last panel; a gemv needs two strips or more, so
+that its threads keep splitting the columns), indexed by the nest's own k and j
+iterators.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from . import gemv, register_tile
 from .cpu import CpuInfo
 from .nest import match_nest
 
-PANEL_WIDTH = register_tile.LANES * register_tile.VECTORS  # 32 float32 columns per panel
+PANEL_WIDTH = register_tile.PANEL_WIDTH  # 32 float32 columns per register-tile panel
+STRIP_WIDTH = gemv.STRIP_PANEL  # 256 columns per gemv strip
 
 
 def _static(shape) -> tuple[int, ...] | None:
@@ -54,17 +57,25 @@ def _accesses(func: tir.PrimFunc, buffer: tir.Buffer) -> int:
     return count
 
 
-def packable_params(func: tir.PrimFunc) -> tuple[int, ...]:
-    """Positions of the parameters of `func` that could be passed in the packed layout."""
+def _panel_width(nest, columns: int) -> int | None:
+    """The layout a rule would read B in: gemv strips (at least two, so that the threads
+    keep their column split), register-tile panels, or None."""
     cpu = CpuInfo()
+    if gemv.matches(nest, cpu):
+        return STRIP_WIDTH if columns % STRIP_WIDTH == 0 and columns // STRIP_WIDTH >= 2 else None
+    if register_tile.matches(nest, cpu):
+        return PANEL_WIDTH if columns % PANEL_WIDTH == 0 else None
+    return None
+
+
+def packable_params(func: tir.PrimFunc) -> dict[int, int]:
+    """Parameter position -> panel width, for the parameters of `func` that could be passed packed."""
     position_of = {id(var): position for position, var in enumerate(func.params)}
     params = {id(buffer): position_of[id(var)] for var, buffer in func.buffer_map if id(var) in position_of}
-    positions = []
+    found = {}
     for stmt in top_level(func.body)[0]:
         nest = match_nest(stmt)
-        if nest is None or gemv.matches(nest, cpu) or not register_tile.matches(nest, cpu):
-            continue
-        operands = register_tile._operands(nest)
+        operands = register_tile._operands(nest) if nest is not None else None
         if operands is None:
             continue
         b = operands[1]
@@ -72,42 +83,43 @@ def packable_params(func: tir.PrimFunc) -> tuple[int, ...]:
         k_iters = [iv.var for iv in nest.block.iter_vars if iv.iter_type == "CommReduce"]
         shape = _static(b.buffer.shape)
         if (id(b.buffer) not in params or b.buffer.dtype != "float32" or shape is None or len(shape) != 2
-                or shape[1] % PANEL_WIDTH or len(k_iters) != 1
-                or b.indices[0] is not k_iters[0] or b.indices[1] is not store.indices[-1]
+                or len(k_iters) != 1 or b.indices[0] is not k_iters[0] or b.indices[1] is not store.indices[-1]
                 or _accesses(func, b.buffer) != 1):
             continue
-        positions.append(params[id(b.buffer)])
-    return tuple(sorted(positions))
+        width = _panel_width(nest, shape[1])
+        if width is not None:
+            found[params[id(b.buffer)]] = width
+    return found
 
 
-def packed_shape(shape: tuple[int, int]) -> tuple[int, int, int]:
-    """The packed layout's shape for a K x N weight."""
+def packed_shape(shape: tuple[int, int], width: int = PANEL_WIDTH) -> tuple[int, int, int]:
+    """The packed layout's shape for a K x N weight in panels of `width` columns."""
     k, n = shape
-    return (n // PANEL_WIDTH, k, PANEL_WIDTH)
+    return (n // width, k, width)
 
 
-def pack_array(array: np.ndarray) -> np.ndarray:
-    """A K x N weight in the packed layout (panel-major, contiguous)."""
+def pack_array(array: np.ndarray, width: int = PANEL_WIDTH) -> np.ndarray:
+    """A K x N weight in panels of `width` columns (panel-major, contiguous)."""
     k, n = array.shape
-    return np.ascontiguousarray(array.reshape(k, n // PANEL_WIDTH, PANEL_WIDTH).transpose(1, 0, 2))
+    return np.ascontiguousarray(array.reshape(k, n // width, width).transpose(1, 0, 2))
 
 
 class _ReadPacked(Rewriter):
     """Every access of the old buffers through the packed ones, B[k, j] -> packed[j // 32, k, j % 32]."""
 
-    def __init__(self, replaced: dict[int, tuple[tir.Buffer, tir.Buffer]]):
-        self.replaced = replaced  # id(old buffer) -> (old, packed)
+    def __init__(self, replaced: dict[int, tuple[tir.Buffer, tir.Buffer, int]]):
+        self.replaced = replaced  # id(old buffer) -> (old, packed, panel width)
 
-    def _indices(self, indices):
+    def _indices(self, indices, width: int):
         k, j = indices
-        width = tir.IntImm(j.dtype, PANEL_WIDTH)
+        width = tir.IntImm(j.dtype, width)
         return (tir.FloorDiv(j, width), k, tir.FloorMod(j, width))
 
     def visit_BufferLoad(self, node: tir.BufferLoad):
         found = self.replaced.get(id(node.buffer))
         if found is None:
             return self.generic_visit(node)
-        return tir.BufferLoad(found[1], self._indices(tuple(self.visit(i) for i in node.indices)))
+        return tir.BufferLoad(found[1], self._indices(tuple(self.visit(i) for i in node.indices), found[2]))
 
     def visit_BufferRegion(self, node: tir.BufferRegion):
         found = self.replaced.get(id(node.buffer))
@@ -115,27 +127,28 @@ class _ReadPacked(Rewriter):
             return self.generic_visit(node)
         k, j = node.region
         if isinstance(j.extent, tir.IntImm) and j.extent.value == 1:
-            region = tuple(tir.Range(index, tir.IntImm(index.dtype, 1)) for index in self._indices((k.min, j.min)))
+            region = tuple(tir.Range(index, tir.IntImm(index.dtype, 1)) for index in self._indices((k.min, j.min), found[2]))
         else:  # a wider read: the whole packed buffer
             region = tuple(tir.Range(tir.IntImm(d.dtype, 0), d) for d in found[1].shape)
         return tir.BufferRegion(found[1], region)
 
 
-def read_packed(func: tir.PrimFunc, positions) -> tir.PrimFunc:
-    """`func` with the parameters at `positions` (from packable_params) in the packed layout."""
-    replaced: dict[int, tuple[tir.Buffer, tir.Buffer]] = {}
+def read_packed(func: tir.PrimFunc, widths: dict[int, int]) -> tir.PrimFunc:
+    """`func` with the parameters at the positions of `widths` (from packable_params) in
+    panels of their widths."""
+    replaced: dict[int, tuple[tir.Buffer, tir.Buffer, int]] = {}
     buffer_map = []
-    chosen = {id(func.params[position]) for position in positions}
+    chosen = {id(func.params[position]): width for position, width in widths.items()}
     for var, buffer in func.buffer_map:
         if id(var) in chosen:
             dtype = buffer.shape[0].dtype
-            shape = tuple(tir.IntImm(dtype, d) for d in packed_shape(_static(buffer.shape)))
+            shape = tuple(tir.IntImm(dtype, d) for d in packed_shape(_static(buffer.shape), chosen[id(var)]))
             packed = tir.Buffer(buffer.name, shape, buffer.dtype, tir.Var(buffer.name, "handle"))
-            replaced[id(buffer)] = (buffer, packed)
+            replaced[id(buffer)] = (buffer, packed, chosen[id(var)])
             buffer = packed
         buffer_map.append((var, buffer))
     body = _ReadPacked(replaced).visit(func.body)
     return func.with_fields(body=body, buffer_map=tuple(buffer_map))
 
 
-__all__ = ["PANEL_WIDTH", "pack_array", "packable_params", "packed_shape", "read_packed"]
+__all__ = ["PANEL_WIDTH", "STRIP_WIDTH", "pack_array", "packable_params", "packed_shape", "read_packed"]

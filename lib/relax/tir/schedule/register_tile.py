@@ -60,6 +60,7 @@ ROWS = 4  # rows of C per register tile: 4 x 2 accumulators, B and A vectors fit
 WIDE_ROWS = 8  # with 32 vector registers (AVX-512): 8 x 2 accumulators (70 vs 60 GFLOP/s measured)
 LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
 VECTORS = 2  # vectors per row of the tile
+PANEL_WIDTH = LANES * VECTORS  # columns of a B panel (and of a weight packed at build time)
 K_PANEL = 256  # k steps per packed B panel (256 x 32 floats: 32 KiB, in L1)
 CHUNK_TILES = 16  # column tiles per parallel chunk, at most (they share the row block of A in L2)
 MIN_CHUNKS = 2  # chunks per matmul, at least (the 2 cores here): fewer tiles per chunk when N is small
@@ -68,9 +69,9 @@ ROW_BLOCK_TILES = 32  # row tiles per row block: its rows of A (256 x 256 k, 256
 NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x 16 or 32 floats)
 
 
-def _operands(nest: Nest, packed: bool = False):
-    """(j-free load, j-contiguous load) of `C = C + X * Y`, or None; with `packed`, Y read in
-    the panel layout instead (_reads_panel)."""
+def _operands(nest: Nest, panel_width: int | None = None):
+    """(j-free load, j-contiguous load) of `C = C + X * Y`, or None; with `panel_width`, Y read
+    in panels of that many columns instead (reads_panel)."""
     parts = reduction_order.reduction_parts(nest)
     if parts is None:
         return None
@@ -90,7 +91,8 @@ def _operands(nest: Nest, packed: bool = False):
         x, y = y, x
     else:
         return None
-    if not (_reads_panel(y, j) if packed else y.indices[-1] is j and not any(uses(i, j) for i in y.indices[:-1])):
+    if not (reads_panel(y, j, panel_width) if panel_width else
+            y.indices[-1] is j and not any(uses(i, j) for i in y.indices[:-1])):
         return None
     if uses(y, store.indices[-2]):  # one packed panel of B serves every row tile
         return None
@@ -99,12 +101,12 @@ def _operands(nest: Nest, packed: bool = False):
     return x, y
 
 
-def _reads_panel(y: tir.BufferLoad, j: tir.Var) -> bool:
-    """Whether `y` reads B already in the panel layout: packed[j // 32, k, j % 32] (packed_weights.py)."""
+def reads_panel(y: tir.BufferLoad, j: tir.Var, width: int) -> bool:
+    """Whether `y` reads B already in panels of `width` columns: packed[j // width, k, j % width]
+    (packed_weights.py)."""
     if len(y.indices) != 3:
         return False
     tile, k, lane = y.indices
-    width = LANES * VECTORS
     return (isinstance(tile, tir.FloorDiv) and tile.a is j and isinstance(tile.b, tir.IntImm) and tile.b.value == width
             and isinstance(lane, tir.FloorMod) and lane.a is j and isinstance(lane.b, tir.IntImm)
             and lane.b.value == width and not uses(k, j))
@@ -112,7 +114,7 @@ def _reads_panel(y: tir.BufferLoad, j: tir.Var) -> bool:
 
 def _prepacked(nest: Nest) -> bool:
     """Whether the nest reads B in the panel layout (a weight packed at build time)."""
-    return _operands(nest) is None and _operands(nest, packed=True) is not None
+    return _operands(nest) is None and _operands(nest, PANEL_WIDTH) is not None
 
 
 def matches(nest: Nest, cpu=None) -> bool:
@@ -347,7 +349,7 @@ def _remainder(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, rows, col
 
 
 def apply(nest: Nest, cpu=None) -> tir.Stmt:
-    x, y = _operands(nest) or _operands(nest, packed=True)
+    x, y = _operands(nest) or _operands(nest, PANEL_WIDTH)
     store, spatial, reduce = reduction_order.reduction_parts(nest)
     i_iter, j_iter = _iter(nest, store.indices[-2]), _iter(nest, store.indices[-1])
     outer = [iv for iv in spatial if iv is not i_iter and iv is not j_iter]
