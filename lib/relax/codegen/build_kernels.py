@@ -231,6 +231,7 @@ def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> Pendi
         if cancel:
             compiler.close()
             return None
+        compiler.all_cores()
         try:
             compiled = []
             for spec, infos, futures in pending:
