@@ -102,4 +102,4 @@ def command(source, emit, lowered_text, opt_level, params, allow_undefined, exec
 
 
 def main(argv=None) -> int:
-    return run_command(command, "relaxc", argv)
+    return run_command(command, "relaxc", argv, fast_exit=True)

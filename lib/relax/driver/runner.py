@@ -36,8 +36,16 @@ def _wants_traceback(argv: list[str]) -> bool:
     return "--traceback" in argv or os.environ.get("RELAX_TRACEBACK") == "1"
 
 
-def run_command(command: click.Command, tool: str, argv: list[str] | None = None) -> int:
-    """Runs `command` on `argv` (default: sys.argv[1:]) and returns the exit code."""
+def run_command(command: click.Command, tool: str, argv: list[str] | None = None,
+                fast_exit: bool = False) -> int:
+    """Runs `command` on `argv` (default: sys.argv[1:]) and returns the exit code.
+
+    `fast_exit`: when run as the program (no `argv` given), end the process right
+    after the command instead of returning (process_exit.py)."""
+    if fast_exit and argv is None:
+        from .process_exit import exit_process
+
+        exit_process(run_command(command, tool))
     argv = list(sys.argv[1:] if argv is None else argv)
     error_limit = _error_limit(argv)
     try:
