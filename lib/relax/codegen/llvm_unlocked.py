@@ -29,14 +29,18 @@ _FUNCTIONS: dict[str, object] = {}
 
 
 def _function(name: str):
-    """`name` of libllvmlite as a ctypes function outside llvmlite's lock, typed as llvmlite types it."""
+    """`name` of libllvmlite as a ctypes function outside llvmlite's lock, typed as llvmlite types it
+    (llvmlite's own, locked, when its library cannot be reached: the calls then take turns)."""
     function = _FUNCTIONS.get(name)
     if function is None:
         with _LOCK:
             if name not in _FUNCTIONS:
                 declared = getattr(llvm.ffi.lib, name)
-                raw = getattr(ctypes.CDLL(llvm.ffi.lib._name), name)  # the library llvmlite loaded
-                raw.argtypes, raw.restype = declared.argtypes, declared.restype
+                try:
+                    raw = getattr(ctypes.CDLL(llvm.ffi.lib._name), name)  # the library llvmlite loaded
+                    raw.argtypes, raw.restype = declared.argtypes, declared.restype
+                except (AttributeError, OSError):
+                    raw = declared
                 _FUNCTIONS[name] = raw
             function = _FUNCTIONS[name]
     return function

@@ -8,7 +8,8 @@ of 0.83-0.90 s (6 alternated runs each: 0.83-0.90 s against 0.81-0.89 s; the MLP
 0.61-0.69 s against 0.59-0.64 s). A tool run as a program flushes its streams and
 leaves with os._exit instead; its files are written and closed by then, and no
 relax module registers an atexit handler. Called in-process (tests, `main(argv)`),
-a tool returns its exit code as before.
+or under a profiler or tracer (cProfile, coverage: they report at exit), a tool
+returns its exit code as before.
 """
 
 from __future__ import annotations

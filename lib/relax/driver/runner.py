@@ -40,9 +40,10 @@ def run_command(command: click.Command, tool: str, argv: list[str] | None = None
                 fast_exit: bool = False) -> int:
     """Runs `command` on `argv` (default: sys.argv[1:]) and returns the exit code.
 
-    `fast_exit`: when run as the program (no `argv` given), end the process right
-    after the command instead of returning (process_exit.py)."""
-    if fast_exit and argv is None:
+    `fast_exit`: when run as the program (no `argv` given) and not under a profiler or
+    tracer (which write their reports at exit), end the process right after the
+    command instead of returning (process_exit.py)."""
+    if fast_exit and argv is None and sys.getprofile() is None and sys.gettrace() is None:
         from .process_exit import exit_process
 
         exit_process(run_command(command, tool))
