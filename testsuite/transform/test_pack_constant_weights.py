@@ -164,3 +164,10 @@ def test_gemv_weight_packed_in_strips():
     assert _constant_shapes(mod) == [(2, 96, 256)]  # two strips of 256 columns, one per thread
     expected = np.maximum(x @ weights["w"].T + weights["b"], 0)
     np.testing.assert_allclose(_run(mod, x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_o1_packs_the_unfused_matmuls():
+    mod = lower(BindParams(WEIGHTS).run(parse(MLP)), 1)
+    assert _constant_shapes(mod) == [(2, 64, 32), (2, 96, 32)]
+    exe = relax.build(mod, "llvm", opt_level=1, lowered=True)
+    np.testing.assert_allclose(VirtualMachine(exe, "cpu")["main"](X), _expected(), rtol=1e-4, atol=1e-4)
