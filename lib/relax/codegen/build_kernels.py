@@ -33,6 +33,7 @@ from ..runtime.kernels.llvm_compile import optimize
 from .kernel_cache import KernelCache, cache_key
 from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_forwarding_kernel, generate_shareable_kernel
 from .kernel_dedup import identical_kernels
+from .fresh_stack import call_on_fresh_stack
 from .kernel_object import CompiledTarget, pack_kernel_object
 from .loop_hints import resolve_loop_hints
 from .llvm_target import TargetSpec, target_machine, target_spec
@@ -215,14 +216,9 @@ def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> Pendi
     funcs = prim_funcs(mod)
     compiler = PartCompiler()
     try:
-        pending = []
-        for target in targets:
-            spec = target_spec(target)
-            infos, futures = [], []
-            groups = generate_kernel_groups(funcs, spec, target)
-            for texts in cut_parts(_collect(groups, infos)):
-                futures.append(compiler.submit(texts, spec))
-            pending.append((spec, sorted(infos, key=lambda info: info.name), futures))
+        # The lowering recurses deeply: on a thread of its own it runs at the bottom of
+        # CPython's frame stack (fresh_stack.py).
+        pending = call_on_fresh_stack(_generate_and_submit, funcs, targets, compiler)
     except BaseException:
         compiler.close()
         raise
@@ -246,6 +242,20 @@ def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> Pendi
         return data
 
     return PendingKernelObject(finish=finish)
+
+
+def _generate_and_submit(funcs, targets, compiler: PartCompiler) -> list:
+    """Per target: its spec, the kernels' metadata, and the futures of its parts, submitted
+    as they are cut from the generated kernels."""
+    pending = []
+    for target in targets:
+        spec = target_spec(target)
+        infos, futures = [], []
+        groups = generate_kernel_groups(funcs, spec, target)
+        for texts in cut_parts(_collect(groups, infos)):
+            futures.append(compiler.submit(texts, spec))
+        pending.append((spec, sorted(infos, key=lambda info: info.name), futures))
+    return pending
 
 
 def _collect(groups, infos: list):
