@@ -178,23 +178,43 @@ def build_kernel_object(mod, targets, cache: KernelCache | None = None) -> bytes
 
 
 class PendingKernelObject:
-    """A kernel object whose parts are still compiling on worker threads; `result()` waits."""
+    """A kernel object whose parts may still be compiling on worker threads; `result()` waits
+    for them and packs the .ko (storing it in the cache, when there is one)."""
 
-    def __init__(self, data: bytes | None = None, finish=None):
+    def __init__(self, data: bytes | None = None, compiler: PartCompiler | None = None, pending=(),
+                 cache: KernelCache | None = None, key: str | None = None):
         self._data = data
-        self._finish = finish
+        self._compiler = compiler
+        self._pending = pending  # per target: (spec, kernel infos, futures of its parts)
+        self._cache, self._key = cache, key
 
     def result(self) -> bytes:
         if self._data is None:
-            finish, self._finish = self._finish, None
-            self._data = finish()
+            if self._compiler is None:
+                raise RuntimeError("codegen: the kernel build was cancelled")
+            self._data = self._finish()
         return self._data
 
     def cancel(self) -> None:
         """Drops the parts not started yet and waits for the running ones (nothing is cached)."""
-        if self._data is None and self._finish is not None:
-            self._finish, finish = None, self._finish
-            finish(cancel=True)
+        if self._data is None and self._compiler is not None:
+            self._compiler.close()
+            self._compiler = None
+
+    def _finish(self) -> bytes:
+        self._compiler.all_cores()
+        try:
+            compiled = []
+            for spec, infos, futures in self._pending:
+                parts = [future.result() for future in futures]
+                compiled.append(CompiledTarget(spec, tuple(part.native_object for part in parts),
+                                               tuple(part.bitcode for part in parts), tuple(infos)))
+        finally:
+            self._compiler.close()
+        data = pack_kernel_object(compiled)
+        if self._cache is not None:
+            self._cache.put(self._key, data)
+        return data
 
 
 def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> PendingKernelObject:
@@ -213,35 +233,15 @@ def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> Pendi
         cached = cache.get(key)
         if cached is not None:
             return PendingKernelObject(cached)
-    funcs = prim_funcs(mod)
     compiler = PartCompiler()
     try:
         # The lowering recurses deeply: on a thread of its own it runs at the bottom of
         # CPython's frame stack (fresh_stack.py).
-        pending = call_on_fresh_stack(_generate_and_submit, funcs, targets, compiler)
+        pending = call_on_fresh_stack(_generate_and_submit, prim_funcs(mod), targets, compiler)
     except BaseException:
         compiler.close()
         raise
-
-    def finish(cancel: bool = False) -> bytes | None:
-        if cancel:
-            compiler.close()
-            return None
-        compiler.all_cores()
-        try:
-            compiled = []
-            for spec, infos, futures in pending:
-                parts = [future.result() for future in futures]
-                compiled.append(CompiledTarget(spec, tuple(part.native_object for part in parts),
-                                               tuple(part.bitcode for part in parts), tuple(infos)))
-        finally:
-            compiler.close()
-        data = pack_kernel_object(compiled)
-        if cache is not None:
-            cache.put(key, data)
-        return data
-
-    return PendingKernelObject(finish=finish)
+    return PendingKernelObject(compiler=compiler, pending=pending, cache=cache, key=key)
 
 
 def _generate_and_submit(funcs, targets, compiler: PartCompiler) -> list:
