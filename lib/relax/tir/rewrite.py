@@ -77,9 +77,15 @@ class Rewriter:
         if kind != _NODE:
             return node
         changes = None
+        kinds = _KIND
         for name in field_names(cls):
             value = getattr(node, name)
-            new = self._visit_value(value)
+            value_kind = kinds.get(value.__class__)
+            if value_kind == _OTHER:  # strings, numbers, None: nothing to visit
+                continue
+            # Nodes are visited here rather than through _visit_value: one Python frame less
+            # per level of the tree (CPython keeps frames in 16 KiB chunks, codegen/fresh_stack.py).
+            new = self.visit(value) if value_kind == _NODE else self._visit_value(value)
             if new is not value:
                 if changes is None:
                     changes = {}
