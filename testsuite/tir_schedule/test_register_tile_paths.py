@@ -174,3 +174,37 @@ def test_column_chunks_run_in_parallel_over_equal_k_blocks():
     assert k_blocks and k_blocks[0].extent.value == 4  # 784 = 4 x 196
     buffers = {alloc.buffer_var.name for alloc in collect(scheduled.body, tir.Allocate)}
     assert any(name.endswith("_panel") for name in buffers)  # B packed per column tile and k block
+
+
+def test_bias_relu_applied_to_the_tiles_in_registers():
+    """The epilogue nest goes: the last k block stores max(acc + bias, 0) from the registers."""
+    (func,) = _funcs(64, 784, 512, epilogue=True).values()
+    scheduled = default_cpu_schedule(func)
+    assert len(top_level(scheduled.body)[0]) == 1  # one statement: the tiles, no pass over C after
+    (branch,) = [s for s in collect(scheduled.body, tir.IfThenElse) if collect(s.then_case, tir.Max)]
+    assert branch.condition.b.value == 3  # 784 = 4 k blocks of 196: the last one finishes
+
+
+def test_gelu_epilogue_applied_in_registers_matches_numpy():
+    from math import erf
+
+    params = 'a: R.Tensor((37, 256), "float32"), b: R.Tensor((256, 96), "float32"), c: R.Tensor((96,), "float32")'
+    funcs = lowered_kernels(params, "y = R.matmul(a, b)\n            z = R.add(y, c)\n            out = R.nn.gelu(z)", 2)
+    ((name, func),) = funcs.items()
+    # Two statements (32 rows of tiles, then a 5-row tile), each storing GELU of its sums; no GELU nest after.
+    statements = top_level(default_cpu_schedule(func).body)[0]
+    assert len(statements) == 2 and all(_fma_count(s) and collect(s, tir.IfThenElse) == [] for s in statements)
+    assert all(any(call.op == "tir.erf" for call in collect(s, tir.Call)) for s in statements)
+    rng = np.random.default_rng(11)
+    a, b, c = (rng.standard_normal(s).astype("float32") for s in ((37, 256), (256, 96), (96,)))
+    with PassContext(opt_level=0):
+        plain = build_host_library(funcs)
+    outputs = []
+    for library in (plain, build_host_library(funcs)):
+        out = np.full((37, 96), np.nan, "float32")
+        library.get_function(name)(a, b, c, out)
+        outputs.append(out)
+    z = a.astype(np.float64) @ b + c
+    expected = 0.5 * z * (1 + np.vectorize(erf)(z / np.sqrt(2)))
+    np.testing.assert_allclose(outputs[0], outputs[1], **TOLERANCE)
+    np.testing.assert_allclose(outputs[1], expected, **TOLERANCE)

@@ -61,8 +61,7 @@ import math
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from . import gemv_epilogue, register_tile
-from .nest import Nest, fresh, loop, match_nest
-from .parallel import parallelize, strip_marks
+from .nest import Nest, fresh, loop
 
 MIN_TERMS = 256  # multiply-adds per row below which the plain nest is kept
 LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
@@ -348,23 +347,5 @@ def _k_split(gemv: _Gemv, nest: Nest, blocks: int, strips: int, vectors: int, pi
 def fuse_epilogues(statements: list, fused: set, func: tir.PrimFunc, cpu=None, parallel: bool = True):
     """(statements, scheduled ids): each gemv nest followed by elementwise nests over its output
     (bias add, relu, GELU) becomes one scheduled statement that applies them to its result
-    vectors; the intermediate outputs are then never written. Others are unchanged; `fused`
-    (ids of statements already scheduled, by conv2d's fusion) are passed over."""
-    params = {id(buffer) for _, buffer in func.buffer_map}
-    result, done, index = [], set(fused), 0
-    while index < len(statements):
-        stmt = statements[index]
-        nest = match_nest(stmt) if id(stmt) not in done else None
-        stages = []
-        if nest is not None and matches(nest, cpu):
-            stages = gemv_epilogue.chain(statements, index, nest.block.body.buffer, params)
-        if stages:
-            scheduled = apply(nest, cpu, stages)
-            scheduled = parallelize(stmt, scheduled) if parallel else strip_marks(scheduled)
-            result.append(scheduled)
-            done.add(id(scheduled))
-            index += 1 + len(stages)
-        else:
-            result.append(stmt)
-            index += 1
-    return result, done
+    vectors; the intermediate outputs are then never written (gemv_epilogue.fuse_following)."""
+    return gemv_epilogue.fuse_following(statements, fused, func, cpu, parallel, matches, apply)

@@ -1,4 +1,4 @@
-"""Elementwise nests after a matrix-vector product, applied to its result vectors before the one store.
+"""Elementwise nests after a product (gemv, register-tiled matmul), applied to its result vectors before the one store.
 
 FuseOps and FuseTIR leave a dense layer as the product's nest followed by one nest
 per elementwise operator over its output (bias add, relu; GELU's add, multiply and
@@ -24,6 +24,7 @@ from ...ir import tir
 from ..loop_nests import uses
 from ..rewrite import collect
 from .nest import Nest, match_nest
+from .parallel import parallelize, strip_marks
 
 _BINARY = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min,
            tir.LT, tir.LE, tir.GT, tir.GE, tir.EQ, tir.NE)
@@ -155,3 +156,28 @@ def chain(statements: list, index: int, output: tir.Buffer, params: set) -> list
         stages.append(found)
         previous = found.buffer
     return stages
+
+
+def fuse_following(statements: list, fused: set, func: tir.PrimFunc, cpu, parallel: bool, matches, apply):
+    """(statements, scheduled ids): each nest that `matches(nest, cpu)` and is followed by a
+    chain of stages becomes one statement, `apply(nest, cpu, stages)`, scheduled (and
+    parallel when `parallel`); the stages' statements go. Others are unchanged; `fused`
+    (ids of statements already scheduled) are passed over."""
+    params = {id(buffer) for _, buffer in func.buffer_map}
+    result, done, index = [], set(fused), 0
+    while index < len(statements):
+        stmt = statements[index]
+        nest = match_nest(stmt) if id(stmt) not in done else None
+        stages = []
+        if nest is not None and matches(nest, cpu):
+            stages = chain(statements, index, nest.block.body.buffer, params)
+        if stages:
+            scheduled = apply(nest, cpu, stages)
+            scheduled = parallelize(stmt, scheduled) if parallel else strip_marks(scheduled)
+            result.append(scheduled)
+            done.add(id(scheduled))
+            index += 1 + len(stages)
+        else:
+            result.append(stmt)
+            index += 1
+    return result, done

@@ -17,6 +17,12 @@ core:
   each k step broadcasts ROWS elements of A and does ROWS * VECTORS vector
   fused multiply-adds against the panel, and the tile is stored once per k block.
 
+Elementwise nests after the product (bias add, relu, GELU: the stages of
+gemv_epilogue.py, found after inline.py and output_reuse.py have merged them and moved
+the product into the output) are applied to the finished sums in registers: the last
+k block stores their values instead of the sums, so no pass over C follows (fusable()
+says when: constant K and init value, no j-innermost remainder loops).
+
 The accumulators are a local buffer read and written only as whole vectors at
 constant offsets, which LLVM keeps in registers. The last rows (M % ROWS) are one more
 register tile with fewer rows. The last columns (N % 32, or all of them when N < 32)
@@ -148,7 +154,7 @@ def _ramp(base: tir.PrimExpr, lanes: int = LANES) -> tir.Ramp:
 
 
 def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_per_tile: int,
-                 i_start: int = 0, row_tiles_count: int | None = None) -> tir.Stmt:
+                 i_start: int = 0, row_tiles_count: int | None = None, epilogues=()) -> tir.Stmt:
     """Full register tiles: rows i_start .. i_start + row_tiles_count * rows_per_tile, columns 0 .. N // WIDTH * WIDTH.
 
     for chunk (parallel): [init C: a non-constant init or a symbolic K]; for row block: for k block:
@@ -233,6 +239,14 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
         return tir.SeqStmt(tuple(updates))
 
     saves = [c_row(r, v).with_fields(value=tir.BufferLoad(acc, slot(r, v))) for r, v in slots]
+    if epilogues:  # the last k block stores the epilogues' values of the finished sums instead
+        finals = [_finish(nest, outer_values, i_iter, j_iter, epilogues, tir.BufferLoad(acc, slot(r, v)),
+                          i0 + const(r), j0 + const(v * LANES), LANES) for r, v in slots]
+        if k_tiles.whole:
+            saves = finals
+        else:
+            last = tir.IntImm(k_tiles.outer.dtype, (k_loop.extent.value - 1) // k_tiles.size)
+            saves = [tir.IfThenElse(tir.EQ(k_tiles.outer, last), tir.SeqStmt(tuple(finals)), tir.SeqStmt(tuple(saves)))]
     tile = allocation(acc, tir.SeqStmt((loads, k_tiles.inner(step), *saves)))
     row_tiles = loop(i_tile, count(row_tiles_count, block_tiles, row_block), tile, independent=True)
     column_body = allocation(panel, tir.SeqStmt((pack, row_tiles))) if packed else row_tiles
@@ -263,7 +277,8 @@ def _uniform_init(nest: Nest):
     return value
 
 
-def _narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_per_tile: int, j_start: int) -> tir.Stmt:
+def _narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_per_tile: int, j_start: int,
+            epilogues=()) -> tir.Stmt:
     """Columns j_start .. N (fewer than one tile) of every row in register tiles of 16-lane vectors.
 
     B's last columns are packed once, whole K, into a panel padded with zeros to whole
@@ -305,8 +320,10 @@ def _narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_p
             total = tir.Call(f"float32x{LANES}", "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
             updates.append(tir.BufferStore(acc, total, slot(r, v)))
         zeros = [tir.BufferStore(acc, tir.Broadcast(init_value, LANES), slot(r, v)) for r, v in slots]
-        saves = [at(store, i0 + const(r), const(j_start + c)).with_fields(
-                     value=tir.BufferLoad(acc, (const(r * width + c),))) for r in range(rows) for c in range(columns)]
+        saves = [_finish(nest, outer_values, i_iter, j_iter, epilogues, tir.BufferLoad(acc, (const(r * width + c),)),
+                         i0 + const(r), const(j_start + c), 1) if epilogues else
+                 at(store, i0 + const(r), const(j_start + c)).with_fields(value=tir.BufferLoad(acc, (const(r * width + c),)))
+                 for r in range(rows) for c in range(columns)]
         return allocation(acc, tir.SeqStmt((*zeros, loop(step_k, const(depth), tir.SeqStmt(tuple(updates))), *saves)))
 
     i_tile = fresh(i_loop.loop_var, "narrow")
@@ -348,7 +365,33 @@ def _remainder(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, rows, col
     return loop(i, tir.IntImm(index, i_stop - i_start), body, independent=True)
 
 
-def apply(nest: Nest, cpu=None) -> tir.Stmt:
+def fusable(nest: Nest, cpu=None) -> bool:
+    """Whether apply can take elementwise stages after the nest (gemv_epilogue.py): every
+    part of it is register tiles that hold finished sums at their last store (constant K
+    and init value; no j-innermost remainder loops)."""
+    if not matches(nest, cpu) or _uniform_init(nest) is None:
+        return False
+    store, _, reduce = reduction_order.reduction_parts(nest)
+    if not isinstance(nest.loop_of(reduce[0]).extent, tir.IntImm):
+        return False
+    j_iter = _iter(nest, store.indices[-1])
+    columns = nest.loop_of(j_iter).extent.value
+    j_full = columns // (LANES * VECTORS) * (LANES * VECTORS)
+    return j_full == columns or _narrow_fits(nest, j_iter, reduce[0], j_full)
+
+
+def _finish(nest: Nest, outer_values: dict, i_iter, j_iter, epilogues, value, i, j, lanes: int) -> tir.BufferStore:
+    """The store of `lanes` finished sums at row i, columns j.. through the epilogue stages."""
+    position = tuple(i if index is i_iter.var else j if index is j_iter.var else outer_values[index]
+                     for index in nest.block.body.indices)
+    for stage in epilogues:
+        value = stage.value(value, position, lanes)
+    return epilogues[-1].store_at(value, position, lanes)
+
+
+def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
+    """The scheduled nest; `epilogues` (gemv_epilogue stages, when fusable) are applied to the
+    finished sums in registers before their one store."""
     x, y = _operands(nest) or _operands(nest, PANEL_WIDTH)
     store, spatial, reduce = reduction_order.reduction_parts(nest)
     i_iter, j_iter = _iter(nest, store.indices[-2]), _iter(nest, store.indices[-1])
@@ -358,14 +401,16 @@ def apply(nest: Nest, cpu=None) -> tir.Stmt:
     i_full = nest.loop_of(i_iter).extent.value // rows * rows
     j_full = nest.loop_of(j_iter).extent.value // (LANES * VECTORS) * (LANES * VECTORS)
     i_end, j_end = nest.loop_of(i_iter).extent.value, nest.loop_of(j_iter).extent.value
-    parts = [_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows)] if j_full else []
+    parts = [_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows, epilogues=epilogues)] if j_full else []
     if i_full < i_end and j_full:  # the last rows: one register tile with fewer rows
-        parts.append(_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, i_end - i_full, i_full, 1))
+        parts.append(_microkernel(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, i_end - i_full, i_full, 1,
+                                  epilogues=epilogues))
     if j_full < j_end and _narrow_fits(nest, j_iter, reduce[0], j_full):
-        parts.append(_narrow(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows, j_full))
+        parts.append(_narrow(nest, outer_vars, i_iter, j_iter, reduce[0], x, y, rows, j_full, epilogues))
     else:
         rest = _remainder(nest, outer_vars, i_iter, j_iter, reduce[0], (0, i_end), (j_full, j_end))
         if rest is not None:
+            assert not epilogues, "fusable() admits no remainder loops"
             parts.append(rest)
     stmt = parts[0] if len(parts) == 1 else tir.SeqStmt(tuple(parts))
     for iv in reversed(outer):
