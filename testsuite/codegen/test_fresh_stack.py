@@ -24,3 +24,12 @@ def test_exceptions_reach_the_caller():
 
     with pytest.raises(UserError, match="codegen: no"):
         call_on_fresh_stack(fail)
+
+
+def test_thread_stack_size_is_set_then_restored():
+    from relax.codegen.fresh_stack import THREAD_STACK_BYTES, thread_stack_size
+
+    before = threading.stack_size()
+    with thread_stack_size():
+        assert threading.stack_size() == THREAD_STACK_BYTES
+    assert threading.stack_size() == before

@@ -12,12 +12,40 @@ lowering's Simplify pass took 80-107 ms there against 57-60 ms for the same
 functions at the top of a thread. `call_on_fresh_stack` runs a function on a new
 thread (in a copy of the caller's contextvars, so the PassContext is the same)
 and waits for it: its frames start at the bottom of a chunk that is never freed.
+
+Threads started here and by object_parts.py get THREAD_STACK_BYTES of C stack
+(`thread_stack_size`): what a Linux main thread has by default, where macOS gives
+other threads 512 KiB, little for recursion through C (object printing, LLVM's
+passes on a large function).
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
+
+THREAD_STACK_BYTES = 16 << 20
+
+
+# The stack size is one setting of the process: a lock keeps one thread's set-and-restore
+# from interleaving with another's.
+_STACK_SIZE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def thread_stack_size(size: int = THREAD_STACK_BYTES):
+    """Threads started in the block get `size` bytes of C stack (where settable)."""
+    with _STACK_SIZE_LOCK:
+        try:
+            previous = threading.stack_size(size)
+        except (ValueError, RuntimeError):  # a platform that cannot set it keeps its default
+            yield
+            return
+        try:
+            yield
+        finally:
+            threading.stack_size(previous)
 
 
 def call_on_fresh_stack(function, *args, **kwargs):
@@ -32,7 +60,8 @@ def call_on_fresh_stack(function, *args, **kwargs):
             outcome["error"] = error
 
     thread = threading.Thread(target=run, name="relax-fresh-stack", daemon=True)
-    thread.start()
+    with thread_stack_size():
+        thread.start()
     thread.join()
     if "error" in outcome:
         raise outcome["error"]

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from . import llvm_unlocked
+from .fresh_stack import thread_stack_size
 from .llvm_target import TargetSpec, target_machine
 from .parallel import LAUNCHER, link_launcher
 from .vector_math import map_to_libmvec, uses_libmvec, vector_intrinsics
@@ -103,7 +104,8 @@ class PartCompiler:
             self._gate.release()
 
     def submit(self, texts: list[str], spec: TargetSpec) -> Future:
-        return self._executor.submit(self._compile, tuple(texts), spec)
+        with thread_stack_size():  # the pool starts its threads as parts arrive
+            return self._executor.submit(self._compile, tuple(texts), spec)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
