@@ -7,8 +7,8 @@ they are generated, into parts of at least PART_BYTES of LLVM IR text; each part
 is handed, as soon as it is complete, to a worker thread that parses it into an
 LLVM context of its own, keeps its unoptimized bitcode, runs the O3 pipeline and
 emits its native object (the long calls outside llvmlite's lock:
-llvm_unlocked.py). The main thread goes on lowering the next kernels meanwhile,
-and the parts compile on every core.
+llvm_unlocked.py). The generating thread goes on lowering the next kernels
+meanwhile, and the parts compile on every core.
 
 The cut depends only on the kernels' IR, never on timing or on the number of
 cores, so a build gives the same parts, and the same bytes, everywhere. Each part
@@ -18,11 +18,16 @@ group, kernel_dedup.py). A model whose IR is under PART_BYTES is one part, and i
 .ko is what it was before (format 0.1); several parts are format 0.3
 (docs/file-format-ko.md).
 
-Measured on the 2-core machine, idle, the transformer's kernels (bind-params and
-the -O2 pipeline done, generation to .ko bytes, 3 runs each): one part on one
-thread 0.59-0.68 s; 32 KiB parts on 2 workers 0.38-0.47 s (the .ko grows from 114
-to 126 KB: an ELF header and the helpers per part). Parts of 16 KiB and 64 KiB
-measured within the noise of 32 KiB; 3 workers on 2 cores no better than 2.
+Measured on the 2-core machine, idle, the transformer's kernels for a generic
+x86-64 CPU (bind-params and the -O2 pipeline done, generation to .ko bytes, 3 runs
+each): one part on one thread 0.59-0.68 s; 32 KiB parts on 2 workers 0.38-0.47 s
+(the .ko grows from 114 to 126 KB: an ELF header and the helpers per part). Parts
+of 16 KiB and 64 KiB measured within the noise of 32 KiB, in that harness and in
+whole relaxc runs; 3 workers on 2 cores no better than 2. For this host's CPU
+(AVX-512) the bench models come in 2 (mlp_b1), 3 (mlp_b64, cnn) and 7
+(transformer, 15 kernels) parts. The kernels run as fast from parts as from one
+object (bench/peers.py mlp_b64, 6 alternated runs: median 186 us in parts, 194 us
+in one).
 Holding one core for the generating thread (PartCompiler's gate) until it waits:
 generation 0.17-0.25 s and total 0.38-0.46 s, against 0.20-0.53 s and 0.40-0.68 s
 with both workers free from the start (4 alternated rounds on a machine with
@@ -45,7 +50,7 @@ from .parallel import LAUNCHER, link_launcher
 from .vector_math import map_to_libmvec, uses_libmvec, vector_intrinsics
 
 # LLVM IR text a part holds at least (the last part excepted): see the module docstring.
-# The transformer's kernel groups are 2-46 KiB of IR each, 7 parts; the MLPs' 2 or 3.
+# The transformer's kernel groups are 2-69 KiB of IR each for an AVX-512 host.
 PART_BYTES = 1 << 15
 
 # Worker threads at most; fewer on a machine with fewer cores.
