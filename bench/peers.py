@@ -28,7 +28,8 @@ least two), so that the peer's own threads are awake again, until the budget is 
 and the latency printed is the median. `x best` is the latency over the best one of
 the workload; throughput is GFLOP/s for the models and the matmul, GB/s (bytes read
 and written) for vadd16m, and ns per add for chain200. The machine's limits measured
-in the same run come first: numpy copy bandwidth and numpy sgemm GFLOP/s.
+in the same run come first: numpy copy bandwidth, numpy sgemm GFLOP/s and the float32
+FMA peak of independent vector multiply-adds on every thread (bench/fma_peak.py).
 numpy's OpenBLAS threads are told not to busy-wait between calls
 (OPENBLAS_THREAD_TIMEOUT=4), so that they do not take the next peer's cores.
 Absolute times drift on shared machines: compare the rows of one run.
@@ -64,6 +65,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import peers_numpy  # noqa: E402
+from fma_peak import fma_peak_gflops  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench"
 WORKLOADS = ("mlp_b1", "mlp_b64", "cnn", "transformer", "vadd16m", "matmul1024", "chain200")
@@ -351,10 +353,12 @@ def main(argv=None) -> int:
     started = time.perf_counter()
 
     limits = machine_limits()
+    limits["fma_gflops"] = fma_peak_gflops(args.threads or os.cpu_count() or 1)
     print(f"# {cpu_name()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, numpy {np.__version__}, "
           f"threads: {args.threads or 'each peer its default'}, relax exec mode: {args.exec_mode}")
-    print(f"# machine limits (numpy, this run): copy {limits['copy_gbs']:.1f} GB/s (read + write), "
-          f"sgemm {limits['sgemm_gflops']:.1f} GFLOP/s")
+    print(f"# machine limits (this run): numpy copy {limits['copy_gbs']:.1f} GB/s (read + write), "
+          f"numpy sgemm {limits['sgemm_gflops']:.1f} GFLOP/s, "
+          f"float32 FMA peak {limits['fma_gflops']:.1f} GFLOP/s (bench/fma_peak.py)")
     if args.no_onnxruntime or importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
         print("# onnxruntime: not measured (pip install .[bench] for onnxruntime and onnx)")
     else:
