@@ -14,8 +14,8 @@ The cut depends only on the kernels' IR, never on timing or on the number of
 cores, so a build gives the same parts, and the same bytes, everywhere. Each part
 is a complete object: it defines the entries of its kernels and refers to nothing
 in another part (a kernel and the kernels that forward to its body are in one
-group, kernel_dedup.py). A model whose IR is under PART_BYTES is one part, and its
-.ko is what it was before (format 0.1); several parts are format 0.3
+group, kernel_dedup.py). A model whose IR is under PART_BYTES is one part, in a
+.ko of the 0.1 layout (one object, one bitcode); several parts are format 0.3
 (docs/file-format-ko.md).
 
 Measured on the 2-core machine, idle, the transformer's kernels for a generic
