@@ -35,6 +35,7 @@ from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_forwarding_kernel, gen
 from .kernel_dedup import identical_kernels
 from .fresh_stack import call_on_fresh_stack
 from .kernel_object import CompiledTarget, pack_kernel_object
+from .kernel_order import generation_order
 from .loop_hints import resolve_loop_hints
 from .llvm_target import TargetSpec, target_machine, target_spec
 from .object_parts import PartCompiler, cut_parts
@@ -93,13 +94,14 @@ def kernel_groups(funcs: dict[str, tir.PrimFunc]) -> list[list[str]]:
     return list(groups.values())
 
 
-def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None):
-    """Yields, group by group (kernel_groups), the unoptimized LLVM IR text of a module holding
-    the group's kernels, and their KernelInfo. Lowering happens here, one kernel at a time."""
+def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None, groups=None):
+    """Yields, group by group (`groups`, default kernel_groups), the unoptimized LLVM IR text of
+    a module holding the group's kernels, and their KernelInfo. Lowering happens here, one
+    kernel at a time."""
     layout = str(target_machine(spec).target_data)
     flags = ("fast",) if spec.fast_math else DEFAULT_FLOAT_FLAGS
     lowering_target = target if not isinstance(target, (TargetSpec, type(None))) else None
-    for names in kernel_groups(funcs):
+    for names in kernel_groups(funcs) if groups is None else groups:
         module = ir.Module(name="relax_kernels")
         module.triple = spec.triple
         module.data_layout = layout
@@ -251,7 +253,9 @@ def _generate_and_submit(funcs, targets, compiler: PartCompiler) -> list:
     for target in targets:
         spec = target_spec(target)
         infos, futures = [], []
-        groups = generate_kernel_groups(funcs, spec, target)
+        # The heaviest kernels first, so that LLVM's tail is a light one (kernel_order.py).
+        order = generation_order(kernel_groups(funcs), funcs)
+        groups = generate_kernel_groups(funcs, spec, target, order)
         for texts in cut_parts(_collect(groups, infos)):
             futures.append(compiler.submit(texts, spec))
         pending.append((spec, sorted(infos, key=lambda info: info.name), futures))
