@@ -152,7 +152,7 @@ def _drop_unused_constants(func: rx.Function) -> rx.Function:
 
 @register_pass
 class PackConstantWeights(Pass):
-    """Store constant matmul weights in the register tile's panel layout; their kernels read it."""
+    """Store constant matmul weights in the layout their kernel's schedule reads (panels, strips)."""
 
     name = "pack-constant-weights"
     opt_level = 1
