@@ -16,7 +16,7 @@ with the kernel reading `lv[v_k, v_i1]` as `lv[v_i1 // 32, v_k, v_i1 % 32]`
   each thread streams one contiguous panel. Row-major, a thread's strip is half of
   every row, so the gemv rule splits big products by rows instead (its columns would
   land in half of the L2's sets on some CPUs) and adds the partial sums after
-  (mlp_b1 21.3 -> 15.6 us on two threads; 27.8 -> 29.5 us on one).
+  (mlp_b1 21.3 -> 15.6 us on two threads; on one, level within run-to-run noise).
 
 A kernel is rewritten only when every call of it passes a constant at the packed
 position (a kernel shared by a constant and a computed operand keeps its layout), and

@@ -32,7 +32,7 @@ A weight packed at build time (packed_weights.py: `packed[j // 256, k, j % 256]`
 panel, so no thread reads part of every row. Measured (bench/packed_weights.py, 2-core
 AMD EPYC): mlp_b1 on two threads 21.3 us split by rows -> 15.6 us packed strips (row-major
 strips 15.7 there; on the 2-core Xeon of the row split's figures above they thrashed);
-one thread 27.8 -> 29.5 us.
+one thread level (27.8 -> 29.5 us in one run, 30.5 -> 29.3 in another).
 
 Elementwise nests after the product (bias add, relu, GELU: gemv_epilogue.py) are
 applied to the result vectors in registers before their one store (fuse_epilogues):
