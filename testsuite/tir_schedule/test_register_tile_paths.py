@@ -185,16 +185,19 @@ def test_bias_relu_applied_to_the_tiles_in_registers():
     assert branch.condition.b.value == 3  # 784 = 4 k blocks of 196: the last one finishes
 
 
-def test_gelu_epilogue_applied_in_registers_matches_numpy():
+def _has_erf(stmt) -> bool:
+    return any(call.op == "tir.erf" for call in collect(stmt, tir.Call))
+
+
+def test_gelu_epilogue_stays_a_nest_and_matches_numpy():
+    """Stages with calls (GELU's erf) are not written into every tile slot: the nest follows the tiles."""
     from math import erf
 
     params = 'a: R.Tensor((37, 256), "float32"), b: R.Tensor((256, 96), "float32"), c: R.Tensor((96,), "float32")'
     funcs = lowered_kernels(params, "y = R.matmul(a, b)\n            z = R.add(y, c)\n            out = R.nn.gelu(z)", 2)
     ((name, func),) = funcs.items()
-    # Two statements (32 rows of tiles, then a 5-row tile), each storing GELU of its sums; no GELU nest after.
     statements = top_level(default_cpu_schedule(func).body)[0]
-    assert len(statements) == 2 and all(_fma_count(s) and collect(s, tir.IfThenElse) == [] for s in statements)
-    assert all(any(call.op == "tir.erf" for call in collect(s, tir.Call)) for s in statements)
+    assert not any(_has_erf(s) for s in statements if _fma_count(s)) and _has_erf(statements[-1])
     rng = np.random.default_rng(11)
     a, b, c = (rng.standard_normal(s).astype("float32") for s in ((37, 256), (256, 96), (96,)))
     with PassContext(opt_level=0):

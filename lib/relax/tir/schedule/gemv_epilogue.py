@@ -158,11 +158,12 @@ def chain(statements: list, index: int, output: tir.Buffer, params: set) -> list
     return stages
 
 
-def fuse_following(statements: list, fused: set, func: tir.PrimFunc, cpu, parallel: bool, matches, apply):
+def fuse_following(statements: list, fused: set, func: tir.PrimFunc, cpu, parallel: bool, matches, apply,
+                   takes=lambda stages: True):
     """(statements, scheduled ids): each nest that `matches(nest, cpu)` and is followed by a
-    chain of stages becomes one statement, `apply(nest, cpu, stages)`, scheduled (and
-    parallel when `parallel`); the stages' statements go. Others are unchanged; `fused`
-    (ids of statements already scheduled) are passed over."""
+    chain of stages that `takes(stages)` becomes one statement, `apply(nest, cpu, stages)`,
+    scheduled (and parallel when `parallel`); the stages' statements go. Others are
+    unchanged; `fused` (ids of statements already scheduled) are passed over."""
     params = {id(buffer) for _, buffer in func.buffer_map}
     result, done, index = [], set(fused), 0
     while index < len(statements):
@@ -171,7 +172,7 @@ def fuse_following(statements: list, fused: set, func: tir.PrimFunc, cpu, parall
         stages = []
         if nest is not None and matches(nest, cpu):
             stages = chain(statements, index, nest.block.body.buffer, params)
-        if stages:
+        if stages and takes(stages):
             scheduled = apply(nest, cpu, stages)
             scheduled = parallelize(stmt, scheduled) if parallel else strip_marks(scheduled)
             result.append(scheduled)
