@@ -22,7 +22,7 @@ import threading
 
 import llvmlite.binding as llvm
 
-from ..runtime.kernels.host import initialize_llvm
+from ..runtime.kernels.llvm_compile import pass_pipeline
 
 _LOCK = threading.Lock()
 _FUNCTIONS: dict[str, object] = {}
@@ -48,13 +48,7 @@ def _function(name: str):
 
 def optimize(module: "llvm.ModuleRef", machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
     """What runtime.kernels.llvm_compile.optimize does, the pipeline run outside the lock."""
-    initialize_llvm()
-    tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    tuning.loop_vectorization = speed_level >= 2
-    tuning.slp_vectorization = speed_level >= 2
-    tuning.loop_unrolling = speed_level >= 2
-    builder = llvm.create_pass_builder(machine, tuning)
-    manager = builder.getModulePassManager()
+    builder, manager = pass_pipeline(machine, speed_level)
     _function("LLVMPY_RunNewModulePassManager")(manager, module, builder)
 
 

@@ -11,15 +11,22 @@ import llvmlite.binding as llvm
 from .host import initialize_llvm
 
 
-def optimize(module: "llvm.ModuleRef", target_machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
-    """Runs LLVM's default per-module pipeline (O`speed_level`) in place, vectorizers on."""
+def pass_pipeline(target_machine: "llvm.TargetMachine", speed_level: int = 3):
+    """(pass builder, module pass manager) of LLVM's default per-module pipeline at O`speed_level`,
+    vectorizers and unrolling on from O2."""
     initialize_llvm()
     tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     tuning.loop_vectorization = speed_level >= 2
     tuning.slp_vectorization = speed_level >= 2
     tuning.loop_unrolling = speed_level >= 2
     builder = llvm.create_pass_builder(target_machine, tuning)
-    builder.getModulePassManager().run(module, builder)
+    return builder, builder.getModulePassManager()
+
+
+def optimize(module: "llvm.ModuleRef", target_machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
+    """Runs LLVM's default per-module pipeline (O`speed_level`) in place."""
+    builder, manager = pass_pipeline(target_machine, speed_level)
+    manager.run(module, builder)
 
 
 def compile_bitcode(bitcode: bytes, target_machine: "llvm.TargetMachine") -> bytes:
