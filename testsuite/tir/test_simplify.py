@@ -58,6 +58,11 @@ CASES = [
     (tir.Cast("int32", tir.IntImm("int64", 7)), c32(7)),
     (tir.Min(tir.Add(n, c32(3)), tir.Add(n, c32(5))), tir.Add(n, c32(3))),
     (tir.Mul(tir.FloatImm("float32", 2.0), tir.FloatImm("float32", 3.0)), tir.FloatImm("float32", 6.0)),
+    # A packed gemv strip's index, packed[j // 256, 0, j % 256] flattened, j = i * 64 + 16: the
+    # merged pair keeps x's constant (it once lost it, and every strip read columns 0-15).
+    (tir.Add(tir.Mul(tir.FloorDiv(tir.Add(tir.Mul(i, c32(64)), c32(16)), c32(256)), c32(256)),
+             tir.FloorMod(tir.Add(tir.Mul(i, c32(64)), c32(16)), c32(256))),
+     tir.Add(tir.Mul(i, c32(64)), c32(16))),
 ]
 
 
@@ -146,6 +151,21 @@ def test_random_integer_expressions_keep_their_value(expr, data):
 def test_simplification_is_idempotent(expr):
     once = simplify_expr(expr, ENV, RANGES)
     assert structural_equal(simplify_expr(once, ENV, RANGES), once), f"{text(once)}"
+
+
+@given(scale=st.integers(1, 64), offset=st.integers(-300, 300), divisor=st.integers(1, 512),
+       factor=st.integers(-4, 4), row=st.integers(-3, 3), values=st.lists(st.integers(0, 15), min_size=1, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_division_pairs_of_indices_keep_their_value(scale, offset, divisor, factor, row, values):
+    """factor * (x // d * d + x % d) + row * i == factor * x + row * i, the pattern of flattened
+    packed and split indices, with constants in x that the pair's merge must carry."""
+    x = tir.Add(tir.Mul(i, c32(scale)), c32(offset))
+    d = c32(divisor)
+    pair = tir.Add(tir.Mul(tir.FloorDiv(x, d), d), tir.FloorMod(x, d))
+    expr = tir.Add(tir.Mul(pair, c32(factor)), tir.Mul(i, c32(row)))
+    simplified = simplify_expr(expr, ENV32)
+    for value in values:
+        assert _evaluate(simplified, {i: value}) == _evaluate(expr, {i: value}), f"{text(expr)} -> {text(simplified)}"
 
 
 _RING_LEAVES = st.one_of(st.sampled_from([i, j, n]), st.integers(-2**31, 2**31 - 1).map(c32))

@@ -105,7 +105,8 @@ def _term(atom, coeff: int, dtype: str):
 def to_expr(linear: Linear):
     """The canonical expression of a combination."""
     dtype = linear.dtype
-    terms = [(atom, _signed(coeff, dtype)) for atom, coeff in merge_division_pairs(linear).nonzero()]
+    linear = merge_division_pairs(linear)  # its constant too: x of a merged pair may carry one
+    terms = [(atom, _signed(coeff, dtype)) for atom, coeff in linear.nonzero()]
     terms = [(atom, coeff) for atom, coeff in terms if coeff != 0]
     order = {id(atom): index for index, (atom, _) in enumerate(terms)}
     terms.sort(key=lambda item: (-abs(item[1]), order[id(item[0])]))
