@@ -258,8 +258,18 @@ def _generate_and_submit(funcs, targets, compiler: PartCompiler) -> list:
         groups = generate_kernel_groups(funcs, spec, target, order)
         for texts in cut_parts(_collect(groups, infos)):
             futures.append(compiler.submit(texts, spec))
+        if not futures:  # no kernels: one empty part, so that every target has its object
+            futures.append(compiler.submit([_empty_module_text(spec)], spec))
         pending.append((spec, sorted(infos, key=lambda info: info.name), futures))
     return pending
+
+
+def _empty_module_text(spec: TargetSpec) -> str:
+    """The LLVM IR of a module with no kernels, for `spec`'s triple and data layout."""
+    module = ir.Module(name="relax_kernels")
+    module.triple = spec.triple
+    module.data_layout = str(target_machine(spec).target_data)
+    return str(module)
 
 
 def _collect(groups, infos: list):
