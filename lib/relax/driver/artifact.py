@@ -13,7 +13,8 @@ to the Makefile's:
 
 Going through the printed text, rather than straight from the lowered IR, is what
 makes the two agree: both read the same .vms. The intermediates are named after the
-output (`-o out/mlp.vmx`: mlp.vms, mlp.vmo, mlp.ko), as a Makefile names them.
+source (`models/mlp.relax`: mlp.vms, mlp.vmo, mlp.ko), as a Makefile names them, and
+never after the output: `-o a.vmx`, `-o b.vmx` and `-o -` give the same bytes.
 
 The one-shot starts the CPU kernels before it generates the bytecode: once Python
 has lowered and generated them, LLVM compiles them on worker threads
@@ -39,10 +40,11 @@ STAGES = {"vms": 3, "vmo": 4, "vmx": 8}
 
 
 def intermediate_stem(options: CompileOptions) -> str:
-    """The base name the one-shot gives its in-memory .vms/.vmo/.ko."""
-    path = options.output if options.output not in (None, "-") else options.source
-    stem = os.path.splitext(os.path.basename(path))[0]
-    return stem if stem and path != "-" else "stdin"
+    """The base name the one-shot gives its in-memory .vms/.vmo/.ko: the source's, since
+    names and source locations of the intermediates are written into the artifact."""
+    path = options.source
+    stem = os.path.splitext(os.path.basename(path))[0] if path not in (None, "-") else ""
+    return stem or "stdin"
 
 
 def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: dict | None = None) -> str:
