@@ -1,9 +1,10 @@
 """The host as LLVM sees it, and which entries of a kernel object can run on it.
 
 An entry runs natively when its triple names the host's architecture and
-operating system, its CPU is generic or the host's own, and every feature it
-enables the host has. Otherwise bitcode for the same architecture and operating
-system is compiled on load; anything else cannot run here.
+operating system, its CPU is generic, the host's own or an x86-64 level
+(cpu_levels.py), and every feature it enables (or its level implies) the host
+has. Otherwise bitcode for the same architecture and operating system is
+compiled on load; anything else cannot run here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import functools
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
+
+from .cpu_levels import level_features
 
 _OS_NAMES = ("linux", "darwin", "macos", "windows", "freebsd")
 
@@ -64,9 +67,12 @@ def runs_natively(triple: str, cpu: str, features: str, info: HostInfo | None = 
     info = info or host()
     if not same_platform(triple, info.triple):
         return False
-    if cpu not in ("", "generic", info.cpu):
-        return False
     wanted = {f.strip()[1:] for f in features.split(",") if f.strip().startswith("+")}
+    if cpu not in ("", "generic", info.cpu):
+        implied = level_features(cpu) if triple_arch(triple) == "x86_64" else None
+        if implied is None:
+            return False
+        wanted |= implied
     return wanted <= info.enabled_features
 
 

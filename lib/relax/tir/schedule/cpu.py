@@ -1,9 +1,12 @@
-"""What the schedules need to know about a CPU target: how many vector registers it has.
+"""What the schedules need to know about a CPU target: how wide and how many its vector registers are.
 
-    cpu_info(Target("llvm"))  ->  CpuInfo(wide_registers=True)    on an AVX-512 host
+    cpu_info(Target("llvm -mcpu=x86-64-v4"))  ->  CpuInfo(wide_registers=True)
+    cpu_info(Target("llvm -mcpu=x86-64-v3"))  ->  CpuInfo(wide_registers=False)
+    cpu_info(None)                            ->  this host's
 
-Read from the features codegen would compile for (relax.codegen.llvm_target), so
-a cross target gets the schedule of its own CPU.
+Read from the CPU and features codegen compiles for (relax.codegen.llvm_target and
+vector_width), never from the host unless the target is the host: a cross target,
+or a lower x86-64 level built on an AVX-512 machine, gets the schedule of its own CPU.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ class CpuInfo:
 def cpu_info(target=None) -> CpuInfo:
     try:
         from ...codegen.llvm_target import target_spec
+        from ...codegen.vector_width import vector_bits
 
-        features = target_spec(target).features
+        spec = target_spec(target)
     except Exception:  # a target codegen cannot describe gets the conservative schedule
         return CpuInfo()
-    return CpuInfo(wide_registers="+avx512f" in features.split(","))
+    return CpuInfo(wide_registers=vector_bits(spec) >= 512)
