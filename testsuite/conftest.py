@@ -5,6 +5,8 @@ import pathlib
 
 import pytest
 
+from cpu_targets import CPU_TARGETS
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = REPO_ROOT / "samples"
 SHARED_BENCH = REPO_ROOT.parent / "shared" / "bench"
@@ -17,6 +19,12 @@ os.environ.setdefault("RELAX_CACHE", "0")
 @pytest.fixture
 def samples_dir() -> pathlib.Path:
     return SAMPLES
+
+
+@pytest.fixture(params=CPU_TARGETS)
+def cpu_target(request) -> str:
+    """Each CPU level this host runs, and its own CPU (cpu_targets.py): kernel tests take it."""
+    return request.param
 
 
 def _nvrtc_problem() -> str | None:

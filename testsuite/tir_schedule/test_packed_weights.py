@@ -34,15 +34,15 @@ def _kernel(m, k, n, epilogue=False, batch=(), dtype="float32"):
     return name, func
 
 
-def _run(name, func, inputs, out_shape, opt_level):
+def _run(name, func, inputs, out_shape, opt_level, target=None):
     with PassContext(opt_level=opt_level):
-        library = build_host_library({name: func})
+        library = build_host_library({name: func}, target)
     out = np.full(out_shape, np.nan, "float32")
     library.get_function(name)(*inputs, out)
     return out
 
 
-def _check(m, k, n, epilogue=False, batch=(), width=PANEL_WIDTH):
+def _check(m, k, n, epilogue=False, batch=(), width=PANEL_WIDTH, target=None):
     name, func = _kernel(m, k, n, epilogue, batch)
     assert packable_params(func) == {1: width}
     packed = read_packed(func, {1: width})
@@ -51,14 +51,14 @@ def _check(m, k, n, epilogue=False, batch=(), width=PANEL_WIDTH):
     b = rng.standard_normal((k, n)).astype("float32")
     c = rng.standard_normal(n).astype("float32")
     inputs = (a, pack_array(b, width), c) if epilogue else (a, pack_array(b, width))
-    plain = _run(name, packed, inputs, (*batch, m, n), 0)
-    scheduled = _run(name, packed, inputs, (*batch, m, n), 2)
+    plain = _run(name, packed, inputs, (*batch, m, n), 0, target=target)
+    scheduled = _run(name, packed, inputs, (*batch, m, n), 2, target=target)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     if epilogue:
         expected = np.maximum(expected + c, 0)
     np.testing.assert_allclose(plain, expected, **TOLERANCE)
     np.testing.assert_allclose(scheduled, expected, **TOLERANCE)
-    original = _run(name, func, (a, b, c) if epilogue else (a, b), (*batch, m, n), 2)
+    original = _run(name, func, (a, b, c) if epilogue else (a, b), (*batch, m, n), 2, target=target)
     np.testing.assert_allclose(scheduled, original, **TOLERANCE)
 
 
@@ -73,19 +73,19 @@ def test_pack_array_is_panel_major():
 
 @pytest.mark.parametrize("m", [2, 7, 13, 1023])
 @pytest.mark.parametrize("k,n", [(1, 32), (13, 64), (300, 96), (7, 1024)])
-def test_packed_matmul_matches_numpy(m, k, n):
+def test_packed_matmul_matches_numpy(m, k, n, cpu_target):
     if m * k * n > 4_000_000:
         pytest.skip("covered by smaller shapes")
-    _check(m, k, n)
+    _check(m, k, n, target=cpu_target)
 
 
 @pytest.mark.parametrize("m,k,n", [(64, 784, 512), (13, 1023, 64)])
-def test_packed_with_bias_relu_matches_numpy(m, k, n):
-    _check(m, k, n, epilogue=True)
+def test_packed_with_bias_relu_matches_numpy(m, k, n, cpu_target):
+    _check(m, k, n, epilogue=True, target=cpu_target)
 
 
-def test_packed_batched_a_matches_numpy():
-    _check(13, 30, 64, batch=(3,))
+def test_packed_batched_a_matches_numpy(cpu_target):
+    _check(13, 30, 64, batch=(3,), target=cpu_target)
 
 
 @pytest.mark.parametrize("wide", [False, True])
@@ -135,12 +135,12 @@ def test_b_read_twice_not_packable():
 
 @pytest.mark.parametrize("k", [1, 7, 13, 1023])
 @pytest.mark.parametrize("n", [512, 768])
-def test_gemv_strips_packed_match_numpy(k, n):
-    _check(1, k, n, width=STRIP_WIDTH)
+def test_gemv_strips_packed_match_numpy(k, n, cpu_target):
+    _check(1, k, n, width=STRIP_WIDTH, target=cpu_target)
 
 
-def test_gemv_strips_packed_with_bias_relu_match_numpy():
-    _check(1, 784, 512, epilogue=True, width=STRIP_WIDTH)
+def test_gemv_strips_packed_with_bias_relu_match_numpy(cpu_target):
+    _check(1, 784, 512, epilogue=True, width=STRIP_WIDTH, target=cpu_target)
 
 
 @pytest.mark.parametrize("wide", [False, True])

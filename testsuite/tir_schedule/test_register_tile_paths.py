@@ -41,12 +41,12 @@ def _funcs(m, k, n, dtype="float32", epilogue=False, batch=()):
     return lowered_kernels(params, body, 2)
 
 
-def _run(funcs: dict, a, b, c, epilogue: bool) -> np.ndarray:
+def _run(funcs: dict, a, b, c, epilogue: bool, target=None) -> np.ndarray:
     """The kernel run plain and scheduled on (a, b[, c]); checks they agree and returns the scheduled output."""
     (name, func), = funcs.items()
     with PassContext(opt_level=0):
         plain = build_host_library(funcs)
-    scheduled = build_host_library(funcs)
+    scheduled = build_host_library(funcs, target)
     out_buffer = func.buffer_map[-1][1]
     shape = tuple(d.value if isinstance(d, tir.IntImm) else a.shape[-1] for d in out_buffer.shape)
     outputs = []
@@ -59,12 +59,12 @@ def _run(funcs: dict, a, b, c, epilogue: bool) -> np.ndarray:
     return outputs[1]
 
 
-def _check(m, k, n, epilogue=False, batch=(), dtype="float32"):
+def _check(m, k, n, epilogue=False, batch=(), dtype="float32", target=None):
     rng = np.random.default_rng(m * 7919 + k * 31 + n)
     a = rng.standard_normal((*batch, m, k)).astype(dtype)
     b = rng.standard_normal((*batch, k, n)).astype(dtype)
     c = rng.standard_normal(n).astype(dtype)
-    out = _run(_funcs(m, k, n, dtype, epilogue, batch), a, b, c, epilogue)
+    out = _run(_funcs(m, k, n, dtype, epilogue, batch), a, b, c, epilogue, target=target)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     if epilogue:
         expected = np.maximum(expected + c, 0)
@@ -83,27 +83,27 @@ def _scheduled_matmul(m, k, n, wide=True):
 
 @pytest.mark.parametrize("m", [1, 7, 13, 1023])
 @pytest.mark.parametrize("k,n", [(1, 32), (13, 45), (7, 1023), (300, 70)])
-def test_matmul_matches_numpy(m, k, n):
+def test_matmul_matches_numpy(m, k, n, cpu_target):
     if m * k * n > 4_000_000:
         pytest.skip("covered by smaller shapes")
-    _check(m, k, n)
+    _check(m, k, n, target=cpu_target)
 
 
 @pytest.mark.parametrize("m,k,n", [(64, 784, 10), (13, 7, 1), (7, 1023, 13), (1023, 13, 31), (9, 20, 17)])
-def test_narrower_than_one_tile_matches_numpy(m, k, n):
-    _check(m, k, n)
+def test_narrower_than_one_tile_matches_numpy(m, k, n, cpu_target):
+    _check(m, k, n, target=cpu_target)
 
 
 @pytest.mark.parametrize("m,k,n", [(64, 784, 512), (13, 1023, 75), (1023, 7, 33)])
-def test_bias_relu_epilogue_matches_numpy(m, k, n):
-    _check(m, k, n, epilogue=True)
+def test_bias_relu_epilogue_matches_numpy(m, k, n, cpu_target):
+    _check(m, k, n, epilogue=True, target=cpu_target)
 
 
-def test_batched_matmul_matches_numpy():
-    _check(13, 30, 70, batch=(3,))
+def test_batched_matmul_matches_numpy(cpu_target):
+    _check(13, 30, 70, batch=(3,), target=cpu_target)
 
 
-def test_symbolic_k_matches_numpy():
+def test_symbolic_k_matches_numpy(cpu_target):
     funcs = lowered_kernels('a: R.Tensor((13, "k"), "float32"), b: R.Tensor(("k", 45), "float32")',
                             "out = R.matmul(a, b)", 2)
     rng = np.random.default_rng(3)
@@ -113,7 +113,7 @@ def test_symbolic_k_matches_numpy():
         with PassContext(opt_level=0):
             plain = build_host_library(funcs)
         outputs = []
-        for library in (plain, build_host_library(funcs)):
+        for library in (plain, build_host_library(funcs, cpu_target)):
             out = np.full((13, 45), np.nan, "float32")
             library.get_function(name)(a, b, out)
             outputs.append(out)
@@ -135,12 +135,12 @@ def test_every_block_boundary_crossed(monkeypatch, wide):
     _check(8 * 13 + 5, 50, 32 * 5 + 7, epilogue=True)
 
 
-def test_float64_is_not_claimed_and_stays_correct():
+def test_float64_is_not_claimed_and_stays_correct(cpu_target):
     (func,) = lowered_kernels('a: R.Tensor((64, 64), "float64"), b: R.Tensor((64, 64), "float64")',
                               "out = R.matmul(a, b)", 2).values()
     nest = next(n for n in map(match_nest, top_level(func.body)[0]) if n is not None)
     assert not register_tile.matches(nest, CpuInfo(wide_registers=True))
-    _check(13, 64, 40, dtype="float64")
+    _check(13, 64, 40, dtype="float64", target=cpu_target)
 
 
 def _fma_count(stmt) -> int:
@@ -189,7 +189,7 @@ def _has_erf(stmt) -> bool:
     return any(call.op == "tir.erf" for call in collect(stmt, tir.Call))
 
 
-def test_gelu_epilogue_stays_a_nest_and_matches_numpy():
+def test_gelu_epilogue_stays_a_nest_and_matches_numpy(cpu_target):
     """Stages with calls (GELU's erf) are not written into every tile slot: the nest follows the tiles."""
     from math import erf
 
@@ -203,7 +203,7 @@ def test_gelu_epilogue_stays_a_nest_and_matches_numpy():
     with PassContext(opt_level=0):
         plain = build_host_library(funcs)
     outputs = []
-    for library in (plain, build_host_library(funcs)):
+    for library in (plain, build_host_library(funcs, cpu_target)):
         out = np.full((37, 96), np.nan, "float32")
         library.get_function(name)(a, b, c, out)
         outputs.append(out)
