@@ -41,21 +41,30 @@ def flatten(value, out):
     return out
 
 
-def run_sample(name: str, opt_level: int):
+def run_sample(name: str, opt_level: int, target: str = "llvm"):
     mod = parse_source(str(SAMPLES / f"{name}.relax"))
     inputs = np.load(SAMPLES / "data" / f"{name}.inputs.npz")
-    vm = VirtualMachine(build(mod, "llvm", opt_level), "cpu")
+    vm = VirtualMachine(build(mod, target, opt_level), "cpu")
     args = [inputs[p.name_hint] for p in mod["main"].params]
     return flatten(vm["main"](*args), [])
 
 
-@pytest.mark.parametrize("opt_level", [0, 2])
 @pytest.mark.parametrize("name", NAMES)
-def test_sample_matches_tvm(name, opt_level):
+def test_sample_matches_tvm_unoptimized(name):
+    _check_sample(name, 0, "llvm")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sample_matches_tvm(name, cpu_target):
+    """At -O2 the schedules apply: at each CPU level the host runs (cpu_targets.py)."""
+    _check_sample(name, 2, cpu_target)
+
+
+def _check_sample(name: str, opt_level: int, target: str):
     if name in KNOWN_FAILURES:
         pytest.xfail(KNOWN_FAILURES[name])
     expected = np.load(SAMPLES / "data" / f"{name}.expected.npz")
-    outputs = run_sample(name, opt_level)
+    outputs = run_sample(name, opt_level, target)
     assert len(outputs) == len(expected.files)
     for index, key in enumerate(sorted(expected.files)):
         np.testing.assert_allclose(outputs[index], expected[key], rtol=1e-4, atol=1e-5, err_msg=f"output {key}")
