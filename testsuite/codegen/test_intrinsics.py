@@ -7,6 +7,8 @@ import pytest
 from codegen_tir import elementwise, i64, kernel, load, param, store
 
 from relax.codegen import build_host_library
+
+from cpu_targets import CPU_TARGETS
 from relax.codegen.intrinsics import MATH_INTRINSICS
 from relax.ir import tir
 
@@ -60,8 +62,9 @@ def test_every_float_intrinsic_is_tested():
     assert table <= set(FLOAT_FUNCTIONS) | set(TERNARY)
 
 
-@pytest.fixture(scope="module")
-def library():
+@pytest.fixture(scope="module", params=CPU_TARGETS)
+def library(request):
+    """Every intrinsic kernel, built for each CPU level the host runs (vector math differs by level)."""
     kernels = {}
     for dtype in FLOATS:
         for name in list(FLOAT_FUNCTIONS) + list(TERNARY):
@@ -70,7 +73,7 @@ def library():
                                                      lambda *xs, n=name, d=dtype: _call(n, d, *xs))
         for name in ("isnan", "isinf", "isfinite"):
             kernels[f"{name}_{dtype}"] = elementwise(N, [dtype], "bool", lambda x, n=name: _call(n, "bool", x))
-    return build_host_library(kernels)
+    return build_host_library(kernels, request.param)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

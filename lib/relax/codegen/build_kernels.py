@@ -41,6 +41,7 @@ from .llvm_target import TargetSpec, target_machine, target_spec
 from .object_parts import PartCompiler, cut_parts
 from .parallel import LAUNCHER, link_launcher
 from .vector_math import declare_vector_variants, map_to_libmvec, uses_libmvec, vector_intrinsics
+from .vector_width import vector_extensions
 
 
 def prim_funcs(mod) -> dict[str, tir.PrimFunc]:
@@ -116,7 +117,7 @@ def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, tar
                 infos.append(generate_forwarding_kernel(module, name, first))
         text = resolve_loop_hints(str(module))
         if uses_libmvec(spec.triple):
-            text = declare_vector_variants(text, spec.features)
+            text = declare_vector_variants(text, vector_extensions(spec))
         yield text, infos
 
 
@@ -151,7 +152,7 @@ def _compile(mod, target):
     machine = target_machine(spec)
     optimize(module, machine, spec.opt_level)
     if uses_libmvec(spec.triple) and vector_intrinsics(module):
-        module = llvm.parse_assembly(map_to_libmvec(str(module), spec.features))
+        module = llvm.parse_assembly(map_to_libmvec(str(module), vector_extensions(spec)))
         module.verify()
     return machine, module
 

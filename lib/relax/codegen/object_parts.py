@@ -48,6 +48,7 @@ from .fresh_stack import thread_stack_size
 from .llvm_target import TargetSpec, target_machine
 from .parallel import LAUNCHER, link_launcher
 from .vector_math import map_to_libmvec, uses_libmvec, vector_intrinsics
+from .vector_width import vector_extensions
 
 # LLVM IR text a part holds at least (the last part excepted): see the module docstring.
 # The transformer's kernel groups are 2-69 KiB of IR each for an AVX-512 host.
@@ -148,6 +149,6 @@ def compile_part(texts, spec: TargetSpec, machine: "llvm.TargetMachine") -> Comp
     bitcode = module.as_bitcode()
     llvm_unlocked.optimize(module, machine, spec.opt_level)
     if uses_libmvec(spec.triple) and vector_intrinsics(module):
-        module = llvm.parse_assembly(map_to_libmvec(str(module), spec.features), context=context)
+        module = llvm.parse_assembly(map_to_libmvec(str(module), vector_extensions(spec)), context=context)
         module.verify()
     return CompiledPart(llvm_unlocked.emit_object(machine, module), bitcode)

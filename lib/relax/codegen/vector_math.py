@@ -36,13 +36,15 @@ LIBMVEC_FUNCTIONS = {
 _VECTOR_INTRINSIC = re.compile(r"@llvm\.(\w+?)\.v(\d+)f(32|64)\b")
 
 
-def _isa_letter(vector_bits: int, features: str) -> str | None:
-    """The vector function ABI's ISA letter for a vector of this size on these features."""
+def _isa_letter(vector_bits: int, extensions: frozenset) -> str | None:
+    """The vector function ABI's ISA letter for a vector of this size on a target with these
+    vector extensions (vector_width.vector_extensions); None when the target has no such
+    registers: a call in registers it lacks would read garbage, so LLVM splits it instead."""
     if vector_bits == 128:
         return "b"
-    if vector_bits == 256:
-        return "d" if "+avx2" in features.split(",") else "c"
-    if vector_bits == 512:
+    if vector_bits == 256 and "avx" in extensions:
+        return "d" if "avx2" in extensions else "c"
+    if vector_bits == 512 and "avx512f" in extensions:
         return "e"
     return None
 
@@ -51,13 +53,14 @@ def uses_libmvec(triple: str) -> bool:
     return triple_arch(triple) == "x86_64" and triple_os(triple) == "linux"
 
 
-def map_to_libmvec(text: str, features: str) -> str:
-    """Optimized module text with vector math intrinsics renamed to their libmvec functions."""
+def map_to_libmvec(text: str, extensions: frozenset) -> str:
+    """Optimized module text with vector math intrinsics renamed to their libmvec functions
+    (`extensions`: the target's, vector_width.vector_extensions)."""
 
     def rename(match: re.Match) -> str:
         name, lanes, bits = match.group(1), int(match.group(2)), int(match.group(3))
         arity = LIBMVEC_FUNCTIONS.get(name)
-        letter = _isa_letter(lanes * bits, features)
+        letter = _isa_letter(lanes * bits, extensions)
         if arity is None or letter is None:
             return match.group(0)
         return f"@_ZGV{letter}N{lanes}{'v' * arity}_{name}{'f' if bits == 32 else ''}"
@@ -83,20 +86,19 @@ _SCALAR_TYPES = {"float": (32, "f"), "double": (64, "")}
 _DECLARATION = re.compile(r'^declare (float|double) @"?(\w+?)"?\((.*)\)$', re.MULTILINE)
 
 
-def _variants(features: str) -> list[tuple[str, int]]:
-    """(ISA letter, vector bits) of the libmvec variants these features can call."""
-    flags = set(features.split(","))
+def _variants(extensions: frozenset) -> list[tuple[str, int]]:
+    """(ISA letter, vector bits) of the libmvec variants a target with these extensions can call."""
     found = [("b", 128)]
-    if "+avx2" in flags:
+    if "avx2" in extensions:
         found.append(("d", 256))
-    elif "+avx" in flags:
+    elif "avx" in extensions:
         found.append(("c", 256))
-    if "+avx512f" in flags:
+    if "avx512f" in extensions:
         found.append(("e", 512))
     return found
 
 
-def declare_vector_variants(text: str, features: str) -> str:
+def declare_vector_variants(text: str, extensions: frozenset) -> str:
     """Unoptimized module text whose libm declarations name their libmvec vector variants
     (float32 erf defined in the module instead: fast_math.py)."""
     text = define_fast_functions(text)
@@ -110,7 +112,7 @@ def declare_vector_variants(text: str, features: str) -> str:
         if arity is None or base + suffix != symbol:
             return match.group(0)
         names = []
-        for letter, vector_bits in _variants(features):
+        for letter, vector_bits in _variants(extensions):
             lanes = vector_bits // bits
             vector = f"_ZGV{letter}N{lanes}{'v' * arity}_{symbol}"
             names.append(f"{vector}({vector})")

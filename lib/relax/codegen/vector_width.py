@@ -1,14 +1,15 @@
-"""The widest vector registers a CPU target has, in bits: what the CPU schedules size their tiles by.
+"""The vector extensions a CPU target has: what the schedules size their tiles by and what
+vector math may call.
 
-    vector_bits(target_spec("llvm -mcpu=x86-64-v3"))          ->  256
-    vector_bits(target_spec("llvm -mcpu=skylake-avx512"))     ->  512
-    vector_bits(target_spec("llvm -mtriple=aarch64-linux-gnu"))  ->  128
+    vector_extensions(target_spec("llvm -mcpu=x86-64-v3"))        ->  {"avx", "avx2"}
+    vector_bits(target_spec("llvm -mcpu=skylake-avx512"))         ->  512
+    vector_bits(target_spec("llvm -mtriple=aarch64-linux-gnu"))   ->  128
 
 An explicit feature list (the host's, or -mattr) or an x86-64 level decides at
-once. Any other named CPU is asked of LLVM itself: a 16-lane float add is
-compiled for the target, and the widest register class in its assembly (zmm,
-ymm or xmm) is the answer, so a schedule follows every CPU LLVM knows, not a
-table of the ones we thought of.
+once. Any other named x86 CPU is asked of LLVM itself: two tiny functions are
+compiled for the target, a 16-lane float add (zmm registers mean AVX-512, ymm
+AVX) and an 8-lane integer add (ymm means AVX2), so that a schedule and the
+vector math follow every CPU LLVM knows, not a table of the ones we thought of.
 """
 
 from __future__ import annotations
@@ -22,25 +23,21 @@ from ..runtime.kernels.cpu_levels import level_features
 from ..runtime.kernels.host import triple_arch
 from .llvm_target import TargetSpec, target_machine
 
-_PROBE = """
-define void @probe(ptr %a, ptr %b) {
-  %x = load <16 x float>, ptr %a
-  %y = load <16 x float>, ptr %b
-  %z = fadd <16 x float> %x, %y
-  store <16 x float> %z, ptr %a
-  ret void
-}
-"""
+# The x86 extensions that change vector width or the vector math ABI (libmvec's ISA letters).
+EXTENSIONS = ("avx", "avx2", "avx512f")
 
-_X86_REGISTER_BITS = {"zmm": 512, "ymm": 256, "xmm": 128}
+_PROBES = {
+    "avx512f": ("<16 x float>", "fadd", "zmm"),
+    "avx": ("<8 x float>", "fadd", "ymm"),
+    "avx2": ("<8 x i32>", "add", "ymm"),
+}
 
 
 @functools.lru_cache(maxsize=None)
-def vector_bits(spec: TargetSpec) -> int:
-    """Bits of the widest vector register of `spec` (128 on every non-x86 target: NEON, and
-    the fixed-width view of SVE and RVV that the schedules use)."""
+def vector_extensions(spec: TargetSpec) -> frozenset[str]:
+    """Which of EXTENSIONS the target has (none on a target that is not x86-64)."""
     if triple_arch(spec.triple) != "x86_64":
-        return 128
+        return frozenset()
     features = {f.strip() for f in spec.features.split(",") if f.strip()}
     level = level_features(spec.cpu)
     # A generic CPU or a level is what its features say; so is a CPU whose list names
@@ -48,17 +45,33 @@ def vector_bits(spec: TargetSpec) -> int:
     if level is not None or spec.cpu in ("", "generic") or {"+avx512f", "-avx512f"} & features:
         enabled = ({f[1:] for f in features if f.startswith("+")} | (level or frozenset())) \
             - {f[1:] for f in features if f.startswith("-")}
-        return 512 if "avx512f" in enabled else 256 if enabled & {"avx", "avx2", "fma"} else 128
-    return _probe(spec)
+        if enabled & {"avx2", "fma", "avx512f"}:
+            enabled.add("avx")
+        return frozenset(enabled) & frozenset(EXTENSIONS)
+    return frozenset(name for name, probe in _PROBES.items() if _uses_register(spec, *probe))
 
 
-def _probe(spec: TargetSpec) -> int:
+def vector_bits(spec: TargetSpec) -> int:
+    """Bits of the widest vector register of `spec` (128 on every non-x86 target: NEON, and
+    the fixed-width view of SVE and RVV that the schedules use)."""
+    extensions = vector_extensions(spec)
+    return 512 if "avx512f" in extensions else 256 if "avx" in extensions else 128
+
+
+def _uses_register(spec: TargetSpec, vector_type: str, operation: str, register: str) -> bool:
     machine = target_machine(spec)
-    module = llvm.parse_assembly(_PROBE)
+    module = llvm.parse_assembly(f"""
+define void @probe(ptr %a, ptr %b) {{
+  %x = load {vector_type}, ptr %a
+  %y = load {vector_type}, ptr %b
+  %z = {operation} {vector_type} %x, %y
+  store {vector_type} %z, ptr %a
+  ret void
+}}
+""")
     module.triple = spec.triple
     module.data_layout = str(machine.target_data)
-    found = set(re.findall(r"%(zmm|ymm|xmm)\d+", machine.emit_assembly(module)))
-    return max((_X86_REGISTER_BITS[name] for name in found), default=128)
+    return re.search(rf"%{register}\d+", machine.emit_assembly(module)) is not None
 
 
-__all__ = ["vector_bits"]
+__all__ = ["EXTENSIONS", "vector_bits", "vector_extensions"]
