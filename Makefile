@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv samples test pytest lit clean
+.PHONY: all venv samples test pytest lit fuzz cross-check clean
 
 all: samples
 
@@ -28,6 +28,18 @@ samples: $(STAMP)
 test: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest testsuite
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv testsuite
+
+# Differential fuzzing: random programs for about SECONDS seconds, every build configuration
+# against the others and numpy; a failing program is saved under testsuite/differential/found/.
+SECONDS ?= 60
+fuzz: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python testsuite/differential/fuzz.py --seconds $(SECONDS)
+
+# aarch64 artifacts built here, run under qemu-user in a Debian arm64 sysroot cached under
+# build/cross/ (scripts/cross_check.py); skipped, with a line saying why, where qemu or the
+# packages cannot be had.
+cross-check: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python scripts/cross_check.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
