@@ -7,6 +7,8 @@ import pytest
 from codegen_tir import elementwise
 
 from relax.codegen import build_host_library
+
+from cpu_targets import CPU_TARGETS
 from relax.ir import tir
 
 N = 37  # not a multiple of any vector width, so the loop epilogue runs too
@@ -58,8 +60,9 @@ def _name(op, dtype):
     return f"{op}_{dtype}"
 
 
-@pytest.fixture(scope="module")
-def library():
+@pytest.fixture(scope="module", params=CPU_TARGETS)
+def library(request):
+    """Every operator kernel, built for each CPU level the host runs."""
     kernels = {}
     for dtype in INTS + FLOATS:
         for op, (node, _, _) in BINARY.items():
@@ -70,7 +73,7 @@ def library():
     kernels["or"] = elementwise(N, ["bool", "bool"], "bool", tir.Or)
     kernels["not"] = elementwise(N, ["bool"], "bool", tir.Not)
     kernels["select"] = elementwise(N, ["bool", "float32", "float32"], "float32", tir.Select)
-    return build_host_library(kernels)
+    return build_host_library(kernels, request.param)
 
 
 @pytest.mark.parametrize("dtype", INTS + FLOATS)

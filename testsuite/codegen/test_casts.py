@@ -5,6 +5,8 @@ import pytest
 from codegen_tir import elementwise
 
 from relax.codegen import build_host_library
+
+from cpu_targets import CPU_TARGETS
 from relax.ir import tir
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -32,10 +34,11 @@ def _defined(source, target, values):
     return (wide > info.min - 1) & (wide < info.max + 1)
 
 
-@pytest.fixture(scope="module")
-def library():
+@pytest.fixture(scope="module", params=CPU_TARGETS)
+def library(request):
+    """Every cast, built for each CPU level the host runs (float16 without F16C goes through calls)."""
     return build_host_library({f"{s}_to_{t}": elementwise(N, [s], t, lambda x, t=t: tir.Cast(t, x))
-                               for s in DTYPES for t in DTYPES})
+                               for s in DTYPES for t in DTYPES}, request.param)
 
 
 @pytest.mark.parametrize("source", DTYPES)
