@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..diagnostics import DiagnosticError
+from ..diagnostics import Diagnostic, DiagnosticError
 from ..ir import expr as rx
 from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
 from ..ir.struct_info import ObjectStructInfo
+from ..ir.struct_info_check import conflict, describe
 from ..op.infer import struct_info_of
 from .pass_infra import Pass, register_pass
 
@@ -127,8 +128,18 @@ class _FunctionNormalizer:
             var = self.define(binding.var, ObjectStructInfo())
             self.failed.update((id(binding.var), id(var)))
         else:
+            self.check_annotation(binding.var, info)
             var = self.define(binding.var, None if binding.var.struct_info else info)
         return dataclasses.replace(binding, var=var, value=value)
+
+    def check_annotation(self, var: rx.Var, inferred) -> None:
+        """An annotation the call's value can never match is an error (it would be trusted by
+        every later pass: a 3x2 result annotated 3x5 made main return nothing)."""
+        annotation = var.struct_info
+        if conflict(annotation, inferred):
+            self.errors.append(Diagnostic("error", f"variable '{var.name_hint}' is annotated {describe(annotation)} "
+                                                   f"but its value is {describe(inferred)}",
+                                          annotation.span or var.span))
 
     def define(self, var: rx.Var, inferred) -> rx.Var:
         if var.struct_info is not None or inferred is None:
