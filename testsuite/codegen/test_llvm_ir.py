@@ -113,3 +113,17 @@ def test_float32_erf_is_defined_in_the_module_where_libmvec_would_serve_it():
     assert "erff" not in avx2 and re.search(r"fdiv( \w+)* <8 x float>", avx2)
     plain = emit_llvm_ir(erf, "llvm -mtriple=riscv64-linux-gnu")
     assert "@erff(" in plain
+
+
+def test_kernels_reading_bools_skip_the_slp_vectorizer():
+    """LLVM 22's X86 backend miscompiles the i1-vector inserts SLP builds from bool bytes with
+    AVX-512 masks (testsuite/differential/found/where-bool-mask-avx512.relax): such modules
+    are optimized without it, every other module with it."""
+    import llvmlite.binding as llvm
+
+    from relax.runtime.kernels.llvm_compile import slp_is_safe
+
+    reads_bool = llvm.parse_assembly(
+        "define i1 @f(ptr %p) {\n  %b = load i8, ptr %p\n  %c = icmp ne i8 %b, 0\n  ret i1 %c\n}\n")
+    plain = llvm.parse_assembly("define float @g(float %x) {\n  %y = fadd float %x, %x\n  ret float %y\n}\n")
+    assert not slp_is_safe(reads_bool) and slp_is_safe(plain)

@@ -22,7 +22,7 @@ import threading
 
 import llvmlite.binding as llvm
 
-from ..runtime.kernels.llvm_compile import pass_pipeline
+from ..runtime.kernels.llvm_compile import pass_pipeline, slp_is_safe
 
 _LOCK = threading.Lock()
 _FUNCTIONS: dict[str, object] = {}
@@ -48,7 +48,7 @@ def _function(name: str):
 
 def optimize(module: "llvm.ModuleRef", machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
     """What runtime.kernels.llvm_compile.optimize does, the pipeline run outside the lock."""
-    builder, manager = pass_pipeline(machine, speed_level)
+    builder, manager = pass_pipeline(machine, speed_level, slp_is_safe(module))
     _function("LLVMPY_RunNewModulePassManager")(manager, module, builder)
 
 

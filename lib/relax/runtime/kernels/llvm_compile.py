@@ -11,21 +11,29 @@ import llvmlite.binding as llvm
 from .host import initialize_llvm
 
 
-def pass_pipeline(target_machine: "llvm.TargetMachine", speed_level: int = 3):
+def pass_pipeline(target_machine: "llvm.TargetMachine", speed_level: int = 3, slp: bool = True):
     """(pass builder, module pass manager) of LLVM's default per-module pipeline at O`speed_level`,
-    vectorizers and unrolling on from O2."""
+    vectorizers and unrolling on from O2 (the SLP vectorizer only when `slp`)."""
     initialize_llvm()
     tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     tuning.loop_vectorization = speed_level >= 2
-    tuning.slp_vectorization = speed_level >= 2
+    tuning.slp_vectorization = speed_level >= 2 and slp
     tuning.loop_unrolling = speed_level >= 2
     builder = llvm.create_pass_builder(target_machine, tuning)
     return builder, builder.getModulePassManager()
 
 
+def slp_is_safe(module: "llvm.ModuleRef") -> bool:
+    """Whether the SLP vectorizer may run on `module`: not when it reads bool values (a byte
+    compared with zero). From those it builds i1-vector inserts that LLVM 22's X86 backend
+    miscompiles with AVX-512 mask registers (a where() over a broadcast bool mask took the
+    wrong branch in one lane); the loop vectorizer still vectorizes such kernels' loops."""
+    return "= icmp ne i8 " not in str(module)
+
+
 def optimize(module: "llvm.ModuleRef", target_machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
     """Runs LLVM's default per-module pipeline (O`speed_level`) in place."""
-    builder, manager = pass_pipeline(target_machine, speed_level)
+    builder, manager = pass_pipeline(target_machine, speed_level, slp_is_safe(module))
     manager.run(module, builder)
 
 
