@@ -89,17 +89,31 @@ def _param_index(index, axes):
     return tuple(index[a] for a in axes)
 
 
+def _accumulation_dtype(dtype: str) -> str:
+    """Half-precision data is summed and normalized in float32, as TVM's topi does: float16
+    sums of x*x overflow, and E[x^2] - E[x]^2 rounded to float16 goes below -epsilon."""
+    return "float32" if dtype in ("float16", "bfloat16") else dtype
+
+
 def layer_norm_stages(x, gamma, beta, axes, epsilon, center, scale) -> te.Tensor:
-    count = tir.Cast(x.dtype, element_count(x, axes))
-    total = reduce_compute(x, axes, True, te.reduce_sum, "T_layer_norm_sum")
-    squares = reduce_compute(x, axes, True, te.reduce_sum, "T_layer_norm_sqsum", lambda i: tir.Mul(x[i], x[i]))
+    acc = _accumulation_dtype(x.dtype)
+
+    def widened(index):
+        return x[index] if acc == x.dtype else tir.Cast(acc, x[index])
+
+    count = tir.Cast(acc, element_count(x, axes))
+    total = reduce_compute(x, axes, True, te.reduce_sum, "T_layer_norm_sum", widened)
+    squares = reduce_compute(x, axes, True, te.reduce_sum, "T_layer_norm_sqsum",
+                             lambda i: tir.Mul(widened(i), widened(i)))
 
     def body(*index):
         kept = tuple(int64(0) if a in axes else i for a, i in enumerate(index))
         mean = tir.Div(total[kept], count)
         variance = tir.Sub(tir.Div(squares[kept], count), tir.Mul(mean, mean))
-        inv_std = tir.Call(x.dtype, "tir.rsqrt", (tir.Add(variance, tir.FloatImm(x.dtype, epsilon)),))
-        value = tir.Mul(tir.Sub(x[index], mean), inv_std)
+        inv_std = tir.Call(acc, "tir.rsqrt", (tir.Add(variance, tir.FloatImm(acc, epsilon)),))
+        value = tir.Mul(tir.Sub(widened(index), mean), inv_std)
+        if acc != x.dtype:
+            value = tir.Cast(x.dtype, value)
         if scale:
             value = tir.Mul(value, gamma[_param_index(index, axes)])
         if center:
@@ -110,14 +124,22 @@ def layer_norm_stages(x, gamma, beta, axes, epsilon, center, scale) -> te.Tensor
 
 
 def rms_norm_stages(x, weight, axes, epsilon) -> te.Tensor:
-    count = tir.Cast(x.dtype, element_count(x, axes))
-    squares = reduce_compute(x, axes, True, te.reduce_sum, "T_rms_norm_sqsum", lambda i: tir.Mul(x[i], x[i]))
+    acc = _accumulation_dtype(x.dtype)
+
+    def widened(index):
+        return x[index] if acc == x.dtype else tir.Cast(acc, x[index])
+
+    count = tir.Cast(acc, element_count(x, axes))
+    squares = reduce_compute(x, axes, True, te.reduce_sum, "T_rms_norm_sqsum", lambda i: tir.Mul(widened(i), widened(i)))
 
     def body(*index):
         kept = tuple(int64(0) if a in axes else i for a, i in enumerate(index))
         mean_square = tir.Div(squares[kept], count)
-        inv_rms = tir.Call(x.dtype, "tir.rsqrt", (tir.Add(mean_square, tir.FloatImm(x.dtype, epsilon)),))
-        return tir.Mul(tir.Mul(x[index], inv_rms), weight[_param_index(index, axes)])
+        inv_rms = tir.Call(acc, "tir.rsqrt", (tir.Add(mean_square, tir.FloatImm(acc, epsilon)),))
+        value = tir.Mul(widened(index), inv_rms)
+        if acc != x.dtype:
+            value = tir.Cast(x.dtype, value)
+        return tir.Mul(value, weight[_param_index(index, axes)])
 
     return te.compute(x.shape, body, "T_rms_norm")
 
