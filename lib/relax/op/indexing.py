@@ -53,29 +53,45 @@ def _make_scan_legalize(name: str, combine, identity: float):
 def _scan_legalize(call, context, name, combine, identity):
     info = tensor_info(call, 0)
     out_info = _cumsum_infer(call)
-    if info.shape_values is None or out_info.shape_values is None or call.attrs["axis"] is None and info.ndim != 1:
+    if info.shape_values is None or out_info.shape_values is None:
         return None
-    (axis,) = normalize_axes(call, call.attrs["axis"] if call.attrs["axis"] is not None else 0, max(info.ndim, 1))
+    flattened = call.attrs["axis"] is None  # the scan runs over the input in row-major order
+    (axis,) = (0,) if flattened else normalize_axes(call, call.attrs["axis"], max(info.ndim, 1))
     exclusive = bool(call.attrs["exclusive"])
     dtype = out_info.dtype
     out = loops.buffer(f"T_{name}", out_info.shape_values, dtype)
     name = context.unique_name(name)
     x = loops.buffer("A", info.shape_values, info.dtype)
 
+    def load_x(index):
+        """x at an output index: the same index, or (flattened) the input element it counts."""
+        if not flattened:
+            return tir.BufferLoad(x, index)
+        return tir.BufferLoad(x, _unravel(index[0], info.shape_values))
+
     def body(index):
         previous = tuple(i - int64(1) if a == axis else i for a, i in enumerate(index))
         first = tir.EQ(index[axis], int64(0))
         start = tir.FloatImm(dtype, float(identity)) if dt.is_float(dtype) else tir.IntImm(dtype, int(identity))
         if exclusive:
-            carried = combine(tir.BufferLoad(out, previous), _cast(tir.BufferLoad(x, previous), dtype))
+            carried = combine(tir.BufferLoad(out, previous), _cast(load_x(previous), dtype))
             value = tir.Call(dtype, "tir.if_then_else", (first, start, carried))
         else:
-            here = _cast(tir.BufferLoad(x, index), dtype)
+            here = _cast(load_x(index), dtype)
             value = tir.Call(dtype, "tir.if_then_else", (first, here, combine(tir.BufferLoad(out, previous), here)))
         return tir.BufferStore(out, value, index)
 
-    context.new_functions[name] = loops.prim_func([x, out], loops.loop_nest(info.shape_values, body))
+    context.new_functions[name] = loops.prim_func([x, out], loops.loop_nest(out_info.shape_values, body))
     return _call_tir(name, call.args[:1], out_info)
+
+
+def _unravel(flat, shape) -> tuple:
+    """The row-major index of element `flat` of a tensor of `shape`."""
+    index, stride = [], int64(1)
+    for extent in reversed(shape):
+        index.append(tir.FloorMod(tir.FloorDiv(flat, stride), extent) if index else tir.FloorMod(flat, extent))
+        stride = stride * extent
+    return tuple(reversed(index))
 
 
 def _call_tir(name, args, out_info):
