@@ -24,9 +24,9 @@ venv: $(STAMP)
 samples: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(MAKE) -C samples check
 
-# Every test: pytest unit tests and lit text tests.
+# Every test: pytest unit tests (on every core: pytest-xdist) and lit text tests.
 test: $(STAMP)
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest testsuite
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -n auto testsuite
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv testsuite
 
 # Differential fuzzing: random programs for about SECONDS seconds, every build configuration
