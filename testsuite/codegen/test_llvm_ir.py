@@ -126,4 +126,4 @@ def test_kernels_reading_bools_skip_the_slp_vectorizer():
     reads_bool = llvm.parse_assembly(
         "define i1 @f(ptr %p) {\n  %b = load i8, ptr %p\n  %c = icmp ne i8 %b, 0\n  ret i1 %c\n}\n")
     plain = llvm.parse_assembly("define float @g(float %x) {\n  %y = fadd float %x, %x\n  ret float %y\n}\n")
-    assert not slp_is_safe(reads_bool) and slp_is_safe(plain)
+    assert not slp_is_safe(str(reads_bool)) and slp_is_safe(str(plain))

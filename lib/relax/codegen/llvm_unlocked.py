@@ -22,7 +22,7 @@ import threading
 
 import llvmlite.binding as llvm
 
-from ..runtime.kernels.llvm_compile import pass_pipeline, slp_is_safe
+from ..runtime.kernels.llvm_compile import pass_pipeline
 
 _LOCK = threading.Lock()
 _FUNCTIONS: dict[str, object] = {}
@@ -46,9 +46,11 @@ def _function(name: str):
     return function
 
 
-def optimize(module: "llvm.ModuleRef", machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
-    """What runtime.kernels.llvm_compile.optimize does, the pipeline run outside the lock."""
-    builder, manager = pass_pipeline(machine, speed_level, slp_is_safe(module))
+def optimize(module: "llvm.ModuleRef", machine: "llvm.TargetMachine", speed_level: int = 3,
+             slp: bool = True) -> None:
+    """What runtime.kernels.llvm_compile.optimize does, the pipeline run outside the lock
+    (`slp`: llvm_compile.slp_is_safe of the module's text, which the caller already has)."""
+    builder, manager = pass_pipeline(machine, speed_level, slp)
     _function("LLVMPY_RunNewModulePassManager")(manager, module, builder)
 
 

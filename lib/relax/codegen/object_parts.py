@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from ..runtime.kernels.llvm_compile import slp_is_safe
 from . import llvm_unlocked
 from .fresh_stack import thread_stack_size
 from .llvm_target import TargetSpec, target_machine
@@ -147,7 +148,7 @@ def compile_part(texts, spec: TargetSpec, machine: "llvm.TargetMachine") -> Comp
     except RuntimeError as exc:
         raise RuntimeError(f"codegen produced invalid LLVM IR: {exc}") from None
     bitcode = module.as_bitcode()
-    llvm_unlocked.optimize(module, machine, spec.opt_level)
+    llvm_unlocked.optimize(module, machine, spec.opt_level, all(slp_is_safe(text) for text in texts))
     if uses_libmvec(spec.triple) and vector_intrinsics(module):
         module = llvm.parse_assembly(map_to_libmvec(str(module), vector_extensions(spec)), context=context)
         module.verify()

@@ -23,17 +23,18 @@ def pass_pipeline(target_machine: "llvm.TargetMachine", speed_level: int = 3, sl
     return builder, builder.getModulePassManager()
 
 
-def slp_is_safe(module: "llvm.ModuleRef") -> bool:
-    """Whether the SLP vectorizer may run on `module`: not when it reads bool values (a byte
-    compared with zero). From those it builds i1-vector inserts that LLVM 22's X86 backend
-    miscompiles with AVX-512 mask registers (a where() over a broadcast bool mask took the
-    wrong branch in one lane); the loop vectorizer still vectorizes such kernels' loops."""
-    return "= icmp ne i8 " not in str(module)
+def slp_is_safe(text: str) -> bool:
+    """Whether the SLP vectorizer may run on a module of this LLVM IR text: not when it reads
+    bool values (a byte compared with zero). From those it builds i1-vector inserts that
+    LLVM 22's X86 backend miscompiles with AVX-512 mask registers (a where() over a broadcast
+    bool mask took the wrong branch in one lane); the loop vectorizer still vectorizes such
+    kernels' loops."""
+    return "= icmp ne i8 " not in text
 
 
 def optimize(module: "llvm.ModuleRef", target_machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
     """Runs LLVM's default per-module pipeline (O`speed_level`) in place."""
-    builder, manager = pass_pipeline(target_machine, speed_level, slp_is_safe(module))
+    builder, manager = pass_pipeline(target_machine, speed_level, slp_is_safe(str(module)))
     manager.run(module, builder)
 
 
