@@ -74,6 +74,27 @@ def test_warp_shuffle_down_and_activemask():
     assert printer.expr(tir.Call("uint32", "tir.tvm_warp_activemask", ())) == "__activemask()"
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+@pytest.mark.parametrize("node", [tir.Max, tir.Min, "select"])
+def test_a_shuffle_in_min_max_or_select_runs_once_in_every_lane(node, dtype):
+    # A warp reduction combines with max(acc, shfl_down(acc)): as `a > b ? a : b` the second
+    # shuffle ran only in the lanes where acc lost, reading lanes that never reached it
+    # (R.max, argmax and every max/min reduction were wrong on the GPU).
+    printer = KernelPrinter("k", None)
+    acc = tir.Var("acc", dtype)
+    printer.names[acc] = "acc"
+    mask = tir.Call("uint32", "tir.tvm_warp_activemask", ())
+    shuffle = tir.Call(dtype, "tir.tvm_warp_shuffle_down",
+                       (mask, acc, tir.IntImm("int32", 16), tir.IntImm("int32", 32), tir.IntImm("int32", 32)))
+    if node == "select":
+        expr = tir.Select(tir.LT(acc, shuffle), shuffle, acc)
+    else:
+        expr = node(acc, shuffle)
+    text = printer.expr(expr)
+    assert text.count("relax_shfl_down(") == (2 if node == "select" else 1)
+    assert "?" not in text
+
+
 def test_launch_metadata_and_parameter_order():
     source, infos = generate_source(module(SCALE_ADD), "cuda -arch=sm_90")
     (info,) = infos

@@ -154,4 +154,23 @@ static __device__ __forceinline__ bool relax_shfl_down(unsigned m, bool v, int d
 static __device__ __forceinline__ bool relax_shfl(unsigned m, bool v, int l, int w) {
   return __shfl_sync(m, (int)v, l, w) != 0;
 }
+
+// Min, Max and TIR's Select evaluate every operand exactly once and unconditionally: a C
+// `?:` would evaluate an operand twice, and a warp shuffle in an arm it skips in some
+// lanes would read lanes that never reached it.
+template <typename T> static __device__ __forceinline__ T relax_min(T a, T b) {
+  return a < b ? a : b;
+}
+template <typename T> static __device__ __forceinline__ T relax_max(T a, T b) {
+  return a > b ? a : b;
+}
+static __device__ __forceinline__ relax_half relax_min(relax_half a, relax_half b) {
+  return relax_h2f(a) < relax_h2f(b) ? a : b;
+}
+static __device__ __forceinline__ relax_half relax_max(relax_half a, relax_half b) {
+  return relax_h2f(a) > relax_h2f(b) ? a : b;
+}
+template <typename T> static __device__ __forceinline__ T relax_select(bool c, T a, T b) {
+  return c ? a : b;
+}
 """

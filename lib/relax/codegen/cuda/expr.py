@@ -4,10 +4,11 @@ Every expression becomes C text whose value has the C type of its TIR dtype
 (c_types.C_TYPES), fully parenthesized. The arithmetic is TIR's, as the CPU code
 generator implements it: integer Div/Mod truncate (C), FloorDiv/FloorMod floor,
 a zero integer divisor gives 0; integers narrower than 32 bits wrap to their
-width (C would promote them to int); float FloorDiv is floor(a / b); Min/Max are
-selects on `<` / `>`; float16 is computed in float and rounded back. Vector
-expressions (Ramp, Broadcast, Shuffle, lanes > 1) are refused: GPU schedules
-bind threads instead of vectorizing.
+width (C would promote them to int); float FloorDiv is floor(a / b); float16 is
+computed in float and rounded back. Min, Max and Select are helper calls that
+evaluate each operand once, in every lane (a `?:` would skip a shuffle in some).
+Vector expressions (Ramp, Broadcast, Shuffle, lanes > 1) are refused: GPU
+schedules bind threads instead of vectorizing.
 """
 
 from __future__ import annotations
@@ -95,12 +96,9 @@ class CudaExprPrinter:
         if cls in _INT_DIVISION:
             return self._division(node, cls)
         if cls in (tir.Min, tir.Max):
-            op = "<" if cls is tir.Min else ">"
-            a, b = self.expr(node.a), self.expr(node.b)
-            if is_half(dtype):
-                fa, fb = self.as_float(node.a), self.as_float(node.b)
-                return f"(({fa} {op} {fb}) ? {a} : {b})"
-            return f"(({a} {op} {b}) ? {a} : {b})"
+            helper = "relax_min" if cls is tir.Min else "relax_max"
+            template = "" if is_half(dtype) else f"<{c_type(dtype)}>"  # float16: the overload
+            return f"{helper}{template}({self.expr(node.a)}, {self.expr(node.b)})"
         raise self.error(f"cannot generate CUDA code for {cls.__name__}")
 
     def _division(self, node, cls) -> str:
@@ -135,7 +133,10 @@ class CudaExprPrinter:
         return f"(!{self.expr(node.a)})"
 
     def expr_Select(self, node) -> str:
-        return f"({self.expr(node.condition)} ? {self.expr(node.true_value)} : {self.expr(node.false_value)})"
+        # TIR's Select evaluates both arms (if_then_else is the one that skips).
+        ctype = "relax_half" if is_half(node.dtype) else c_type(node.dtype)
+        return (f"relax_select<{ctype}>({self.expr(node.condition)}, {self.expr(node.true_value)}, "
+                f"{self.expr(node.false_value)})")
 
     def expr_Let(self, node) -> str:
         name = self.bind_var(node.var)
