@@ -42,7 +42,7 @@ def measure(name: str, opt_level: int) -> dict:
     from relax.target import parse_target
     from relax.transform.pass_infra import PassContext, PassTimingInstrument, run_passes
     from relax.transform.pipeline import pipeline
-    from relax.vm.codegen import generate
+    from relax.vm.codegen.codegen_vm import generate
 
     text = (SAMPLES / f"{name}.relax").read_text()
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""relaxas: the assembler and disassembler of VM bytecode (no logic here: relax.vm.driver)."""
+"""relaxas: the assembler and disassembler of VM bytecode (no logic here: relax.driver.bytecode)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ Examples:
 @options.common_options("relaxas")
 def command(source, dump, func, output, traceback, error_limit, color, verbose):
     """Assemble a bytecode listing (.vmasm) into a .vmo, or dump an executable."""
-    from relax.vm.driver import AssembleOptions, relaxas_main
+    from relax.driver.bytecode import AssembleOptions, relaxas_main
 
     return relaxas_main(AssembleOptions(source=source, dump=dump, func=func, output=output, verbose=verbose))
 

@@ -5,7 +5,7 @@
     out = vm["main"](x)
 
 It runs the -O pipeline (transform/pipeline.py) to the VM-ready form, generates
-bytecode for the Relax functions (vm/codegen.py) and native code for the kernels
+bytecode for the Relax functions (vm/codegen/codegen_vm.py) and native code for the kernels
 (codegen/), and imports the kernels into the executable when they run on this host.
 The kernel object stays attached as `exe.kernel_objects` for export.
 """
@@ -38,7 +38,7 @@ def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = Fals
     from .runtime.kernels.library import load_kernel_library
     from .target import parse_target
     from .target.target import Target
-    from .vm.codegen import generate
+    from .vm.codegen.codegen_vm import generate
 
     target = target if isinstance(target, Target) else parse_target(target)
     if params:

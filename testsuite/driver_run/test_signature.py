@@ -3,7 +3,7 @@
 from relax.build import build
 from relax.script import parse
 from relax.vm import Executable
-from relax.vm.signature import evaluate_dim, format_signature, function_signatures
+from relax.vm.bytecode.signature import evaluate_dim, format_signature, function_signatures
 
 DYNAMIC = '''
 @I.ir_module

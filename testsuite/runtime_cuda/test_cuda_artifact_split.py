@@ -16,9 +16,9 @@ from relax.runtime.kernels import container
 from relax.runtime.kernels.metadata import KernelInfo, LaunchInfo, ParamInfo
 from relax.target import host_target
 from relax.vm import VirtualMachine
-from relax.vm.codegen import generate
-from relax.vm.link_load import load_artifact
-from relax.vm.linker import LinkInput, link
+from relax.vm.codegen.codegen_vm import generate
+from relax.vm.artifact.load_export import load_artifact
+from relax.vm.artifact.linker import LinkInput, link
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
 

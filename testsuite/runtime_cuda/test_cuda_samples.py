@@ -55,7 +55,7 @@ def flatten(value, out):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("name", NAMES)
 def test_sample_builds_for_cuda(name, arch, tmp_path):
-    from relax.vm import vmx
+    from relax.vm.artifact import vmx
 
     exe = build(parse_source(str(SAMPLES / f"{name}.relax")), f"cuda -arch={arch}")
     path = tmp_path / f"{name}.vmx"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from relax.vm import vmx
+from relax.vm.artifact import vmx
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
 TARGET = "cuda -arch=sm_80"

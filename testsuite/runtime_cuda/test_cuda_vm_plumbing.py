@@ -10,7 +10,7 @@ import pathlib
 import numpy as np
 import pytest
 
-import relax.vm.cuda_device as cuda_device
+import relax.vm.machine.cuda_device as cuda_device
 from relax.build import build
 from relax.driver.compile import parse_source
 from relax.runtime import register_func

@@ -5,7 +5,7 @@ import pytest
 
 from relax.runtime import ShapeTuple
 from relax.vm import ExecBuilder, FuncKind, VerificationError
-from relax.vm.isa import ArgKind, decode_arg
+from relax.vm.bytecode.isa import ArgKind, decode_arg
 
 
 def _simple(ib, name="main", num_inputs=1):

@@ -5,7 +5,7 @@ import pytest
 
 from relax.runtime import Closure, DataType, ShapeTuple, VMError, get_global_func, register_func
 from relax.vm import ExecBuilder, VirtualMachine
-from relax.vm.builtins import BUILTINS
+from relax.vm.machine.builtins import BUILTINS
 from vm_programs import round_trip
 
 EXPECTED = {

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relax.vm.isa import (
+from relax.vm.bytecode.isa import (
     OPCODES, VALUE_MAX, VALUE_MIN, VM_REGISTER, VOID_REGISTER, ArgKind, DecodeError, Opcode, call,
     decode_arg, decode_instruction, encode_arg, goto, if_, register_name, ret,
 )

@@ -1,4 +1,4 @@
-"""Symbol resolution in relax.vm.linker: references by function, runtime names, globs,
+"""Symbol resolution in relax.vm.artifact.linker: references by function, runtime names, globs,
 duplicates, and fat artifacts whose every target must define every kernel."""
 
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from relax.diagnostics import DiagnosticError
 from relax.runtime.kernels import container
 from relax.vm import ExecBuilder
-from relax.vm.linker import LinkInput, link, runtime_symbols, symbol_references
+from relax.vm.artifact.linker import LinkInput, link, runtime_symbols, symbol_references
 
 
 def _program():

@@ -7,8 +7,8 @@ import pytest
 
 from relax.diagnostics import DiagnosticError
 from relax.vm import ExecBuilder
-from relax.vm.assembler import assemble
-from relax.vm.binary import FormatError
+from relax.vm.codegen.assembler import assemble
+from relax.vm.bytecode.binary import FormatError
 from vm_programs import PROGRAMS
 
 

@@ -300,7 +300,7 @@ def test_time_evaluator_and_profile():
 
 
 def test_call_stack_overflow_is_an_error(monkeypatch):
-    import relax.vm.machine as machine
+    import relax.vm.machine.virtual_machine as machine
     monkeypatch.setattr(machine, "MAX_FRAMES", 100)
     with pytest.raises(VMError, match="call stack overflow"):
         _vm("recursion")["fact"](500)

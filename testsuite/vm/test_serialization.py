@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 import relax.vm
 from relax.vm import Executable, FuncKind
-from relax.vm.binary import FormatError
-from relax.vm.isa import ArgKind, call, encode_arg, goto, ret
-from relax.vm.serialization import MAGIC, save_executable
+from relax.vm.bytecode.binary import FormatError
+from relax.vm.bytecode.isa import ArgKind, call, encode_arg, goto, ret
+from relax.vm.bytecode.vmo import MAGIC, save_executable
 from vm_programs import PROGRAMS
 
 PROGRAM_BYTES = {name: build().save_to_bytes() for name, build in PROGRAMS.items()}
@@ -50,7 +50,7 @@ def test_header_layout():
     data = PROGRAM_BYTES["add_two"]
     assert int.from_bytes(data[:8], "little") == MAGIC == 0xD225DE2F4214151E
     version_length = int.from_bytes(data[8:16], "little")
-    assert data[16:16 + version_length].decode() == relax.vm.serialization.VERSION
+    assert data[16:16 + version_length].decode() == relax.vm.bytecode.vmo.VERSION
 
 
 def test_saving_is_deterministic():
@@ -187,7 +187,7 @@ def test_a_ret_to_a_stray_register_cannot_load():
 
 
 def test_export_dispatches_on_suffix(tmp_path):
-    from relax.vm.executable import EXPORTERS
+    from relax.vm.bytecode.executable import EXPORTERS
     exe = PROGRAMS["add_two"]()
     exe.export(str(tmp_path / "a.vmx"))  # the linker's exporter, imported on demand
     assert relax.vm.load(str(tmp_path / "a.vmx")).save_to_bytes() == exe.save_to_bytes()
@@ -215,7 +215,7 @@ def test_empty_tensor_with_absurd_extent_is_refused():
 
 
 def test_loaders_are_chosen_by_magic():
-    from relax.vm.loader import LOADERS
+    from relax.vm.bytecode.loader import LOADERS
     exe = PROGRAMS["add_two"]()
     LOADERS[b"TESTVMX1"] = lambda data, source: exe
     try:

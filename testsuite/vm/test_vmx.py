@@ -1,5 +1,5 @@
 """The .vmx reader: round trip, determinism, and clean refusal of truncated, flipped,
-foreign or newer files (relax.vm.vmx, relax.vm.link_load)."""
+foreign or newer files (relax.vm.artifact.vmx, relax.vm.artifact.load_export)."""
 
 import hashlib
 import pathlib
@@ -17,9 +17,9 @@ from relax.build import build
 from relax.diagnostics import UserError
 from relax.driver.compile import parse_source
 from relax.runtime import register_func
-from relax.vm import vmx
-from relax.vm.link_load import load_artifact
-from relax.vm.linker import LinkInput, link
+from relax.vm.artifact import vmx
+from relax.vm.artifact.load_export import load_artifact
+from relax.vm.artifact.linker import LinkInput, link
 
 TINY = pathlib.Path(__file__).resolve().parents[1] / "relaxld" / "Inputs" / "tiny.relax"
 

@@ -19,7 +19,7 @@ def round_trip(exe):
     Every executable a test runs goes through this, so the round trips cover them all.
     """
     from relax.vm import Executable
-    from relax.vm.assembler import assemble
+    from relax.vm.codegen.assembler import assemble
 
     data = exe.save_to_bytes()
     loaded = Executable.load_from_bytes(data)

@@ -1,4 +1,4 @@
-"""exec_mode="compiled" (vm/fast_path.py) against the interpreter: every sample, control flow,
+"""exec_mode="compiled" (vm/machine/compiled_mode.py) against the interpreter: every sample, control flow,
 recursion, closures, loops written by hand, and errors that still name the function."""
 
 import pathlib

@@ -1,4 +1,4 @@
-"""Entry check sites (vm/fast_checks.py) accept and refuse exactly what the builtins do."""
+"""Entry check sites (vm/machine/entry_checks.py) accept and refuse exactly what the builtins do."""
 
 import numpy as np
 import pytest

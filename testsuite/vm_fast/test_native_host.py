@@ -1,4 +1,4 @@
-"""exec_mode="compiled", native tier: a static function as one native call (vm/native_host.py,
+"""exec_mode="compiled", native tier: a static function as one native call (vm/machine/native_mode.py,
 runtime/kernels/host_function.py) against the interpreter and the Python compiled code."""
 
 import ctypes
@@ -15,7 +15,7 @@ from relax.driver.compile import parse_source
 from relax.runtime import VMError
 from relax.runtime.kernels import abi
 from relax.vm import VirtualMachine
-from relax.vm.native_host import NativeFunction, why_not_native
+from relax.vm.machine.native_mode import NativeFunction, why_not_native
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
 CHAIN = pathlib.Path(__file__).resolve().parents[3] / "shared" / "bench" / "chain200.relax"
@@ -237,7 +237,7 @@ def test_a_function_without_kernels_still_compiles():
 # ---- the exec mode an artifact asks for ----------------------------------------------------
 
 def linked_artifact(tmp_path, exec_mode):
-    from relax.vm.linker import LinkInput, link
+    from relax.vm.artifact.linker import LinkInput, link
 
     exe = build(chain_module(2), "llvm", 0)
     result = link(LinkInput("m.vmo", exe.save_to_bytes()), [LinkInput("m.ko", exe.kernel_objects[0])],
@@ -249,7 +249,7 @@ def linked_artifact(tmp_path, exec_mode):
 
 @pytest.mark.parametrize("asked, default", [("compiled", "compiled"), ("interp", "interp"), (None, "interp")])
 def test_a_vm_runs_in_the_mode_the_artifact_asks_for_unless_told(tmp_path, asked, default):
-    from relax.vm.loader import load
+    from relax.vm.bytecode.loader import load
 
     path, _ = linked_artifact(tmp_path, asked)
     exe = load(path)
@@ -259,7 +259,7 @@ def test_a_vm_runs_in_the_mode_the_artifact_asks_for_unless_told(tmp_path, asked
 
 
 def test_an_unknown_recorded_exec_mode_is_refused(tmp_path):
-    from relax.vm import vmx
+    from relax.vm.artifact import vmx
 
     _, data = linked_artifact(tmp_path, "compiled")
     artifact = vmx.read(data)

@@ -1,4 +1,4 @@
-"""Static-shape storage kept across calls (vm/fast_memory.py): reused, never overwriting a live result."""
+"""Static-shape storage kept across calls (vm/machine/static_memory.py): reused, never overwriting a live result."""
 
 import numpy as np
 
@@ -6,7 +6,7 @@ from relax.build import build
 from relax.runtime import register_func
 from relax.script import parse
 from relax.vm import VirtualMachine
-from relax.vm.fast_memory import SiteStorage, StorageSite
+from relax.vm.machine.static_memory import SiteStorage, StorageSite
 
 CHAIN = """
 @I.ir_module

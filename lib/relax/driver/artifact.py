@@ -110,7 +110,7 @@ class _PendingKernels:
         self._inputs, self._pending, self._name, self._error = inputs, pending, name, error
 
     def result(self) -> list:
-        from ..vm.linker import LinkInput
+        from ..vm.artifact.linker import LinkInput
 
         if self._error is not None:
             raise self._error
@@ -139,7 +139,7 @@ def _start_kernels(mod, targets, stem: str, progress) -> _PendingKernels:
 
 def _link(options: CompileOptions, bytecode: bytes, kernels: _PendingKernels, stem: str, progress) -> None:
     """Stage 6: waiting for LLVM, then the link (relaxld's checks and all)."""
-    from ..vm.linker import LinkInput, link
+    from ..vm.artifact.linker import LinkInput, link
     from .link import describe_link
 
     progress.stage("LLVM")
@@ -157,7 +157,7 @@ def _cuda_kernel_inputs(mod, targets, stem: str) -> list:
     """For cuda targets: `stem.cuda.ko` (GPU kernels, every arch) and `stem.host.ko` (the shape
     functions, for the targets' host), as relax.build makes them (build_cuda.py)."""
     from ..build_cuda import build_cuda_objects
-    from ..vm.linker import LinkInput
+    from ..vm.artifact.linker import LinkInput
 
     kinds = {getattr(t, "kind", "") for t in targets}
     if kinds != {"cuda"}:

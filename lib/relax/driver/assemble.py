@@ -35,7 +35,7 @@ def read_vms(text: str, source: str):
 
 def generate_bytecode(mod, source: str):
     """CodeGenVM on a VM-ready module, source locations renamed to the .vms base name."""
-    from ..vm.codegen import generate
+    from ..vm.codegen.codegen_vm import generate
 
     try:
         exe = generate(mod)

@@ -3,7 +3,7 @@
     relaxld A.vmo K.ko [K2.ko ...] -o X.vmx [--allow-undefined NAME]... [--target-check] [-v]
 
 Inputs are told apart by their magic number, not their names; exactly one must be a
-bytecode object. The linking itself is relax.vm.linker.link; this module reads and
+bytecode object. The linking itself is relax.vm.artifact.linker.link; this module reads and
 writes files and says what was linked.
 """
 
@@ -30,8 +30,8 @@ class LinkOptions:
 
 def _kind(data: bytes) -> str | None:
     from ..runtime.kernels.container import MAGIC as KO_MAGIC
-    from ..vm.serialization import MAGIC_BYTES as VMO_MAGIC
-    from ..vm.vmx import MAGIC as VMX_MAGIC
+    from ..vm.bytecode.vmo import MAGIC_BYTES as VMO_MAGIC
+    from ..vm.artifact.vmx import MAGIC as VMX_MAGIC
 
     for kind, magic in (("vmo", VMO_MAGIC), ("ko", KO_MAGIC), ("vmx", VMX_MAGIC)):
         if data[:len(magic)] == magic:
@@ -41,7 +41,7 @@ def _kind(data: bytes) -> str | None:
 
 def read_inputs(paths: tuple[str, ...]):
     """The bytecode object and the kernel objects among `paths`, in order; every problem reported."""
-    from ..vm.linker import LinkInput
+    from ..vm.artifact.linker import LinkInput
 
     problems, bytecode, kernels = [], [], []
     for path in paths:
@@ -90,7 +90,7 @@ def describe_link(result, verbose: int, output: str, names: list[str], tool: str
 
 
 def relaxld_main(options: LinkOptions) -> int:
-    from ..vm.linker import link
+    from ..vm.artifact.linker import link
 
     bytecode, kernels = read_inputs(options.inputs)
     result = link(bytecode, kernels, options.allow_undefined, options.target_check, options.exec_mode)

@@ -63,7 +63,7 @@ def run_main(options: RunOptions) -> int:
     if options.list_functions:
         sys.stdout.write(list_functions_text(exe))
         return 0
-    from ..vm.signature import function_signatures
+    from ..vm.bytecode.signature import function_signatures
 
     func = options.func or "main"
     info = _function_info(exe, func, options.artifact)
@@ -109,7 +109,7 @@ def load_plugin(path: str) -> None:
 
 
 def load_artifact(path: str):
-    from ..vm.loader import load, load_bytes
+    from ..vm.bytecode.loader import load, load_bytes
 
     if path == "-":
         return load_bytes(sys.stdin.buffer.read(), "<stdin>")
@@ -123,7 +123,7 @@ def load_artifact(path: str):
 
 
 def _function_info(exe, func: str, artifact: str):
-    from ..vm.isa import FuncKind
+    from ..vm.bytecode.isa import FuncKind
 
     functions = [info for info in exe.func_table if info.kind == FuncKind.VM_FUNC]
     for info in functions:
@@ -134,8 +134,8 @@ def _function_info(exe, func: str, artifact: str):
 
 
 def list_functions_text(exe) -> str:
-    from ..vm.isa import FuncKind
-    from ..vm.signature import format_signature, function_signatures
+    from ..vm.bytecode.isa import FuncKind
+    from ..vm.bytecode.signature import format_signature, function_signatures
 
     signatures = function_signatures(exe)
     lines = []
@@ -149,7 +149,7 @@ def list_functions_text(exe) -> str:
 
 def make_vm(exe, options: RunOptions):
     from ..runtime.device import CUDA, Device
-    from ..vm.machine import VirtualMachine
+    from ..vm.machine.virtual_machine import VirtualMachine
 
     device = Device.parse(options.device)
     if device.device_type == CUDA:
@@ -166,7 +166,7 @@ def make_vm(exe, options: RunOptions):
 
 
 def _say_what(options: RunOptions, func: str, record, params, args) -> None:
-    from ..vm.signature import format_signature
+    from ..vm.bytecode.signature import format_signature
     from .run_trace import describe
 
     sys.stderr.write(f"{TOOL}: running {format_signature(record) if record else func}\n")

@@ -18,7 +18,7 @@ import numpy as np
 from ..diagnostics import UserError
 from ..runtime.dtype import DataType, dtype_name
 from ..runtime.objects import ShapeTuple
-from ..vm.signature import evaluate_dim, format_dim, format_struct_info
+from ..vm.bytecode.signature import evaluate_dim, format_dim, format_struct_info
 from .run_inputs import Supplied, type_spec
 
 ANY = {"kind": "object"}

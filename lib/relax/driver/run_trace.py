@@ -1,6 +1,6 @@
 """`relaxrun --trace`: runs a function instruction by instruction, printing each one.
 
-A plain, slow interpreter beside the VM's fast loop (vm/machine.py), built on the
+A plain, slow interpreter beside the VM's fast loop (vm/machine/virtual_machine.py), built on the
 same pieces: the executable's instructions, the VM's constants and function pool.
 Each executed instruction is one line on stderr,
 
@@ -18,8 +18,8 @@ import numpy as np
 
 from ..runtime.errors import Frame, VMError
 from ..runtime.objects import Closure, ShapeTuple
-from ..vm.isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Opcode, decode_arg
-from ..vm.listing import format_instruction
+from ..vm.bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Opcode, decode_arg
+from ..vm.bytecode.listing import format_instruction
 from .run_inputs import type_spec
 
 
@@ -119,7 +119,7 @@ class Tracer:
 
 
 def _invoke_closure_builtin():
-    from ..vm.builtins import invoke_closure
+    from ..vm.machine.builtins import invoke_closure
 
     return invoke_closure
 

@@ -3,23 +3,23 @@
 It sits after code generation in the flow: the code generator writes bytecode
 through the ExecBuilder, the Executable is saved as a .vmo file (and linked into a
 .vmx), and the VirtualMachine runs it, reaching kernels and builtins through the
-runtime's PackedFunc registry. Modules:
+runtime's PackedFunc registry. Its folders, by role:
 
-    isa           opcodes, argument words, special registers (the one table)
-    builder       ExecBuilder, the Python API that writes bytecode
-    executable    Executable: function table, constant pool, bytecode, imports
-    serialization the .vmo file format; verifier checks everything on load
-    listing       as_text / as_python / stats; assembler reads as_text back
-    machine       VirtualMachine: frames, dispatch loop, Python API
-    builtins      vm.builtin.* functions, registered by name
+    bytecode/   the format: isa (the one opcode table), executable, exec_builder,
+                vmo (the .vmo file), verifier, loader, signature records, listings
+    codegen/    generating bytecode: CodeGenVM, the assembler
+    artifact/   the .vmx: its format, the linker, loading and exporting
+    machine/    running it: VirtualMachine, vm.builtin.*, the execution tiers
+
+The runtime side (bytecode/, artifact/ loading, machine/) never imports the compiler.
 """
 
-from .builder import ExecBuilder
-from .executable import Executable, FuncInfo
-from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Opcode
-from .loader import load, load_bytes, register_loader
-from .machine import VirtualMachine, VMInstrumentReturnKind
-from .verifier import VerificationError
+from .bytecode.exec_builder import ExecBuilder
+from .bytecode.executable import Executable, FuncInfo
+from .bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Opcode
+from .bytecode.loader import load, load_bytes, register_loader
+from .machine.virtual_machine import VirtualMachine, VMInstrumentReturnKind
+from .bytecode.verifier import VerificationError
 
 __all__ = [
     "ArgKind", "ExecBuilder", "Executable", "FuncInfo", "FuncKind", "Opcode", "VM_REGISTER", "VOID_REGISTER",

@@ -117,7 +117,7 @@ def make_fast_call(kernel):
         namespace["entry"] = native_entry
         lines = ["def fast_call(*args):", "    if entry(args):", "        return checked(*args)"]
         function = _finish(kernel, lines, namespace)
-        # Generated callers (vm/fast_path.py) may call these two themselves: `if entry(args): checked(*args)`.
+        # Generated callers (vm/machine/compiled_mode.py) may call these two themselves: `if entry(args): checked(*args)`.
         function.entry, function.checked = native_entry, kernel.__call__
         return function
     lines = [f"def fast_call({args}):"]

@@ -1,7 +1,7 @@
 """A Relax function's kernel calls as one native function: LLVM IR, compiled with llvmlite.
 
 exec_mode="compiled" turns a straight-line bytecode function whose shapes are all
-static into a plan (vm/native_host.py): an ordered list of kernel calls, each with
+static into a plan (vm/machine/native_mode.py): an ordered list of kernel calls, each with
 the positions of its arguments. This module writes that plan as one LLVM function
 
     int32_t relax_host(void **slots, int64_t *frame);

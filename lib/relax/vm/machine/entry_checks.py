@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .builtins import ASSERT_EQUAL_TO_IMM, check_tensor_info, match_shape
-from .fast_memory import VM_ARGUMENT, static_values
+from .static_memory import VM_ARGUMENT, static_values
 
 
 def tensor_info_check(values: list):
@@ -61,7 +61,7 @@ CHECKS = {"vm.builtin.check_tensor_info": tensor_info_check, "vm.builtin.match_s
 def install_checks(exe, bytecode: list, constants: list) -> None:
     """Replaces entry checks with constant arguments in decoded code by check sites."""
     from .decoder import CALL, CALL1
-    from .isa import Opcode, decode_arg
+    from ..bytecode.isa import Opcode, decode_arg
 
     for function in bytecode:
         if function is None:

@@ -16,12 +16,12 @@ import math
 
 import numpy as np
 
-from ..runtime.dtype import DataType
-from ..runtime.errors import VMError
-from ..runtime.objects import Closure, ShapeTuple, Storage, type_key
-from ..runtime import host_ops  # noqa: F401 - registers relax.run.* (sorting, unique, nonzero)
-from ..runtime.registry import register_func
-from ..runtime.cuda.tensors import is_device_array
+from ...runtime.dtype import DataType
+from ...runtime.errors import VMError
+from ...runtime.objects import Closure, ShapeTuple, Storage, type_key
+from ...runtime import host_ops  # noqa: F401 - registers relax.run.* (sorting, unique, nonzero)
+from ...runtime.registry import register_func
+from ...runtime.cuda.tensors import is_device_array
 
 ASSERT_EQUAL_TO_IMM, STORE_TO_HEAP, NO_OP, ASSERT_EQUAL_TO_LOAD = range(4)
 USE_IMM, LOAD_SHAPE = range(2)
@@ -196,7 +196,7 @@ def to_device(data, device_type: int, device_id: int):
         return data.get() if is_device_array(data) else np.array(data, copy=True)
     if device_type != 2:
         raise VMError(f"to_device: device type {device_type} is not supported by this runtime (cpu or cuda)")
-    from ..runtime.cuda.support import cuda_problem
+    from ...runtime.cuda.support import cuda_problem
 
     problem = cuda_problem()
     if problem is not None:

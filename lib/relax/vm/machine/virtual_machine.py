@@ -15,22 +15,22 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..diagnostics import UserError
-from ..runtime.allocator import make_allocator
-from ..runtime.device import CPU, CUDA, Device, cpu
-from ..runtime.errors import Frame, VMError
-from ..runtime.objects import Closure, ShapeTuple
-from ..runtime.registry import get_global_func
+from ...diagnostics import UserError
+from ...runtime.allocator import make_allocator
+from ...runtime.device import CPU, CUDA, Device, cpu
+from ...runtime.errors import Frame, VMError
+from ...runtime.objects import Closure, ShapeTuple
+from ...runtime.registry import get_global_func
 from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
 from .decoder import (
     CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function, empty_function,
 )
-from .executable import Executable
-from .fast_checks import install_checks
-from .fast_memory import install_sites
-from .fast_path import compile_functions
-from .native_host import native_function
-from .isa import FuncKind
+from ..bytecode.executable import Executable
+from .entry_checks import install_checks
+from .static_memory import install_sites
+from .compiled_mode import compile_functions
+from .native_mode import native_function
+from ..bytecode.isa import FuncKind
 
 MAX_FRAMES = 200_000
 EXEC_MODES = ("interp", "compiled")
@@ -57,7 +57,7 @@ class VirtualMachine:
     def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str | None = None,
                  native: bool = True):
         if isinstance(exe, str):
-            from .loader import load
+            from ..bytecode.loader import load
 
             exe = load(exe)
         self.exe = exe
@@ -88,8 +88,8 @@ class VirtualMachine:
         if exec_mode not in EXEC_MODES:
             raise UserError(f"unknown exec_mode '{exec_mode}' (expected one of: {', '.join(EXEC_MODES)})")
         self.exec_mode = exec_mode
-        # exec_mode="compiled": every bytecode function as a Python function (fast_path.py), and
-        # a static straight-line one as one native call running its kernels (native_host.py).
+        # exec_mode="compiled": every bytecode function as a Python function (compiled_mode.py), and
+        # a static straight-line one as one native call running its kernels (native_mode.py).
         self._compiled = compile_functions(self, self._bytecode) if exec_mode == "compiled" else None
         self.native_functions: list[str] = []
         if self._compiled is not None and native:

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import UserError
-from ..runtime.dtype import DataType
-from ..runtime.objects import ShapeTuple
+from ...diagnostics import UserError
+from ...runtime.dtype import DataType
+from ...runtime.objects import ShapeTuple
 from .binary import Reader, Writer
 
 TENSOR, DTYPE, SHAPE, STRING, INT, FLOAT, TUPLE, NULL, BOOL = range(9)

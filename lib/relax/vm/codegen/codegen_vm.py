@@ -19,17 +19,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..diagnostics import DiagnosticError, error
-from ..ir import expr as rx
-from ..ir import tir
-from ..ir.module import IRModule
-from ..ir import struct_info as si
-from ..ir.struct_info import TupleStructInfo
-from ..runtime.dtype import DataType
-from ..runtime.objects import ShapeTuple
-from .builder import ExecBuilder
-from .executable import Executable
-from . import signature
+from ...diagnostics import DiagnosticError, error
+from ...ir import expr as rx
+from ...ir import tir
+from ...ir.module import IRModule
+from ...ir import struct_info as si
+from ...ir.struct_info import TupleStructInfo
+from ...runtime.dtype import DataType
+from ...runtime.objects import ShapeTuple
+from ..bytecode.exec_builder import ExecBuilder
+from ..bytecode.executable import Executable
+from ..bytecode import signature
 
 # Relax operators that survive to code generation, and the builtin each becomes.
 # `True` in the second place: the builtin takes the VM as its first argument.
@@ -261,7 +261,7 @@ class _FunctionCodegen:
 def _is_shape(expr: rx.Expr) -> bool:
     if isinstance(expr, rx.ShapeExpr):
         return True
-    from ..ir.struct_info import ShapeStructInfo
+    from ...ir.struct_info import ShapeStructInfo
 
     return isinstance(expr, rx.Var) and isinstance(expr.struct_info, ShapeStructInfo)
 
@@ -285,7 +285,7 @@ def generate(mod: IRModule, builder: ExecBuilder | None = None) -> Executable:
     return builder.get()
 
 
-# ---- signature records (vm/signature.py) ---------------------------------------------------
+# ---- signature records (vm/bytecode/signature.py) ---------------------------------------------------
 
 _DIM_OPERATORS = {tir.Add: "add", tir.Sub: "sub", tir.Mul: "mul", tir.FloorDiv: "floordiv",
                   tir.FloorMod: "floormod", tir.Min: "min", tir.Max: "max"}

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Callable
 
-from ..runtime.objects import Closure
+from ...runtime.objects import Closure
 from .builtins import invoke_closure
-from .executable import Executable, FuncInfo
-from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
+from ..bytecode.executable import Executable, FuncInfo
+from ..bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
 
 CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_VM1, CALL_CLOSURE, CALL_HOOKED = range(10)
 

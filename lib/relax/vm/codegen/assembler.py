@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import re
 
-from ..diagnostics import SOURCES, DiagnosticError, Diagnostic, Span
-from .constant_text import ConstantSyntaxError, parse_constant
-from .executable import Executable, FuncInfo
-from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Instruction, call, encode_arg, goto, if_, ret
-from .verifier import verify
+from ...diagnostics import SOURCES, DiagnosticError, Diagnostic, Span
+from ..bytecode.constant_text import ConstantSyntaxError, parse_constant
+from ..bytecode.executable import Executable, FuncInfo
+from ..bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Instruction, call, encode_arg, goto, if_, ret
+from ..bytecode.verifier import verify
 
 _PACKED = re.compile(r"@(\S+) packed_func;")
 _TIR = re.compile(r"@(\S+) num_inputs=(\d+) vm_tir_func;")

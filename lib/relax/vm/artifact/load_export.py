@@ -1,6 +1,6 @@
 """Loading a .vmx: the checked executable, with the kernels that run on this host imported.
 
-    exe = relax.vm.load("model.vmx")      # relax.vm.vmx registers load_artifact for the magic
+    exe = relax.vm.load("model.vmx")      # relax.vm.artifact.vmx registers load_artifact for the magic
 
 Everything is checked before anything runs: the container (vmx.read), the embedded
 .vmo (its reader and the verifier) and every embedded .ko (its reader; the kernel
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
-from ..diagnostics import UserError
+from ...diagnostics import UserError
 from . import vmx
-from .executable import Executable
+from ..bytecode.executable import Executable
 
 
 def member_name(source: str, entry: dict, kind: str, index: int) -> str:
@@ -25,7 +25,7 @@ def member_name(source: str, entry: dict, kind: str, index: int) -> str:
 
 
 def _runs_here(kernel_object) -> bool:
-    from ..runtime.kernels.host import host, runs_natively, same_platform
+    from ...runtime.kernels.host import host, runs_natively, same_platform
 
     info = host()
     for index, target in enumerate(kernel_object.targets):
@@ -37,7 +37,7 @@ def _runs_here(kernel_object) -> bool:
 
 
 def _no_kernels_here(source: str, kernel_objects, missing: set[str]) -> UserError:
-    from ..runtime.kernels.host import host
+    from ...runtime.kernels.host import host
 
     info = host()
     targets = ", ".join(dict.fromkeys(t.describe() for ko in kernel_objects for t in ko.targets)) or "none"
@@ -51,7 +51,7 @@ def _no_kernels_here(source: str, kernel_objects, missing: set[str]) -> UserErro
 
 def read_kernel_objects(artifact: vmx.Artifact, source: str) -> list:
     """The embedded .ko files, decoded and checked."""
-    from ..runtime.kernels import container
+    from ...runtime.kernels import container
 
     entries = artifact.info.inputs[1:]
     return [container.read(data, member_name(source, entry, "ko", index))
@@ -60,12 +60,12 @@ def read_kernel_objects(artifact: vmx.Artifact, source: str) -> list:
 
 def import_host_kernels(exe: Executable, artifact: vmx.Artifact, kernel_objects: list, source: str) -> None:
     """Imports, in link order, the kernel objects that run here until every kernel symbol is provided."""
-    from ..runtime.kernels.library import load_kernel_library
+    from ...runtime.kernels.library import load_kernel_library
 
-    from ..runtime.cuda.module import is_cuda_object
+    from ...runtime.cuda.module import is_cuda_object
 
     needed = set(artifact.info.symbols_resolved_as("kernel"))
-    # GPU kernels load when a VM is made on a cuda device (vm/cuda_device.py), not here.
+    # GPU kernels load when a VM is made on a cuda device (vm/machine/cuda_device.py), not here.
     device = [(member_name(source, artifact.info.inputs[index + 1], "ko", index), kernel_object)
               for index, kernel_object in enumerate(kernel_objects) if is_cuda_object(kernel_object)]
     if device:

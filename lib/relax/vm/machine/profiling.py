@@ -12,7 +12,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-from ..diagnostics import UserError
+from ...diagnostics import UserError
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ import json
 import struct
 from dataclasses import dataclass
 
-from ..version import FORMAT_VERSIONS, __version__
-from .binary import FormatError
+from ...version import FORMAT_VERSIONS, __version__
+from ..bytecode.binary import FormatError
 
 MAGIC = b"\x7fRLXVX\r\n"
 HEADER = struct.Struct("<8sHHIQ32s")
@@ -231,7 +231,7 @@ def _check_inputs(info: LinkInfo, bytecode: bytes, kernels: list[bytes], source:
 
 
 def read(data: bytes, source: str = "<bytes>") -> Artifact:
-    """Decodes and checks the container of a .vmx (link_load checks the embedded .vmo and .ko files)."""
+    """Decodes and checks the container of a .vmx (load_export checks the embedded .vmo and .ko files)."""
     data = bytes(data)
     count = _check_header(data, source)
     manifest, bytecode, kernels = _sections(data, count, source)
@@ -248,20 +248,20 @@ def is_vmx(data: bytes) -> bool:
 
 
 def _load(data: bytes, source: str):
-    from .link_load import load_artifact
+    from .load_export import load_artifact
 
     return load_artifact(data, source)
 
 
 def _export(exe, path: str) -> None:
-    from .link_load import export_artifact
+    from .load_export import export_artifact
 
     export_artifact(exe, path)
 
 
 def _register() -> None:
-    from .executable import EXPORTERS
-    from .loader import register_loader
+    from ..bytecode.executable import EXPORTERS
+    from ..bytecode.loader import register_loader
 
     register_loader(MAGIC, _load)
     EXPORTERS[".vmx"] = _export

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..diagnostics import UserError
-from ..runtime.cuda.library import CudaKernelLibrary
-from ..runtime.cuda.support import import_cupy
-from ..runtime.cuda.tensors import is_device_array, to_device, to_host
+from ...diagnostics import UserError
+from ...runtime.cuda.library import CudaKernelLibrary
+from ...runtime.cuda.support import import_cupy
+from ...runtime.cuda.tensors import is_device_array, to_device, to_host
 
 
 def device_kernel_objects(exe) -> list:

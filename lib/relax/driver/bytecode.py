@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..diagnostics import UserError
-from ..driver.io import read_bytes, write_bytes, write_text
-from .assembler import assemble
-from .executable import Executable
-from .loader import LOADERS, load_bytes
+from .io import read_bytes, write_bytes, write_text
+from ..vm.codegen.assembler import assemble
+from ..vm.bytecode.executable import Executable
+from ..vm.bytecode.loader import LOADERS, load_bytes
 
 DUMPS = ("text", "python", "stats")
 
@@ -34,7 +34,7 @@ class AssembleOptions:
 
 
 def _lower_vms(text: str, source: str) -> Executable:
-    from ..driver.assemble import assemble_vms  # the compiler side (parser, passes, CodeGenVM)
+    from .assemble import assemble_vms  # the compiler side (parser, passes, CodeGenVM)
 
     return assemble_vms(text, source)
 
@@ -61,10 +61,10 @@ def read_executable(source: str) -> tuple[Executable, bool]:
     data = read_bytes(source)
     name = "<stdin>" if source == "-" else source
     if _is_binary(data):
-        from .vmx import is_vmx
+        from ..vm.artifact.vmx import is_vmx
 
         if is_vmx(data):
-            from .link_load import load_artifact
+            from ..vm.artifact.load_export import load_artifact
 
             return load_artifact(data, name, import_kernels=False), True
         return load_bytes(data, name), True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import zlib
 
-from ..version import FORMAT_VERSIONS
+from ...version import FORMAT_VERSIONS
 from .binary import FormatError, Reader, Writer
 from .constant_pool import read_constant, write_constant
 from .executable import Executable, FuncInfo

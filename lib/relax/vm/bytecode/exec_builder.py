@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.dtype import DataType
-from ..runtime.objects import ShapeTuple
+from ...runtime.dtype import DataType
+from ...runtime.objects import ShapeTuple
 from .constant_pool import canonical_constant, constant_key
 from .executable import Executable, FuncInfo
 from .isa import (

@@ -11,14 +11,14 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-from ..diagnostics import UserError
+from ...diagnostics import UserError
 from .binary import FormatError
 from .executable import Executable
-from .serialization import MAGIC_BYTES, load_executable
+from .vmo import MAGIC_BYTES, load_executable
 
 # magic bytes (little-endian, as at the start of the file) -> loader(data, source)
 LOADERS: dict[bytes, Callable[[bytes, str], Executable]] = {MAGIC_BYTES: load_executable}
-OPTIONAL_FORMATS = ("relax.vm.linker", "relax.vm.vmx")
+OPTIONAL_FORMATS = ("relax.vm.artifact.vmx",)
 
 
 def register_loader(magic: bytes, loader: Callable[[bytes, str], Executable]) -> None:

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.dtype import DataType
-from ..runtime.objects import ShapeTuple
+from ...runtime.dtype import DataType
+from ...runtime.objects import ShapeTuple
 from .constant_pool import MAX_NESTING, canonical_constant
 
 MAX_PRINTED_ELEMENTS = 256

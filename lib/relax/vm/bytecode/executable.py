@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..diagnostics import UserError
+from ...diagnostics import UserError
 
 from .isa import FuncKind, Instruction, decode_instruction
 
@@ -75,13 +75,13 @@ class Executable:
     # ---- files ---------------------------------------------------------------------
 
     def save_to_bytes(self) -> bytes:
-        from .serialization import save_executable
+        from .vmo import save_executable
 
         return save_executable(self)
 
     @staticmethod
     def load_from_bytes(data: bytes, source: str = "<bytes>") -> "Executable":
-        from .serialization import load_executable
+        from .vmo import load_executable
 
         return load_executable(data, source)
 
@@ -89,7 +89,7 @@ class Executable:
         """Writes the executable to `path`: .vmo bytes, or what the exporter of its suffix writes."""
         suffix = os.path.splitext(path)[1]
         if suffix == ".vmx" and suffix not in EXPORTERS:
-            from . import vmx  # noqa: F401 - registers the .vmx exporter (the linker)
+            from ..artifact import vmx  # noqa: F401 - registers the .vmx exporter (the linker)
         if suffix in EXPORTERS:
             EXPORTERS[suffix](self, path)
             return

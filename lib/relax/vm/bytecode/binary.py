@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from ..diagnostics import UserError
+from ...diagnostics import UserError
 
 _U8 = struct.Struct("<B")
 _U16 = struct.Struct("<H")

@@ -21,8 +21,8 @@ import struct
 
 import numpy as np
 
-from ..runtime.dtype import DataType
-from ..runtime.objects import ShapeTuple
+from ...runtime.dtype import DataType
+from ...runtime.objects import ShapeTuple
 from .constant_text import format_constant
 from .executable import Executable, FuncInfo
 from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Instruction, Opcode, decode_arg, register_name

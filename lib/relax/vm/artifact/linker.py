@@ -2,7 +2,7 @@
 
     result = link(LinkInput("mlp.vmo", vmo_bytes), [LinkInput("mlp.ko", ko_bytes)],
                   allow_undefined=("samples.*",), target_check=True)
-    result.data       the .vmx bytes (relax.vm.vmx)
+    result.data       the .vmx bytes (relax.vm.artifact.vmx)
     result.info       its manifest (LinkInfo), what `-v` and `--dump stats` print
 
 Every packed function the bytecode names is a symbol. It resolves, in this order,
@@ -21,10 +21,10 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..diagnostics import Diagnostic, DiagnosticError, UserError
+from ...diagnostics import Diagnostic, DiagnosticError, UserError
 from . import vmx
-from .executable import Executable
-from .isa import ArgKind, FuncKind, Opcode, decode_arg
+from ..bytecode.executable import Executable
+from ..bytecode.isa import ArgKind, FuncKind, Opcode, decode_arg
 
 VMTIR_PREFIX = "__vmtir__"
 
@@ -45,8 +45,8 @@ class LinkResult:
 
 def runtime_symbols() -> frozenset[str]:
     """Names the runtime defines: the builtin table and every function a relax module registers."""
-    from ..runtime.registry import get_global_func, list_global_funcs
-    from .builtins import BUILTINS
+    from ...runtime.registry import get_global_func, list_global_funcs
+    from ..machine.builtins import BUILTINS
 
     registered = {name for name in list_global_funcs()
                   if getattr(get_global_func(name), "__module__", "").startswith("relax.")}
@@ -98,7 +98,7 @@ def _definitions(kernel_objects, names: list[str], problems: list[str]) -> dict[
 
 def _check_targets(kernel_objects, names: list[str], problems: list[str]) -> None:
     """--target-check: every kernel object speaks the runtime's kernel ABI."""
-    from ..runtime.kernels.abi import KERNEL_ABI_VERSION
+    from ...runtime.kernels.abi import KERNEL_ABI_VERSION
 
     for name, kernel_object in zip(names, kernel_objects):
         versions = {t.abi_version for t in kernel_object.targets} | {k.abi_version for k in kernel_object.kernels}
@@ -148,7 +148,7 @@ def _basename(name: str) -> str:
 def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefined: Sequence[str] = (),
          target_check: bool = False, exec_mode: str | None = None) -> LinkResult:
     """Resolves every symbol of `bytecode` and packs a .vmx; a DiagnosticError lists every problem."""
-    from ..runtime.kernels import container
+    from ...runtime.kernels import container
 
     exe = Executable.load_from_bytes(bytecode.data, bytecode.name)
     kernel_objects = [container.read(item.data, item.name) for item in kernel_inputs]

@@ -23,10 +23,10 @@ bytecode recurses in Python here, so deep recursion stops at Python's recursion 
 
 from __future__ import annotations
 
-from ..runtime.errors import Frame, VMError
-from ..runtime.objects import Closure
+from ...runtime.errors import Frame, VMError
+from ...runtime.objects import Closure
 from .decoder import CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1
-from .isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
+from ..bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
 
 
 class _Writer:

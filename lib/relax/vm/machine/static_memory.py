@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from sys import getrefcount
 
-from ..runtime.objects import Storage
+from ...runtime.objects import Storage
 from .builtins import _dtype, alloc_tensor
 
 VM_ARGUMENT = object()  # stands for %vm among the static argument values
@@ -141,7 +141,7 @@ def alloc_tensor_site(values: list):
 def static_values(exe, instr, constants: list, register_positions=(0,)):
     """The argument values of a call when no argument is a register except at `register_positions`
     (None in their place) and %vm (VM_ARGUMENT)."""
-    from .isa import VM_REGISTER, ArgKind, decode_arg
+    from ..bytecode.isa import VM_REGISTER, ArgKind, decode_arg
 
     values = []
     for position, word in enumerate(instr.args):
@@ -165,7 +165,7 @@ def static_values(exe, instr, constants: list, register_positions=(0,)):
 def install_sites(vm, exe, bytecode: list, constants: list) -> None:
     """Replaces static alloc_storage / alloc_tensor calls in decoded code by per-VM sites."""
     from .decoder import CALL, CALL0, CALL1
-    from .isa import Opcode, decode_arg
+    from ..bytecode.isa import Opcode, decode_arg
 
     for function in bytecode:
         if function is None:

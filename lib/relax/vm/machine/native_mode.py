@@ -42,15 +42,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime.kernels.host_function import HEADER_WORDS, CallLayout, compile_host_function
-from ..runtime.allocator import aligned_buffer
-from ..runtime.device import CPU
-from ..runtime.kernels import abi
-from ..runtime.kernels.fast_call import DATA_OFFSET, DATA_OFFSET_OK
-from ..runtime.kernels.library import KernelFunction
+from ...runtime.kernels.host_function import HEADER_WORDS, CallLayout, compile_host_function
+from ...runtime.allocator import aligned_buffer
+from ...runtime.device import CPU
+from ...runtime.kernels import abi
+from ...runtime.kernels.fast_call import DATA_OFFSET, DATA_OFFSET_OK
+from ...runtime.kernels.library import KernelFunction
 from .builtins import ASSERT_EQUAL_TO_IMM, _dtype
-from .fast_memory import VM_ARGUMENT, alloc_storage_site, alloc_tensor_site, static_values
-from .isa import VOID_REGISTER, ArgKind, Opcode, decode_arg
+from .static_memory import VM_ARGUMENT, alloc_storage_site, alloc_tensor_site, static_values
+from ..bytecode.isa import VOID_REGISTER, ArgKind, Opcode, decode_arg
 
 _read_pointer = ctypes.c_void_p.from_address
 
