@@ -40,7 +40,7 @@ def measure(name: str, opt_level: int) -> dict:
     from relax.ir.module import IRModule
     from relax.script import parse
     from relax.target import parse_target
-    from relax.transform.pass_infra import PassContext, PassTimingInstrument, run_passes
+    from relax.ir.pass_infra import PassContext, PassTimingInstrument, run_passes
     from relax.transform.pipeline import pipeline
     from relax.vm.codegen.codegen_vm import generate
 

@@ -43,7 +43,7 @@ from relax.driver.compile import parse_source  # noqa: E402
 from relax.ir import expr as rx  # noqa: E402
 from relax.ir.visitor import ExprMutator  # noqa: E402
 from relax.runtime import allocator  # noqa: E402
-from relax.transform.pass_infra import PassContext, run_passes  # noqa: E402
+from relax.ir.pass_infra import PassContext, run_passes  # noqa: E402
 from relax.transform.pipeline import pipeline  # noqa: E402
 from relax.vm import VirtualMachine  # noqa: E402
 

@@ -34,7 +34,7 @@ BUILDS = {"packed at build": set(), "packed per call": {"pack-constant-weights"}
 def build_both(name: str):
     from relax.build import build, lower
     from relax.transform.bind_params import BindParams
-    from relax.transform.pass_infra import PassContext
+    from relax.ir.pass_infra import PassContext
     from relax.vm import VirtualMachine
 
     mod, weights, inputs = load_workload(name)

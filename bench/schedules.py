@@ -37,7 +37,7 @@ from relax.codegen.build_kernels import build_host_library  # noqa: E402
 from relax.driver.compile import parse_source  # noqa: E402
 from relax.ir import tir  # noqa: E402
 from relax.script import parse  # noqa: E402
-from relax.transform.pass_infra import PassContext  # noqa: E402
+from relax.ir.pass_infra import PassContext  # noqa: E402
 
 
 def timed(call, budget: float = 1.0, most: int = 200) -> float:

@@ -20,7 +20,7 @@ from .ir.module import IRModule
 
 def lower(mod: IRModule, opt_level: int = 2, context=None) -> IRModule:
     """The module after the -O pipeline: VM-ready Relax functions and every kernel."""
-    from .transform.pass_infra import PassContext, run_passes
+    from .ir.pass_infra import PassContext, run_passes
     from .transform.pipeline import pipeline
 
     context = context or PassContext(opt_level=opt_level)
@@ -85,7 +85,7 @@ def _pipeline_context(target, opt_level: int):
     """The -O pipeline's context for `target`: cuda builds leave out the CPU-only passes."""
     if target.kind != "cuda":
         return None
-    from .transform.pass_infra import PassContext
+    from .ir.pass_infra import PassContext
     from .transform.pipeline import CPU_ONLY_PASSES
 
     return PassContext(opt_level=opt_level, disabled=set(CPU_ONLY_PASSES))
@@ -95,7 +95,7 @@ def _context_at(opt_level: int):
     """The current pass context (its config kept) at `opt_level`."""
     import dataclasses
 
-    from .transform.pass_infra import PassContext
+    from .ir.pass_infra import PassContext
 
     return dataclasses.replace(PassContext.current(), opt_level=opt_level, instruments=[])
 

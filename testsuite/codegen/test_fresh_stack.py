@@ -7,7 +7,7 @@ import pytest
 
 from relax.codegen.fresh_stack import call_on_fresh_stack
 from relax.diagnostics import UserError
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 
 def test_result_context_and_thread():

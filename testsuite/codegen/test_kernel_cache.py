@@ -12,7 +12,7 @@ from relax.codegen.build_kernels import build_kernel_object
 from relax.codegen.kernel_cache import KernelCache
 from relax.ir import tir
 from relax.target import Target
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 KERNELS = {"add": elementwise(40, ["float32", "float32"], "float32", tir.Add)}
 

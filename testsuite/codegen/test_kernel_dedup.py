@@ -15,7 +15,7 @@ from relax.codegen.kernel_dedup import body_key, identical_kernels
 from relax.ir import tir
 from relax.runtime.kernels import KernelCallError, abi
 from relax.script import parse
-from relax.transform.pass_infra import PassContext, get_pass, run_passes
+from relax.ir.pass_infra import PassContext, get_pass, run_passes
 from relax.transform.pipeline import pipeline
 from relax.vm import VirtualMachine
 

@@ -11,7 +11,7 @@ from relax.tir.default_gpu_schedule import DefaultGPUSchedule
 from relax.tir.gpu_schedule import CONFIG_KEY as GPU_RULES
 from relax.tir.rewrite import collect
 from relax.tir.verify_lowered import verify_lowered
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 from tir_builders import block, buffer, f32, i32, loops, matmul_func, prim_func
 

@@ -8,7 +8,7 @@ from relax.tir import lower_for_codegen
 from relax.tir.module_passes import MODULE_PASSES, TARGET_CONFIG
 from relax.tir.pipeline import passes
 from relax.tir.rewrite import collect
-from relax.transform.pass_infra import PassContext, get_pass, run_passes
+from relax.ir.pass_infra import PassContext, get_pass, run_passes
 
 TEXT = '''
 from tvm.script import tir as T

@@ -20,7 +20,7 @@ from relax.tir.gpu_schedule import CONFIG_KEY, GpuOptions, GPUSchedule, choose_r
 from relax.tir.gpu_simulator import simulate
 from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 from dataflow_kernels import lowered_kernels
 

@@ -19,7 +19,7 @@ from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
 from relax.tir.schedule import conv2d, default_cpu_schedule
 from relax.tir.schedule.nest import match_nest
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 from dataflow_kernels import lowered_kernels
 

@@ -14,7 +14,7 @@ from relax.codegen.build_kernels import build_host_library
 from relax.ir import tir
 from relax.tir.rewrite import collect
 from relax.tir.schedule import CONFIG_KEY, default_cpu_schedule, schedule_for_codegen
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 from dataflow_kernels import lowered_kernels
 

@@ -23,7 +23,7 @@ from relax.tir.rewrite import collect
 from relax.tir.schedule import default_cpu_schedule, gemv
 from relax.tir.schedule.cpu import CpuInfo
 from relax.tir.schedule.nest import match_nest
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 from relax.vm import VirtualMachine
 
 from dataflow_kernels import lowered_kernels, module_text

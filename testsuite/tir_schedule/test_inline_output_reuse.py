@@ -23,7 +23,7 @@ from relax.tir.rewrite import collect
 from relax.tir.schedule import default_cpu_schedule
 from relax.tir.schedule.inline import inline_elementwise
 from relax.tir.schedule.output_reuse import reuse_output
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 from dataflow_kernels import lowered_kernels, module_text
 

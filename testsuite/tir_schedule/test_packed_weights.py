@@ -19,7 +19,7 @@ from relax.tir.schedule import default_cpu_schedule, register_tile
 from relax.tir.schedule.cpu import CpuInfo
 from relax.tir.schedule.nest import match_nest
 from relax.tir.schedule.packed_weights import PANEL_WIDTH, STRIP_WIDTH, pack_array, packable_params, packed_shape, read_packed
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 from dataflow_kernels import lowered_kernels
 

@@ -19,7 +19,7 @@ from relax.tir.rewrite import collect
 from relax.tir.schedule import pool
 from relax.tir.schedule.cpu import CpuInfo
 from relax.tir.schedule.nest import match_nest
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 # (input shape, window, stride, padding)
 CASES = [

@@ -24,7 +24,7 @@ from relax.tir.rewrite import collect
 from relax.tir.schedule import default_cpu_schedule, register_tile
 from relax.tir.schedule.cpu import CpuInfo
 from relax.tir.schedule.nest import match_nest
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 
 from dataflow_kernels import lowered_kernels
 

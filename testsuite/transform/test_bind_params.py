@@ -9,7 +9,7 @@ from relax.ir.structural import structural_equal
 from relax.ir.visitor import pre_order
 from relax.script import parse, script
 from relax.transform.bind_params import CONFIG_KEY, BindParams
-from relax.transform.pass_infra import PassContext, run_passes
+from relax.ir.pass_infra import PassContext, run_passes
 
 SOURCE = '''
 @I.ir_module

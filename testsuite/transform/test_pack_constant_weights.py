@@ -8,7 +8,7 @@ from relax.ir import expr as rx
 from relax.ir.analysis import collect
 from relax.script import parse
 from relax.transform.bind_params import BindParams
-from relax.transform.pass_infra import PassContext
+from relax.ir.pass_infra import PassContext
 from relax.vm import VirtualMachine
 
 MLP = '''
@@ -124,7 +124,7 @@ def test_kernel_called_twice_with_constants_is_packed_for_both():
 def test_no_constant_weights_is_the_identity():
     mod = BindParams({}).run(parse(MLP))
     from relax.transform.pack_constant_weights import PackConstantWeights
-    from relax.transform.pass_infra import run_passes
+    from relax.ir.pass_infra import run_passes
 
     fused = run_passes(mod, ["normalize", "legalize-ops", "annotate-tir-op-pattern", "fuse-ops", "fuse-tir"],
                        PassContext(opt_level=2))

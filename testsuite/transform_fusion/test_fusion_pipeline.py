@@ -9,7 +9,7 @@ from relax.build import build, lower
 from relax.driver.compile import parse_source
 from relax.ir import check_well_formed
 from relax.script import parse, script
-from relax.transform.pass_infra import PassContext, run_passes
+from relax.ir.pass_infra import PassContext, run_passes
 from relax.runtime.objects import ShapeTuple
 from relax.vm import VirtualMachine
 

@@ -8,7 +8,7 @@ import pytest
 
 from relax.build import build
 from relax.script import parse
-from relax.transform.pass_infra import run_passes
+from relax.ir.pass_infra import run_passes
 from relax.vm import VirtualMachine
 
 # (template, operands, keeps an 8x8 shape)

@@ -4,7 +4,7 @@ import pytest
 
 from relax.script import parse
 from relax.transform.annotate_tir_op_pattern import analyze_op_pattern
-from relax.transform.pass_infra import get_pass
+from relax.ir.pass_infra import get_pass
 
 HEADER = """
 # from tvm.script import ir as I

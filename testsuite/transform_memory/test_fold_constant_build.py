@@ -12,7 +12,7 @@ from relax.ir import expr as rx
 from relax.ir.visitor import pre_order
 from relax.script import parse
 from relax.transform.fold_constant import FOLD_TARGET
-from relax.transform.pass_infra import PassContext, run_passes
+from relax.ir.pass_infra import PassContext, run_passes
 from test_fold_constant_models import SAMPLES, bind_weights
 
 VALUES = np.random.default_rng(7).standard_normal(1000).astype(np.float32) * np.float32(1000)

@@ -11,7 +11,7 @@ from relax.build import build
 from relax.driver.compile import parse_source
 from relax.ir import expr as rx
 from relax.ir.visitor import ExprMutator, pre_order
-from relax.transform.pass_infra import run_passes
+from relax.ir.pass_infra import run_passes
 from relax.transform.pipeline import pipeline
 from relax.vm import VirtualMachine
 

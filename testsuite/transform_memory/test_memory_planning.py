@@ -14,7 +14,7 @@ from relax.ir import expr as rx
 from relax.ir.visitor import pre_order
 from relax.runtime import allocator
 from relax.script import parse
-from relax.transform.pass_infra import PassContext, run_passes
+from relax.ir.pass_infra import PassContext, run_passes
 from relax.transform.pipeline import pipeline
 from relax.vm import VirtualMachine
 

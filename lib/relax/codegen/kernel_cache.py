@@ -124,7 +124,7 @@ def compiler_fingerprint() -> str:
 def cache_key(funcs: dict, targets, specs) -> str:
     """The key of building `funcs` ({name: PrimFunc}) for `targets` (with their TargetSpecs)."""
     from ..ir.json import to_json
-    from ..transform.pass_infra import PassContext
+    from ..ir.pass_infra import PassContext
 
     context = PassContext.current()
     config = sorted((str(k), repr(v)) for k, v in context.config.items())

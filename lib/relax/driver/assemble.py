@@ -26,7 +26,7 @@ def vms_location_name(source: str) -> str:
 def read_vms(text: str, source: str):
     """The IRModule of a .vms text (diagnostics quote `source`)."""
     from ..script import parse
-    from ..transform.pass_infra import PassContext, run_passes
+    from ..ir.pass_infra import PassContext, run_passes
 
     SOURCES.add(source, text)
     mod = parse(text, source)

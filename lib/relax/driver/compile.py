@@ -211,7 +211,7 @@ def _pass_config(items: tuple[str, ...]) -> dict:
 
 def run_pipeline(mod, options: CompileOptions, names: tuple[str, ...] | None = None):
     """Runs the passes the options ask for (or `names`), with their printing, checking and timing."""
-    from ..transform.pass_infra import (
+    from ..ir.pass_infra import (
         PassContext, PassTimingInstrument, PrintInstrument, VerifyInstrument, get_pass, run_passes,
     )
 
@@ -258,7 +258,7 @@ def choose_emit(emit: str | None, lowered_text: bool, output: str | None) -> str
 
 def compile_main(options: CompileOptions) -> int:
     # Every stage, kernel code generation included, sees the -O level and --pass-config.
-    from ..transform.pass_infra import PassContext
+    from ..ir.pass_infra import PassContext
     from .collector import cycle_collection_paused
 
     with cycle_collection_paused(), PassContext(opt_level=options.opt_level,

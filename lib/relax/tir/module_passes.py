@@ -10,7 +10,7 @@ it the target is this host. Importing this module registers them.
 from __future__ import annotations
 
 from ..ir.module import IRModule
-from ..transform.pass_infra import Pass, PassContext, register_pass
+from ..ir.pass_infra import Pass, PassContext, register_pass
 from .annotate_storage import AnnotateStorage
 from .convert_blocks_to_loops import ConvertBlocksToLoops
 from .default_cpu_schedule import DefaultCPUSchedule

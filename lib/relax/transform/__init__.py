@@ -7,6 +7,6 @@ pass_infra.py holds the Pass base, the registry, PassContext and instruments;
 pipeline.py holds the -O levels as plain lists of pass names.
 """
 
-from .pass_infra import Pass, PassContext, PassInstrument, get_pass, list_passes_text, register_pass, run_passes
+from ..ir.pass_infra import Pass, PassContext, PassInstrument, get_pass, list_passes_text, register_pass, run_passes
 
 __all__ = ["Pass", "PassContext", "PassInstrument", "get_pass", "list_passes_text", "register_pass", "run_passes"]

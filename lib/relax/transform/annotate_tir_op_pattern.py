@@ -26,7 +26,7 @@ from ..ir import tir
 from ..ir.module import IRModule
 from ..ir.structural import structural_equal
 from ..ir.visitor import Visitor
-from .pass_infra import Pass, register_pass
+from ..ir.pass_infra import Pass, register_pass
 
 # TVM's OpPatternKind values, indexed by the registry's pattern names.
 ELEMWISE, BROADCAST, INJECTIVE, COMM_REDUCE, OUT_EWISE_FUSABLE, TUPLE, OPAQUE = 0, 1, 2, 3, 4, 7, 8

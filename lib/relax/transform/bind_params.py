@@ -42,7 +42,7 @@ from ..ir.struct_info import TensorStructInfo
 from ..ir.struct_info_check import describe
 from ..ir.visitor import ExprMutator
 from ..op.shape import static_value
-from .pass_infra import Pass, PassContext, register_pass
+from ..ir.pass_infra import Pass, PassContext, register_pass
 
 CONFIG_KEY = "relax.BindParams.params"
 

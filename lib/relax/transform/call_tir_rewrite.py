@@ -24,7 +24,7 @@ from ..ir.module import IRModule
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from ..op.infer import literal_of
 from .binding_rewriter import BindingRewriter
-from .pass_infra import FunctionPass, register_pass
+from ..ir.pass_infra import FunctionPass, register_pass
 
 DPS_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_tir_inplace")
 VOID = TupleStructInfo(())

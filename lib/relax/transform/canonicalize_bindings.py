@@ -14,7 +14,7 @@ from ..ir import expr as rx
 from ..ir.module import IRModule
 from ..ir.structural import structural_equal
 from ..ir.visitor import ExprMutator
-from .pass_infra import FunctionPass, register_pass
+from ..ir.pass_infra import FunctionPass, register_pass
 
 
 def _replaceable(alias: rx.Var, source: rx.Var) -> bool:

@@ -17,7 +17,7 @@ import dataclasses
 from ..ir import expr as rx
 from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
-from .pass_infra import Pass, register_pass
+from ..ir.pass_infra import Pass, register_pass
 from .purity import is_pure
 
 

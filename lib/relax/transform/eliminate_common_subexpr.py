@@ -14,7 +14,7 @@ from ..ir import expr as rx
 from ..ir.module import IRModule
 from ..ir.structural import structural_equal, structural_hash
 from ..ir.visitor import ExprMutator
-from .pass_infra import FunctionPass, register_pass
+from ..ir.pass_infra import FunctionPass, register_pass
 from .purity import is_pure
 
 # Allocations are pure by the registry but each must stay a distinct tensor.

@@ -33,7 +33,7 @@ from ..op import registry
 from ..op.infer import bind_call
 from ..op.legalize_context import LegalizeContext
 from ..op.shape import static_value
-from .pass_infra import Pass, PassContext, register_pass
+from ..ir.pass_infra import Pass, PassContext, register_pass
 
 MAX_ROUNDS = 64
 # Folding kernels are built for this host without default schedules (-O0's plain loop

@@ -42,7 +42,7 @@ from ..ir.structural import structural_equal
 from ..ir.visitor import ExprMutator, ExprVisitor
 from .annotate_tir_op_pattern import INJECTIVE, OPAQUE
 from .fusion_graph import MAX_FUSE_DEPTH, DataflowGraph, Group, GraphPartitioner
-from .pass_infra import Pass, PassContext, get_pass, register_pass
+from ..ir.pass_infra import Pass, PassContext, get_pass, register_pass
 
 CALL_TIR = "relax.call_tir"
 

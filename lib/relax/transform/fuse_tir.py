@@ -31,7 +31,7 @@ from ..ir.module import IRModule
 from ..ir.struct_info import ShapeStructInfo, TupleStructInfo
 from ..ir.visitor import ExprMutator
 from .fusion_kernel import FusedKernelBuilder
-from .pass_infra import Pass, get_pass, register_pass
+from ..ir.pass_infra import Pass, get_pass, register_pass
 
 
 @dataclasses.dataclass

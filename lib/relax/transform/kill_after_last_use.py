@@ -40,7 +40,7 @@ from ..ir.struct_info import (
 from ..ir.visitor import pre_order
 from .canonicalize_bindings import CanonicalizeBindings
 from .memory_alloc import lower_alloc_tensors
-from .pass_infra import FunctionPass, register_pass
+from ..ir.pass_infra import FunctionPass, register_pass
 
 VOID = TupleStructInfo(())
 STORAGE_ALLOCATORS = ("relax.memory.alloc_storage", "relax.vm.alloc_storage")

@@ -21,7 +21,7 @@ from ..ir.analysis import free_vars, substitute
 from ..ir.module import IRModule
 from ..ir.node import FrozenDict
 from ..ir.struct_info import FuncStructInfo, ObjectStructInfo
-from .pass_infra import Pass, register_pass
+from ..ir.pass_infra import Pass, register_pass
 
 
 class _Lifter:

@@ -21,7 +21,7 @@ from ..ir.visitor import ExprMutator
 from ..op import registry
 from ..op.infer import bind_call
 from ..op.legalize_context import LegalizeContext
-from .pass_infra import Pass, register_pass
+from ..ir.pass_infra import Pass, register_pass
 
 
 class _Legalizer(ExprMutator):

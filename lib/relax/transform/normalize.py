@@ -22,7 +22,7 @@ from ..ir.module import IRModule
 from ..ir.struct_info import ObjectStructInfo
 from ..ir.struct_info_check import conflict, describe
 from ..op.infer import struct_info_of
-from .pass_infra import Pass, register_pass
+from ..ir.pass_infra import Pass, register_pass
 
 LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.DataTypeImm, rx.GlobalVar,
           rx.ExternFunc, rx.Op)

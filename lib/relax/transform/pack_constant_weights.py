@@ -39,7 +39,7 @@ from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator
 from ..tir.schedule.packed_weights import pack_array, packable_params, read_packed
-from .pass_infra import Pass, register_pass
+from ..ir.pass_infra import Pass, register_pass
 
 
 def _call_tir_kernel(call) -> str | None:

@@ -52,7 +52,7 @@ from ..op.shape import static_value
 from .memory_alloc import Names, storage_call, tensor_call
 from .memory_sizes import function_upper_bounds, tensor_bytes, upper_bound_bytes
 from .memory_tokens import Token, TokenAnalysis, TokenCollector
-from .pass_infra import FunctionPass, register_pass
+from ..ir.pass_infra import FunctionPass, register_pass
 
 MATCH_RANGE = 16
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir import expr as rx
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator
-from .pass_infra import FunctionPass, register_pass
+from ..ir.pass_infra import FunctionPass, register_pass
 
 
 class _ToNonDataflow(ExprMutator):

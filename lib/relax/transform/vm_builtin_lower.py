@@ -23,7 +23,7 @@ from ..ir.module import IRModule
 from ..ir.struct_info import ObjectStructInfo, ShapeStructInfo, TupleStructInfo
 from ..op.shape import int64, static_value
 from .binding_rewriter import BindingRewriter
-from .pass_infra import FunctionPass, register_pass
+from ..ir.pass_infra import FunctionPass, register_pass
 
 VOID = TupleStructInfo(())
 

@@ -33,7 +33,7 @@ from ..ir.struct_info import (
     TupleStructInfo,
 )
 from ..op.legalize_context import substitute_prim, symbolic_vars
-from .pass_infra import Pass, register_pass
+from ..ir.pass_infra import Pass, register_pass
 
 ASSERT_EQUAL_TO_IMM, STORE_TO_HEAP, NO_OP, ASSERT_EQUAL_TO_LOAD = range(4)
 USE_IMM, LOAD_SHAPE = range(2)

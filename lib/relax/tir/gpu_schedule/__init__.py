@@ -85,7 +85,7 @@ class GPUSchedule:
             return func
         rules = self.rules
         if rules is None:
-            from ...transform.pass_infra import PassContext
+            from ...ir.pass_infra import PassContext
             context = PassContext.current()
             rules = context.opt_level >= 1 and _enabled(context.get_config(CONFIG_KEY, True))
         statements, rebuild = top_level(func.body)

@@ -134,7 +134,7 @@ def _enabled(value) -> bool:
 
 def schedule_for_codegen(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
     """The hook lower_for_codegen calls: the default schedule at -O1 and above on CPU targets."""
-    from ...transform.pass_infra import PassContext
+    from ...ir.pass_infra import PassContext
 
     context = PassContext.current()
     if context.opt_level < 1 or not _enabled(context.get_config(CONFIG_KEY, True)):

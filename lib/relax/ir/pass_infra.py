@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, TextIO
 
 from ..diagnostics import UserError
-from ..ir.expr import Function
-from ..ir.module import IRModule
+from .expr import Function
+from .module import IRModule
 
 
 class Pass:
@@ -62,26 +62,28 @@ class FunctionPass(Pass):
 PASSES: dict[str, type[Pass]] = {}
 
 # Modules that define passes; importing one registers its pass. A list as data, so
-# that `--list-passes` and the pipelines see every pass without importing by hand.
+# that `--list-passes` and the pipelines see every pass without importing by hand, and
+# the infrastructure, below its users, imports none of them until a pass is named.
 PASS_MODULES: list[str] = [
-    "normalize",
-    "lambda_lift",
-    "legalize_ops",
-    "to_non_dataflow",
-    "call_tir_rewrite",
-    "vm_builtin_lower",
-    "vm_shape_lower",
-    "dead_code_elimination",
-    "canonicalize_bindings",
-    "eliminate_common_subexpr",
-    "annotate_tir_op_pattern",
-    "fuse_ops",
-    "fuse_tir",
-    "static_plan_block_memory",
-    "kill_after_last_use",
-    "fold_constant",
-    "bind_params",
-    "pack_constant_weights",
+    "relax.transform.normalize",
+    "relax.transform.lambda_lift",
+    "relax.transform.legalize_ops",
+    "relax.transform.to_non_dataflow",
+    "relax.transform.call_tir_rewrite",
+    "relax.transform.vm_builtin_lower",
+    "relax.transform.vm_shape_lower",
+    "relax.transform.dead_code_elimination",
+    "relax.transform.canonicalize_bindings",
+    "relax.transform.eliminate_common_subexpr",
+    "relax.transform.annotate_tir_op_pattern",
+    "relax.transform.fuse_ops",
+    "relax.transform.fuse_tir",
+    "relax.transform.static_plan_block_memory",
+    "relax.transform.kill_after_last_use",
+    "relax.transform.fold_constant",
+    "relax.transform.bind_params",
+    "relax.transform.pack_constant_weights",
+    "relax.tir.module_passes",  # lower-tir and each of its steps
 ]
 
 
@@ -94,14 +96,8 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
     return cls
 
 
-# The TIR passes (lower-tir and each of its steps) are registered by relax.tir.
-EXTERNAL_PASS_MODULES = ["relax.tir.module_passes"]
-
-
 def _load_passes() -> None:
     for module in PASS_MODULES:
-        importlib.import_module(f"{__package__}.{module}")
-    for module in EXTERNAL_PASS_MODULES:
         importlib.import_module(module)
 
 
@@ -187,7 +183,7 @@ class VerifyInstrument(PassInstrument):
     """Checks well-formedness after every pass (`--verify-each`); a failure names the pass."""
 
     def run_after_pass(self, mod, pass_) -> None:
-        from ..ir.well_formed import check_well_formed
+        from .well_formed import check_well_formed
 
         problems = [d for d in check_well_formed(mod) if d.severity == "error"]
         if problems:
