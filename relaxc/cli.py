@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from relax.driver import options
@@ -88,8 +86,6 @@ def command(source, emit, lowered_text, opt_level, params, allow_undefined, exec
         raise click.UsageError(f"-S writes the lowered module; it does not combine with --emit {emit}")
     if exec_mode is not None and choose_emit(emit, lowered_text, output) != "vmx":
         raise click.UsageError("--exec-mode is recorded in a linked artifact: use it with -o X.vmx")
-    if no_cache:  # read by relax.codegen.kernel_cache.default_cache, wherever kernels are built
-        os.environ["RELAX_CACHE"] = "0"
     return compile_main(CompileOptions(
         source=source, emit=choose_emit(emit, lowered_text, output), output=output, verbose=verbose,
         targets=tuple(targets), opt_level=opt_level, allow_undefined=tuple(allow_undefined),
@@ -97,7 +93,7 @@ def command(source, emit, lowered_text, opt_level, params, allow_undefined, exec
         passes=tuple(p for p in passes.split(",") if p) if passes is not None else None,
         disabled=tuple(disabled), print_after_all=print_after_all, print_before=tuple(print_before),
         print_after=tuple(print_after), verify_each=verify_each, pass_config=tuple(pass_config),
-        time_passes=time_passes, params=params,
+        time_passes=time_passes, params=params, use_cache=not no_cache,
     ))
 
 

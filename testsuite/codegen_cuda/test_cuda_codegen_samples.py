@@ -6,7 +6,7 @@ import pytest
 
 from cuda_codegen_checks import check_cuda_object
 from relax.build import lower
-from relax.build_cuda import is_host_kernel
+from relax.codegen.cuda.host_kernels import is_host_kernel
 from relax.codegen.cuda import build_cuda_kernel_object
 from relax.driver.compile import parse_source
 

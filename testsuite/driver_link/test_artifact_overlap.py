@@ -34,12 +34,12 @@ def test_stages_in_order(tmp_path, capsys, monkeypatch):
 
 
 def test_kernel_error_waits_for_the_bytecode(tmp_path, monkeypatch):
-    from relax.codegen import build_kernels
+    from relax.codegen import backends
 
     def failing(*args, **kwargs):
         raise UserError("codegen: kernel failed")
 
-    monkeypatch.setattr(build_kernels, "start_kernel_object", failing)
+    monkeypatch.setattr(backends, "start_kernels", failing)
     with pytest.raises(UserError, match="kernel failed"):
         _one_shot(tmp_path / "tiny.vmx")
     original = assemble.generate_bytecode

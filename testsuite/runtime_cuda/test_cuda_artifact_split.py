@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from relax.build import lower
-from relax.build_cuda import is_host_kernel, split_kernels
+from relax.codegen.cuda.host_kernels import is_host_kernel, split_kernels
 from relax.codegen.build_kernels import build_kernel_object
 from relax.diagnostics import DiagnosticError, UserError
 from relax.driver.compile import parse_source

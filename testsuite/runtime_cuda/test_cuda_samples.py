@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from relax.build import build, lower
-from relax.build_cuda import split_kernels
+from relax.codegen.cuda.host_kernels import split_kernels
 from relax.driver.compile import parse_source
 from relax.runtime import register_func
 from relax.vm import VirtualMachine

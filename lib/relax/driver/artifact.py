@@ -25,13 +25,10 @@ kernel's is held until the bytecode is done, and a bytecode error wins.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 
-from ..diagnostics import UserError
-from ..transform.pipeline import CPU_ONLY_PASSES
-from .compile import CompileOptions, check_module, parse_source, resolve_targets, run_pipeline
+from .compile import CompileOptions, check_module, kernel_cache, parse_source, resolve_targets, run_pipeline
 from .io import write_bytes, write_text
 from .progress import StageProgress
 
@@ -47,17 +44,20 @@ def intermediate_stem(options: CompileOptions) -> str:
     return stem or "stdin"
 
 
-def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: dict | None = None) -> str:
-    """Stages 1-3: parse, the -O pipeline (or --passes), print: what `relaxc -S` writes
-    (with `deferred`, large weights as placeholders: script.array_literals.printing)."""
+def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: dict | None = None,
+                  target_kind: str | None = None) -> str:
+    """Stages 1-3: parse, the -O pipeline (or --passes) for `target_kind`, print: what
+    `relaxc -S` writes (with `deferred`, large weights as placeholders:
+    script.array_literals.printing)."""
     from ..script import array_literals, script
-    from ..transform.pipeline import pipeline
+    from ..transform.pipeline import for_target_kind, pipeline
 
     progress.stage(f"parse {options.source}")
     mod = parse_source(options.source)
     if options.check:
         check_module(mod)
-    passes = options.passes if options.passes is not None else tuple(pipeline(options.opt_level))
+    names = options.passes if options.passes is not None else pipeline(options.opt_level)
+    passes = tuple(for_target_kind(names, target_kind))
     progress.stage(f"passes (-O{options.opt_level})")
     mod = run_pipeline(mod, options, passes)
     progress.stage("print .vms")
@@ -71,13 +71,12 @@ def compile_artifact(options: CompileOptions) -> int:
     from .assemble import generate_bytecode, read_vms
 
     targets = resolve_targets(options.targets, options.verbose) if options.emit == "vmx" else []
-    if any(getattr(t, "kind", "") == "cuda" for t in targets):
-        options = dataclasses.replace(options, disabled=(*options.disabled, *CPU_ONLY_PASSES))
+    kinds = {target.kind for target in targets}
     stem = intermediate_stem(options)
     # The one-shot reads its printed text straight back: large weights need not go through text.
     deferred = {} if options.emit != "vms" else None
     with StageProgress("relaxc", STAGES[options.emit]) as progress:
-        text = lower_to_text(options, progress, deferred)
+        text = lower_to_text(options, progress, deferred, kinds.pop() if len(kinds) == 1 else None)
         if options.emit == "vms":
             write_text(options.output, text)
         else:
@@ -86,7 +85,7 @@ def compile_artifact(options: CompileOptions) -> int:
                 mod = read_vms(text, f"{stem}.vms")
             kernels = None
             if options.emit == "vmx":
-                kernels = _start_kernels(mod, targets, stem, progress)
+                kernels = _start_kernels(mod, targets, stem, progress, options)
                 progress.stage("bytecode")
             try:
                 bytecode = generate_bytecode(mod, f"{stem}.vms").save_to_bytes()
@@ -104,35 +103,31 @@ def compile_artifact(options: CompileOptions) -> int:
 
 
 class _PendingKernels:
-    """The kernel objects of the one-shot: built (cuda), compiling (CPU), or a held error."""
+    """The kernel objects of the one-shot (codegen/backends.py parts, the CPU ones still
+    compiling), or the error that building them raised, held until the bytecode is done."""
 
-    def __init__(self, inputs=None, pending=None, name: str = "", error: BaseException | None = None):
-        self._inputs, self._pending, self._name, self._error = inputs, pending, name, error
+    def __init__(self, parts=(), stem: str = "", error: BaseException | None = None):
+        self._parts, self._stem, self._error = parts, stem, error
 
     def result(self) -> list:
         from ..vm.artifact.linker import LinkInput
 
         if self._error is not None:
             raise self._error
-        if self._inputs is None:
-            self._inputs = [LinkInput(self._name, self._pending.result())]
-        return self._inputs
+        return [LinkInput(part.file_name(self._stem), part.result()) for part in self._parts]
 
     def cancel(self) -> None:
-        if self._pending is not None:
-            self._pending.cancel()
+        for part in self._parts:
+            part.cancel()
 
 
-def _start_kernels(mod, targets, stem: str, progress) -> _PendingKernels:
+def _start_kernels(mod, targets, stem: str, progress, options: CompileOptions) -> _PendingKernels:
     """Stage 5: the kernels for every target lowered and generated, LLVM started on them."""
-    from ..codegen.build_kernels import start_kernel_object
-    from ..codegen.kernel_cache import default_cache
+    from ..codegen.backends import start_kernels
 
     progress.stage("kernels for " + ", ".join(getattr(t, "mtriple", "") or str(t) for t in targets))
     try:
-        if any(getattr(t, "kind", "") == "cuda" for t in targets):
-            return _PendingKernels(inputs=_cuda_kernel_inputs(mod, targets, stem))
-        return _PendingKernels(pending=start_kernel_object(mod, targets, cache=default_cache()), name=f"{stem}.ko")
+        return _PendingKernels(start_kernels(mod, targets, cache=kernel_cache(options)), stem)
     except Exception as error:  # raised after the bytecode's own errors, as the stages go
         return _PendingKernels(error=error)
 
@@ -151,16 +146,3 @@ def _link(options: CompileOptions, bytecode: bytes, kernels: _PendingKernels, st
     if options.verbose:
         names = [f"{stem}.vmo"] + [item.name for item in kernel_inputs]
         sys.stderr.write(describe_link(result, options.verbose, options.output or "<stdout>", names, "relaxc"))
-
-
-def _cuda_kernel_inputs(mod, targets, stem: str) -> list:
-    """For cuda targets: `stem.cuda.ko` (GPU kernels, every arch) and `stem.host.ko` (the shape
-    functions, for the targets' host), as relax.build makes them (build_cuda.py)."""
-    from ..build_cuda import build_cuda_objects
-    from ..vm.artifact.linker import LinkInput
-
-    kinds = {getattr(t, "kind", "") for t in targets}
-    if kinds != {"cuda"}:
-        raise UserError("cuda and llvm targets cannot be built into one artifact "
-                        "(build one .vmx per device kind)")
-    return [LinkInput(f"{stem}.{kind}.ko", data) for kind, data in build_cuda_objects(mod, list(targets))]

@@ -83,7 +83,7 @@ def _dump(exe: Executable, options: AssembleOptions) -> str:
             raise UserError(f"no function '{options.func}' in '{options.source}'")
         return exe.as_text(options.func)
     text = {"text": exe.as_text, "python": exe.as_python, "stats": exe.stats}[options.dump]()
-    link_info = getattr(exe, "link_info", None)  # set on executables read from a .vmx
+    link_info = exe.link_info  # set on executables read from a .vmx
     if options.dump == "stats" and link_info is not None:
         text += link_info.describe()
     return text

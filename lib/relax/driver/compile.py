@@ -34,6 +34,7 @@ class CompileOptions:
     allow_undefined: tuple[str, ...] = ()  # the one-shot -o model.vmx links like relaxld
     exec_mode: str | None = None  # ... and records the exec mode the artifact asks for
     params: str | None = None  # --params weights.npz: bind-params runs first (transform/bind_params.py)
+    use_cache: bool = True  # --no-cache: neither read nor fill the kernel cache
 
 
 # Outputs after the -O pipeline: the lowered text, bytecode, the linked artifact (driver/artifact.py).
@@ -131,43 +132,34 @@ def kernels_of(mod, options: CompileOptions):
     return lower(mod, options.opt_level)
 
 
+def kernel_cache(options: CompileOptions):
+    """The kernel cache of this run: the environment's (RELAX_CACHE, RELAX_CACHE_DIR), none
+    with --no-cache."""
+    from ..codegen.kernel_cache import default_cache
+
+    return default_cache() if options.use_cache else None
+
+
 def _emit_kernels(mod, options: CompileOptions) -> None:
+    """The kernel objects of the targets' backend (codegen/backends.py): for CPU targets one,
+    written to -o; for cuda targets the GPU kernels to -o and the shape functions, which
+    run on the CPU's shape heap, to FILE.host.ko beside it, so that
+    `relaxld m.vmo m.cuda.ko m.host.ko` links what `relaxc --target cuda -o m.vmx` links."""
+    from ..codegen.backends import start_kernels
+
     targets = resolve_targets(options.targets, options.verbose)
-    kinds = {target.kind for target in targets}
-    if "cuda" in kinds:
-        if kinds != {"cuda"}:
-            raise UserError("--emit kernels: a kernel object is for cuda targets or for CPU targets, not both")
-        # The GPU kernels only: host shape functions belong to the host build (relax.build_cuda).
-        from ..codegen.cuda import build_cuda_kernel_object
-
-        kernels = kernels_of(mod, options)
-        data = build_cuda_kernel_object(kernels, targets)
-        _emit_host_shape_functions(kernels, targets, options)
-    else:
-        from ..codegen.build_kernels import build_kernel_object
-        from ..codegen.kernel_cache import default_cache
-
-        data = build_kernel_object(kernels_of(mod, options), targets, cache=default_cache())
-    write_bytes(options.output, data, "a kernel object")
-
-
-def _emit_host_shape_functions(mod, targets, options: CompileOptions) -> None:
-    """The shape functions of a cuda build (they run on the CPU's shape heap) go to FILE.host.ko
-    beside FILE.cuda.ko (or FILE.ko): `relaxld m.vmo m.cuda.ko m.host.ko` then links what
-    `relaxc --target cuda -o m.vmx` links."""
-    from ..build_cuda import build_cuda_objects, split_kernels
-
-    if not split_kernels(mod)[1]:
-        return
-    if options.output in (None, "-"):
+    parts = start_kernels(kernels_of(mod, options), targets, cache=kernel_cache(options), empty_device=True)
+    by_role = {part.role: part for part in parts}
+    if "host" in by_role and options.output in (None, "-"):
         raise UserError("--emit kernels for a cuda target needs -o FILE.cuda.ko: the shape functions "
                         "are written to FILE.host.ko beside it")
-    stem = options.output[:-3] if options.output.endswith(".ko") else options.output
-    stem = stem[:-5] if stem.endswith(".cuda") else stem
-    host = dict(build_cuda_objects(mod, list(targets), device=False))["host"]
-    write_bytes(f"{stem}.host.ko", host, "a kernel object")
-    if options.verbose:
-        sys.stderr.write(f"relaxc: the shape functions (host kernels) written to {stem}.host.ko\n")
+    write_bytes(options.output, (by_role.get("cuda") or by_role[""]).result(), "a kernel object")
+    if "host" in by_role:
+        stem = options.output[:-3] if options.output.endswith(".ko") else options.output
+        stem = stem[:-5] if stem.endswith(".cuda") else stem
+        write_bytes(by_role["host"].file_name(stem), by_role["host"].result(), "a kernel object")
+        if options.verbose:
+            sys.stderr.write(f"relaxc: the shape functions (host kernels) written to {stem}.host.ko\n")
 
 
 def _single_target(options: CompileOptions):

@@ -47,17 +47,22 @@ FUSE = [
 O2 = [*FRONT, *SIMPLIFY, "legalize-ops", "fold-constant", *FUSE, "pack-constant-weights", *LOWER_TO_VM_PLANNED]
 O3 = O2
 
-# Passes that lay data out for the CPU kernel schedules: a build for cuda targets
-# leaves them out (relaxc's one-shot and relax.build), since the GPU schedules read
-# the plain layouts. `relaxc -S` does not know the target and runs them; the
-# rewritten kernels stay correct anywhere.
-CPU_ONLY_PASSES = ("pack-constant-weights",)
+# Passes a build for a kind of target leaves out. pack-constant-weights lays weights out
+# for the CPU kernel schedules; the GPU schedules read the plain layouts. `relaxc -S`
+# does not know the target and runs it: the rewritten kernels stay correct anywhere.
+SKIPPED_FOR_TARGET_KIND = {"cuda": ("pack-constant-weights",)}
 
 PIPELINES = {0: O0, 1: O1, 2: O2, 3: O3}
 
 
-def pipeline(opt_level: int) -> list[str]:
-    """The pass names of an -O level (0..3)."""
+def pipeline(opt_level: int, target_kind: str | None = None) -> list[str]:
+    """The pass names of an -O level (0..3), for targets of `target_kind` when given."""
     if opt_level not in PIPELINES:
         raise ValueError(f"optimization level must be 0..3, got {opt_level}")
-    return list(PIPELINES[opt_level])
+    return for_target_kind(PIPELINES[opt_level], target_kind)
+
+
+def for_target_kind(names, target_kind: str | None) -> list[str]:
+    """`names` without the passes that targets of `target_kind` leave out."""
+    skipped = SKIPPED_FOR_TARGET_KIND.get(target_kind, ())
+    return [name for name in names if name not in skipped]

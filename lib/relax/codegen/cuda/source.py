@@ -2,7 +2,7 @@
 
 Kernels not yet lowered are lowered for the cuda target first
 (relax.tir.pipeline.lower_for_codegen runs the default GPU schedule). Host shape
-functions (relax.build_cuda.is_host_kernel: vm-shape-lower's `shape_func`s on the
+functions (host_kernels.is_host_kernel: vm-shape-lower's `shape_func`s on the
 CPU shape heap) are not GPU kernels and are left out: the host .ko builds them.
 """
 
@@ -13,6 +13,7 @@ from ...ir import tir
 from ...ir.module import IRModule
 from .c_types import PRELUDE
 from .kernel import KernelPrinter
+from .host_kernels import is_host_kernel
 
 
 def cuda_target(target):
@@ -28,8 +29,6 @@ def cuda_target(target):
 
 def device_kernels(mod) -> dict[str, tir.PrimFunc]:
     """{name: PrimFunc} of the GPU kernels of an IRModule, a dict or one PrimFunc."""
-    from ...build_cuda import is_host_kernel
-
     if isinstance(mod, IRModule):
         funcs = dict(mod.prim_funcs())
     elif isinstance(mod, tir.PrimFunc):

@@ -104,17 +104,17 @@ def export_artifact(exe: Executable, path: str) -> None:
     from .linker import LinkInput, link
 
     stem = os.path.splitext(os.path.basename(path))[0]
-    info = getattr(exe, "link_info", None)
-    kernel_data = list(getattr(exe, "kernel_objects", []) or [])
+    info = exe.link_info
+    kernel_data = list(exe.kernel_objects)
     exec_mode = None
     if info is not None:
         names = [entry["name"] for entry in info.inputs]
         allow_undefined = tuple(info.flags.get("allow_undefined", ()))
         exec_mode = info.flags.get("exec_mode")
     else:
-        kinds = getattr(exe, "kernel_object_kinds", None)  # a cuda build: ["cuda", "host"], as relaxc names them
-        if kinds and len(kinds) == len(kernel_data):
-            names = [f"{stem}.vmo"] + [f"{stem}.{kind}.ko" for kind in kinds]
+        roles = exe.kernel_object_roles  # a cuda build: ["cuda", "host"], as relaxc names them
+        if roles and len(roles) == len(kernel_data):
+            names = [f"{stem}.vmo"] + [f"{stem}.{role}.ko" if role else f"{stem}.ko" for role in roles]
         else:
             names = [f"{stem}.vmo"] + [f"{stem}.ko" if len(kernel_data) == 1 else f"{stem}.{i}.ko"
                                        for i in range(len(kernel_data))]

@@ -46,6 +46,14 @@ class Executable:
     source_locations: dict[int, str] = field(default_factory=dict)
     # Kernel libraries (objects with get_function(name)); in memory only, never in a .vmo.
     imports: list[Any] = field(default_factory=list)
+    # What a build or a .vmx brings beside the bytecode, in memory only: the kernel objects
+    # (.ko bytes, for export) with the role of each ("" CPU kernels, "cuda", "host": they
+    # name the files, model.cuda.ko), the GPU ones read for a cuda VM as (name, KernelObject),
+    # and the link record of a .vmx (vmx.LinkInfo).
+    kernel_objects: list[bytes] = field(default_factory=list)
+    kernel_object_roles: list[str] = field(default_factory=list)
+    device_kernel_objects: list[tuple[str, Any]] = field(default_factory=list)
+    link_info: Any = None
 
     # ---- questions -----------------------------------------------------------------
 

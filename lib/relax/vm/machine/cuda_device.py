@@ -23,7 +23,7 @@ from ...runtime.cuda.tensors import is_device_array, to_device, to_host
 
 def device_kernel_objects(exe) -> list:
     """(name, decoded KernelObject) of the executable's cuda kernel objects."""
-    return list(getattr(exe, "device_kernel_objects", None) or [])
+    return list(exe.device_kernel_objects)
 
 
 def refuse_cpu(exe) -> None:

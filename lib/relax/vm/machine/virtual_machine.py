@@ -73,7 +73,7 @@ class VirtualMachine:
             from .cuda_device import attach
 
             attach(self)  # cupy, the cuda kernels, device copies of inputs and results
-        elif getattr(exe, "device_kernel_objects", None):
+        elif exe.device_kernel_objects:
             from .cuda_device import refuse_cpu
 
             refuse_cpu(exe)
@@ -83,7 +83,7 @@ class VirtualMachine:
         self._instrument: Callable | None = None
         self._bytecode = self._decode(hooked=False)
         if exec_mode is None:  # what the artifact asks for (relaxc/relaxld --exec-mode), else the interpreter
-            link_info = getattr(exe, "link_info", None)
+            link_info = exe.link_info
             exec_mode = link_info.flags.get("exec_mode", "interp") if link_info is not None else "interp"
         if exec_mode not in EXEC_MODES:
             raise UserError(f"unknown exec_mode '{exec_mode}' (expected one of: {', '.join(EXEC_MODES)})")
