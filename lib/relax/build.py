@@ -51,10 +51,8 @@ def build(mod: IRModule, target="llvm", opt_level: int = 2, lowered: bool = Fals
     exe = generate(mod)
     kernels = mod.prim_funcs()
     if kernels:
-        # Kernel schedules read the -O level from the pass context: build them under it.
-        with _context_at(opt_level):
-            parts = start_kernels(IRModule.from_functions(kernels), [target])
-            _attach_kernels(exe, [(part.role, part.result()) for part in parts], target)
+        parts = start_kernels(IRModule.from_functions(kernels), [target], context=_context_at(opt_level))
+        _attach_kernels(exe, [(part.role, part.result()) for part in parts], target)
     return exe
 
 
@@ -75,7 +73,7 @@ def _attach_kernels(exe, objects, target) -> None:
 
 
 def _context_at(opt_level: int):
-    """The current pass context (its config kept) at `opt_level`."""
+    """The kernels' configuration: the current pass context's config at `opt_level`."""
     import dataclasses
 
     from .ir.pass_infra import PassContext

@@ -53,10 +53,13 @@ def test_key_follows_kernels_targets_and_pass_context(cache):
 def test_source_edits_change_the_key(monkeypatch):
     funcs, targets = dict(KERNELS), [Target.host()]
     specs = [build_kernels.target_spec(t) for t in targets]
-    before = kernel_cache.cache_key(funcs, targets, specs)
-    assert kernel_cache.cache_key(funcs, targets, specs) == before
+    context = PassContext()
+    before = kernel_cache.cache_key(funcs, targets, specs, context)
+    assert kernel_cache.cache_key(funcs, targets, specs, context) == before
+    assert kernel_cache.cache_key(funcs, targets, specs, PassContext(opt_level=0)) != before
+    assert kernel_cache.cache_key(funcs, targets, specs, PassContext(config={"k": "v"})) != before
     monkeypatch.setattr(kernel_cache, "compiler_fingerprint", lambda: "another compiler")
-    assert kernel_cache.cache_key(funcs, targets, specs) != before
+    assert kernel_cache.cache_key(funcs, targets, specs, context) != before
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "magic", "empty"])

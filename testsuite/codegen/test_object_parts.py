@@ -109,7 +109,7 @@ def test_unlocked_calls_match_llvmlite():
     import llvmlite.binding as llvm
 
     from relax.codegen import llvm_unlocked
-    from relax.codegen.llvm_target import target_machine, target_spec
+    from relax.target.llvm_target import target_machine, target_spec
     from relax.runtime.kernels.llvm_compile import optimize
 
     spec = target_spec(Target.host())

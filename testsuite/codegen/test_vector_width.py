@@ -2,8 +2,8 @@
 
 import pytest
 
-from relax.codegen.llvm_target import target_spec
-from relax.codegen.vector_width import vector_bits
+from relax.target.llvm_target import target_spec
+from relax.target.vector_width import vector_bits
 from relax.tir.schedule.cpu import cpu_info
 
 

@@ -1,13 +1,15 @@
 """The code generation backends, one per target kind: where the kernels of a lowered
 module go and which kernel objects (.ko) they make.
 
-    start_kernels(mod, targets, cache) -> [KernelPart]    every build goes through here
+    start_kernels(mod, targets, cache, context) -> [KernelPart]    every build goes through here
 
 `relax.build`, relaxc's one-shot `-o model.vmx` and `relaxc --emit kernels` all call
 `start_kernels`; nothing else decides between llvm and cuda. A part has a role that
 names its file: the llvm backend makes one (`model.ko`); the cuda backend makes the
 GPU kernels (`model.cuda.ko`, NVRTC) and the shape functions, which run on the CPU's
-shape heap, for the target's host (`model.host.ko`, llvmlite). The pipeline's own
+shape heap, for the target's host (`model.host.ko`, llvmlite). `context` is the build's
+configuration (ir.pass_infra.PassContext: -O level, pass config), handed down to the
+schedules and the kernel cache key. The pipeline's own
 per-kind choices (which passes a cuda build leaves out) are data in
 transform/pipeline.py.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from ..diagnostics import UserError
 from ..ir.module import IRModule
+from ..ir.pass_infra import PassContext
 from .build_kernels import PendingKernelObject, start_kernel_object
 from .cuda.host_kernels import split_kernels
 
@@ -44,8 +47,8 @@ class LlvmBackend:
 
     kind = "llvm"
 
-    def start(self, mod, targets, cache=None, device: bool = True, empty_device: bool = False):
-        return [KernelPart("", start_kernel_object(mod, targets, cache))]
+    def start(self, mod, targets, cache, context, device: bool = True, empty_device: bool = False):
+        return [KernelPart("", start_kernel_object(mod, targets, cache, context))]
 
 
 class CudaBackend:
@@ -53,15 +56,15 @@ class CudaBackend:
 
     kind = "cuda"
 
-    def start(self, mod, targets, cache=None, device: bool = True, empty_device: bool = False):
+    def start(self, mod, targets, cache, context, device: bool = True, empty_device: bool = False):
         device_funcs, host_funcs = split_kernels(mod)
         parts = []
         if device and (device_funcs or empty_device):
-            data = cuda_codegen().build_cuda_kernel_object(IRModule.from_functions(device_funcs), targets)
+            data = cuda_codegen().build_cuda_kernel_object(IRModule.from_functions(device_funcs), targets, context)
             parts.append(KernelPart("cuda", PendingKernelObject(data)))
         if host_funcs:
             parts.append(KernelPart("host", start_kernel_object(IRModule.from_functions(host_funcs),
-                                                                [host_of(targets[0])], cache)))
+                                                                [host_of(targets[0])], cache, context)))
         return parts
 
 
@@ -80,14 +83,18 @@ def backend_for(targets):
     return BACKENDS[kind]
 
 
-def start_kernels(mod, targets, cache=None, device: bool = True, empty_device: bool = False) -> list[KernelPart]:
-    """The kernel objects of `mod`'s PrimFuncs for `targets`, LLVM compiling the CPU ones on
-    worker threads until `result()`. `device=False` leaves out a cuda build's GPU kernels;
+def start_kernels(mod, targets, cache=None, context=None, device: bool = True,
+                  empty_device: bool = False) -> list[KernelPart]:
+    """The kernel objects of `mod`'s PrimFuncs for `targets` under the PassContext `context`
+    (the current one when not given), LLVM compiling the CPU ones on worker threads until
+    `result()`. `device=False` leaves out a cuda build's GPU kernels;
     `empty_device` makes their object even when there are none (relaxc --emit kernels
     always writes its -o)."""
     if not targets:
         raise UserError("codegen: no target to build kernels for")
-    return backend_for(targets).start(mod, list(targets), cache, device, empty_device)
+    if context is None:
+        context = PassContext.current()
+    return backend_for(targets).start(mod, list(targets), cache, context, device, empty_device)
 
 
 def host_of(target):

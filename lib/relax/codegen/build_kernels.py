@@ -27,6 +27,7 @@ import llvmlite.ir as ir
 from ..diagnostics import UserError
 from ..ir import tir
 from ..ir.module import IRModule
+from ..ir.pass_infra import PassContext
 from ..ir.node import Node
 from ..runtime.kernels.library import KernelLibrary, load_kernel_library
 from ..runtime.kernels.llvm_compile import optimize
@@ -37,11 +38,11 @@ from .fresh_stack import call_on_fresh_stack
 from .kernel_object import CompiledTarget, pack_kernel_object
 from .kernel_order import generation_order
 from .loop_hints import resolve_loop_hints
-from .llvm_target import TargetSpec, target_machine, target_spec
+from ..target.llvm_target import TargetSpec, target_machine, target_spec
 from .object_parts import PartCompiler, cut_parts
 from .parallel import LAUNCHER, link_launcher
 from .vector_math import declare_vector_variants, map_to_libmvec, uses_libmvec, vector_intrinsics
-from .vector_width import vector_extensions
+from ..target.vector_width import vector_extensions
 
 
 def prim_funcs(mod) -> dict[str, tir.PrimFunc]:
@@ -77,12 +78,12 @@ def is_lowered(func: tir.PrimFunc) -> bool:
     return lowered(func.body)
 
 
-def lower(func: tir.PrimFunc, target) -> tir.PrimFunc:
+def lower(func: tir.PrimFunc, target, context=None) -> tir.PrimFunc:
     if is_lowered(func):
         return func
     from ..tir.pipeline import lower_for_codegen
 
-    return lower_for_codegen(func, target)
+    return lower_for_codegen(func, target, context)
 
 
 def kernel_groups(funcs: dict[str, tir.PrimFunc]) -> list[list[str]]:
@@ -95,7 +96,8 @@ def kernel_groups(funcs: dict[str, tir.PrimFunc]) -> list[list[str]]:
     return list(groups.values())
 
 
-def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None, groups=None):
+def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None, groups=None,
+                           context=None):
     """Yields, group by group (`groups`, default kernel_groups), the unoptimized LLVM IR text of
     a module holding the group's kernels, and their KernelInfo. Lowering happens here, one
     kernel at a time."""
@@ -108,7 +110,7 @@ def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, tar
         module.data_layout = layout
         # A kernel whose PrimFunc equals the group's first but for its name forwards to that
         # one's entry: its body is lowered, optimized and compiled once (kernel_dedup.py).
-        first = generate_shareable_kernel(module, names[0], lower(funcs[names[0]], lowering_target), flags)
+        first = generate_shareable_kernel(module, names[0], lower(funcs[names[0]], lowering_target, context), flags)
         infos = [first.info]
         for name in names[1:]:
             if first.names_itself:
@@ -121,12 +123,12 @@ def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, tar
         yield text, infos
 
 
-def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None):
+def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None, context=None):
     """The unoptimized LLVM module of all kernels (a parsed ModuleRef, the groups linked into
     one) and the KernelInfo of each kernel, by name."""
     module, infos = None, []
     try:
-        for text, group_infos in generate_kernel_groups(funcs, spec, target):
+        for text, group_infos in generate_kernel_groups(funcs, spec, target, context=context):
             infos += group_infos
             parsed = llvm.parse_assembly(text)
             if module is None:
@@ -145,10 +147,10 @@ def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, targe
     return module, sorted(infos, key=lambda info: info.name)
 
 
-def _compile(mod, target):
+def _compile(mod, target, context):
     target = _parsed(target)
     spec = target_spec(target)
-    module, infos = generate_llvm_module(prim_funcs(mod), spec, target)
+    module, infos = generate_llvm_module(prim_funcs(mod), spec, target, context)
     machine = target_machine(spec)
     optimize(module, machine, spec.opt_level)
     if uses_libmvec(spec.triple) and vector_intrinsics(module):
@@ -157,27 +159,27 @@ def _compile(mod, target):
     return machine, module
 
 
-def emit_llvm_ir(mod, target=None, optimized: bool = True) -> str:
+def emit_llvm_ir(mod, target=None, optimized: bool = True, context=None) -> str:
     if optimized:
-        _, module = _compile(mod, target)
+        _, module = _compile(mod, target, context)
         return str(module)
     spec = target_spec(target)
-    module, _ = generate_llvm_module(prim_funcs(mod), spec, target)
+    module, _ = generate_llvm_module(prim_funcs(mod), spec, target, context)
     return str(module)
 
 
-def emit_assembly(mod, target=None) -> str:
-    machine, module = _compile(mod, target)
+def emit_assembly(mod, target=None, context=None) -> str:
+    machine, module = _compile(mod, target, context)
     return machine.emit_assembly(module)
 
 
-def build_kernel_object(mod, targets, cache: KernelCache | None = None) -> bytes:
+def build_kernel_object(mod, targets, cache: KernelCache | None = None, context=None) -> bytes:
     """A .ko holding, for each target, its native object(s), bitcode and the kernels' metadata.
 
     `cache`: a kernel_cache.KernelCache to read and fill (relaxc passes the one the
     environment names, kernel_cache.default_cache()); a hit returns the bytes of the
     build that stored it. None, the default, builds every time."""
-    return start_kernel_object(mod, targets, cache).result()
+    return start_kernel_object(mod, targets, cache, context).result()
 
 
 class PendingKernelObject:
@@ -220,7 +222,7 @@ class PendingKernelObject:
         return data
 
 
-def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> PendingKernelObject:
+def start_kernel_object(mod, targets, cache: KernelCache | None = None, context=None) -> PendingKernelObject:
     """build_kernel_object, returning once every kernel is lowered and generated: LLVM goes on
     compiling the parts on worker threads (object_parts.py) while the caller does other work
     (relaxc generates the bytecode meanwhile). Errors of lowering and code generation are
@@ -230,9 +232,12 @@ def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> Pendi
     if not targets:
         raise UserError("codegen: no target to build kernels for")
     targets = [_parsed(target) for target in targets]
+    # The build's configuration (-O level, pass config), handed down to the schedules; read
+    # once here from the current PassContext when the caller gives none.
+    context = context if context is not None else PassContext.current()
     key = None
     if cache is not None:
-        key = cache_key(prim_funcs(mod), targets, [target_spec(target) for target in targets])
+        key = cache_key(prim_funcs(mod), targets, [target_spec(target) for target in targets], context)
         cached = cache.get(key)
         if cached is not None:
             return PendingKernelObject(cached)
@@ -240,14 +245,14 @@ def start_kernel_object(mod, targets, cache: KernelCache | None = None) -> Pendi
     try:
         # The lowering recurses deeply: on a thread of its own it runs at the bottom of
         # CPython's frame stack (fresh_stack.py).
-        pending = call_on_fresh_stack(_generate_and_submit, prim_funcs(mod), targets, compiler)
+        pending = call_on_fresh_stack(_generate_and_submit, prim_funcs(mod), targets, compiler, context)
     except BaseException:
         compiler.close()
         raise
     return PendingKernelObject(compiler=compiler, pending=pending, cache=cache, key=key)
 
 
-def _generate_and_submit(funcs, targets, compiler: PartCompiler) -> list:
+def _generate_and_submit(funcs, targets, compiler: PartCompiler, context) -> list:
     """Per target: its spec, the kernels' metadata, and the futures of its parts, submitted
     as they are cut from the generated kernels."""
     pending = []
@@ -256,7 +261,7 @@ def _generate_and_submit(funcs, targets, compiler: PartCompiler) -> list:
         infos, futures = [], []
         # The heaviest kernels first, so that LLVM's tail is a light one (kernel_order.py).
         order = generation_order(kernel_groups(funcs), funcs)
-        groups = generate_kernel_groups(funcs, spec, target, order)
+        groups = generate_kernel_groups(funcs, spec, target, order, context)
         for texts in cut_parts(_collect(groups, infos)):
             futures.append(compiler.submit(texts, spec))
         if not futures:  # no kernels: one empty part, so that every target has its object
@@ -288,6 +293,6 @@ def _parsed(target):
     return target
 
 
-def build_host_library(mod, target=None, prefer: str = "native") -> KernelLibrary:
+def build_host_library(mod, target=None, prefer: str = "native", context=None) -> KernelLibrary:
     """The kernels of `mod` compiled for this host and linked in-process."""
-    return load_kernel_library(build_kernel_object(mod, [target]), "<built>", prefer=prefer)
+    return load_kernel_library(build_kernel_object(mod, [target], context=context), "<built>", prefer=prefer)

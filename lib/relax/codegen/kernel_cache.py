@@ -121,12 +121,11 @@ def compiler_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def cache_key(funcs: dict, targets, specs) -> str:
-    """The key of building `funcs` ({name: PrimFunc}) for `targets` (with their TargetSpecs)."""
+def cache_key(funcs: dict, targets, specs, context) -> str:
+    """The key of building `funcs` ({name: PrimFunc}) for `targets` (with their TargetSpecs)
+    under the PassContext `context` (its -O level and config change the schedules)."""
     from ..ir.json import to_json
-    from ..ir.pass_infra import PassContext
 
-    context = PassContext.current()
     config = sorted((str(k), repr(v)) for k, v in context.config.items())
     digest = hashlib.sha256()
     header = {"targets": [str(t) for t in targets], "specs": [repr(s) for s in specs],

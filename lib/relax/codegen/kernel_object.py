@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..runtime.kernels import container
 from ..runtime.kernels.abi import KERNEL_ABI_VERSION
 from ..runtime.kernels.metadata import KernelInfo
-from .llvm_target import TargetSpec
+from ..target.llvm_target import TargetSpec
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,9 @@ from __future__ import annotations
 import os
 import sys
 
-from .compile import CompileOptions, check_module, kernel_cache, parse_source, resolve_targets, run_pipeline
+from .compile import (
+    CompileOptions, check_module, kernel_cache, kernel_context, parse_source, resolve_targets, run_pipeline,
+)
 from .io import write_bytes, write_text
 from .progress import StageProgress
 
@@ -127,7 +129,7 @@ def _start_kernels(mod, targets, stem: str, progress, options: CompileOptions) -
 
     progress.stage("kernels for " + ", ".join(getattr(t, "mtriple", "") or str(t) for t in targets))
     try:
-        return _PendingKernels(start_kernels(mod, targets, cache=kernel_cache(options)), stem)
+        return _PendingKernels(start_kernels(mod, targets, kernel_cache(options), kernel_context(options)), stem)
     except Exception as error:  # raised after the bytecode's own errors, as the stages go
         return _PendingKernels(error=error)
 

@@ -132,6 +132,13 @@ def kernels_of(mod, options: CompileOptions):
     return lower(mod, options.opt_level)
 
 
+def kernel_context(options: CompileOptions):
+    """The kernels' configuration, handed to code generation: the -O level and --pass-config."""
+    from ..ir.pass_infra import PassContext
+
+    return PassContext(opt_level=options.opt_level, config=_pass_config(options.pass_config))
+
+
 def kernel_cache(options: CompileOptions):
     """The kernel cache of this run: the environment's (RELAX_CACHE, RELAX_CACHE_DIR), none
     with --no-cache."""
@@ -148,7 +155,8 @@ def _emit_kernels(mod, options: CompileOptions) -> None:
     from ..codegen.backends import start_kernels
 
     targets = resolve_targets(options.targets, options.verbose)
-    parts = start_kernels(kernels_of(mod, options), targets, cache=kernel_cache(options), empty_device=True)
+    parts = start_kernels(kernels_of(mod, options), targets, kernel_cache(options), kernel_context(options),
+                          empty_device=True)
     by_role = {part.role: part for part in parts}
     if "host" in by_role and options.output in (None, "-"):
         raise UserError("--emit kernels for a cuda target needs -o FILE.cuda.ko: the shape functions "
@@ -172,19 +180,22 @@ def _single_target(options: CompileOptions):
 def _emit_llvm(mod, options: CompileOptions) -> None:
     from ..codegen.build_kernels import emit_llvm_ir
 
-    write_text(options.output, emit_llvm_ir(kernels_of(mod, options), _single_target(options)))
+    write_text(options.output, emit_llvm_ir(kernels_of(mod, options), _single_target(options),
+                                            context=kernel_context(options)))
 
 
 def _emit_asm(mod, options: CompileOptions) -> None:
     from ..codegen.build_kernels import emit_assembly
 
-    write_text(options.output, emit_assembly(kernels_of(mod, options), _single_target(options)))
+    write_text(options.output, emit_assembly(kernels_of(mod, options), _single_target(options),
+                                             context=kernel_context(options)))
 
 
 def _emit_cuda(mod, options: CompileOptions) -> None:
     from ..codegen.cuda import emit_cuda_source
 
-    write_text(options.output, emit_cuda_source(kernels_of(mod, options), _single_target(options)))
+    write_text(options.output, emit_cuda_source(kernels_of(mod, options), _single_target(options),
+                                                kernel_context(options)))
 
 
 EMITTERS = {"ir": _emit_ir, "json": _emit_json, "kernels": _emit_kernels, "llvm": _emit_llvm, "asm": _emit_asm,
@@ -249,12 +260,10 @@ def choose_emit(emit: str | None, lowered_text: bool, output: str | None) -> str
 
 
 def compile_main(options: CompileOptions) -> int:
-    # Every stage, kernel code generation included, sees the -O level and --pass-config.
-    from ..ir.pass_infra import PassContext
     from .collector import cycle_collection_paused
 
-    with cycle_collection_paused(), PassContext(opt_level=options.opt_level,
-                                                config=_pass_config(options.pass_config)):
+    _pass_config(options.pass_config)  # a malformed --pass-config fails before anything runs
+    with cycle_collection_paused():
         if options.emit in ARTIFACT_EMITS:
             from .artifact import compile_artifact
 

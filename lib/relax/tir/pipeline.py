@@ -1,14 +1,17 @@
 """The TIR lowering pipeline: schedulable TIR in, the lowered form of
 tir/__init__.py out, ready for a code generator.
 
-    lower_for_codegen(prim_func, target) -> prim_func
+    lower_for_codegen(prim_func, target, context) -> prim_func
 
-The passes run in the order of `passes(target)`, a plain list.
+The passes run in the order of `passes(target, context)`, a plain list. `context`
+(an ir.pass_infra.PassContext) is the build's configuration, handed down: its -O
+level and pass config decide whether the default schedules run.
 """
 
 from __future__ import annotations
 
 from ..ir import tir
+from ..ir.pass_infra import PassContext
 from .annotate_storage import AnnotateStorage
 from .convert_blocks_to_loops import ConvertBlocksToLoops
 from .default_cpu_schedule import DefaultCPUSchedule
@@ -16,14 +19,17 @@ from .gpu_schedule import GPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .lower_attr_stmts import LowerAttrStmts
 from .narrow_division import NarrowDivision
+from .gpu_schedule import rules_enabled as gpu_rules_enabled
 from .schedule import schedule_for_codegen
 from .simplify import Simplify
 from .verify_lowered import VerifyLowered
 
 
-def passes(target=None) -> list:
+def passes(target=None, context: PassContext | None = None) -> list:
+    context = context if context is not None else PassContext.current()
     if getattr(target, "kind", "llvm") == "cuda":
-        schedule = [GPUSchedule(target.max_threads_per_block)]  # gpu_schedule/: rules, else the default
+        # gpu_schedule/: its rules, else the default GPU schedule
+        schedule = [GPUSchedule(target.max_threads_per_block, rules=gpu_rules_enabled(context))]
     else:
         single_core = getattr(target, "num_cores", 0) == 1
         schedule = [] if single_core else [DefaultCPUSchedule()]
@@ -38,9 +44,11 @@ def passes(target=None) -> list:
     ]
 
 
-def lower_for_codegen(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
-    """`func` lowered for `target` (a relax.target.Target; None means a CPU)."""
-    func = schedule_for_codegen(func, target)  # tir/schedule/: default CPU schedules at -O1 and up
-    for tir_pass in passes(target):
+def lower_for_codegen(func: tir.PrimFunc, target=None, context: PassContext | None = None) -> tir.PrimFunc:
+    """`func` lowered for `target` (a relax.target.Target; None means a CPU) under the build
+    configuration `context` (the current PassContext when not given)."""
+    context = context if context is not None else PassContext.current()
+    func = schedule_for_codegen(func, target, context)  # tir/schedule/: default CPU schedules at -O1 and up
+    for tir_pass in passes(target, context):
         func = tir_pass.run(func)
     return func.with_fields(attrs=func.attrs.updated(**{"tir.lowered": True}))

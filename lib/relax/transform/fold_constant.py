@@ -183,9 +183,9 @@ class _KernelRunner:
         try:
             # Each kernel runs once, on the weights: its plain loop nest, unoptimized
             # (FOLD_TARGET), costs less to compile than it could ever save in running.
-            with PassContext(opt_level=0, config=PassContext.current().config):
-                library = build_host_library(IRModule.from_functions({names[k]: f for k, f in todo.items()}),
-                                             FOLD_TARGET)
+            context = PassContext(opt_level=0, config=PassContext.current().config)
+            library = build_host_library(IRModule.from_functions({names[k]: f for k, f in todo.items()}),
+                                         FOLD_TARGET, context=context)
         except Exception:  # a kernel this host cannot compile is simply not folded
             self.failed.update(todo)
             return False

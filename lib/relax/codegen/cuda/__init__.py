@@ -1,6 +1,6 @@
 """CUDA code generation: lowered TIR to CUDA C, compiled by NVRTC into a cuda .ko.
 
-    build_cuda_kernel_object(mod_or_funcs, targets) -> bytes    .ko: per arch a cubin and PTX
+    build_cuda_kernel_object(mod_or_funcs, targets, context) -> bytes    .ko: per arch a cubin and PTX
     emit_cuda_source(mod_or_funcs, target) -> str               `relaxc --emit cuda`
     cuda_problem() -> str | None                                why NVRTC cannot be used here
 
@@ -18,9 +18,9 @@ from .nvrtc import cuda_problem
 from .source import generate_source
 
 
-def emit_cuda_source(mod_or_funcs, target) -> str:
+def emit_cuda_source(mod_or_funcs, target, context=None) -> str:
     """The CUDA C source of the GPU kernels of `mod_or_funcs` for a cuda `target`."""
-    return generate_source(mod_or_funcs, target)[0]
+    return generate_source(mod_or_funcs, target, context)[0]
 
 
 __all__ = ["build_cuda_kernel_object", "cuda_problem", "emit_cuda_source", "generate_source"]

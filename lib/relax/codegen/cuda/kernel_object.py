@@ -18,8 +18,9 @@ from .source import cuda_target, generate_source
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 
 
-def build_cuda_kernel_object(mod_or_funcs, targets) -> bytes:
-    """The .ko bytes of the GPU kernels of `mod_or_funcs` for cuda `targets` (Targets or strings)."""
+def build_cuda_kernel_object(mod_or_funcs, targets, context=None) -> bytes:
+    """The .ko bytes of the GPU kernels of `mod_or_funcs` for cuda `targets` (Targets or strings),
+    lowered under the build's PassContext `context` (the current one when not given)."""
     if not isinstance(targets, (list, tuple)):
         targets = [targets]
     if not targets:
@@ -32,7 +33,7 @@ def build_cuda_kernel_object(mod_or_funcs, targets) -> bytes:
         if arch in seen:
             raise UserError(f"codegen: cuda: arch '{arch}' is given twice")
         seen.add(arch)
-        source, infos = generate_source(mod_or_funcs, target)
+        source, infos = generate_source(mod_or_funcs, target, context)
         what = f"kernels {', '.join(info.name for info in infos)}" if infos else "the kernels"
         if kernels is None:
             kernels = infos

@@ -38,21 +38,22 @@ def device_kernels(mod) -> dict[str, tir.PrimFunc]:
     return {name: func for name, func in funcs.items() if not is_host_kernel(name, func)}
 
 
-def _lowered(func: tir.PrimFunc, target) -> tir.PrimFunc:
+def _lowered(func: tir.PrimFunc, target, context) -> tir.PrimFunc:
     if func.attrs and func.attrs.get("tir.lowered"):
         return func
     from ...tir.pipeline import lower_for_codegen
 
-    return lower_for_codegen(func, target)
+    return lower_for_codegen(func, target, context)
 
 
-def generate_source(mod, target) -> tuple[str, tuple]:
-    """(CUDA C source of every GPU kernel, their KernelInfos sorted by name)."""
+def generate_source(mod, target, context=None) -> tuple[str, tuple]:
+    """(CUDA C source of every GPU kernel, their KernelInfos sorted by name), lowered under
+    the build's PassContext `context` (the current one when not given)."""
     target = cuda_target(target)
     funcs = device_kernels(mod)
     parts, infos = [PRELUDE], []
     for name in sorted(funcs):
-        text, info = KernelPrinter(name, _lowered(funcs[name], target)).generate()
+        text, info = KernelPrinter(name, _lowered(funcs[name], target, context)).generate()
         parts.append(f"// kernel {name}\n{text}")
         infos.append(info)
     return "\n".join(parts), tuple(infos)

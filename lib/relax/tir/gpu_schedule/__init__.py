@@ -65,6 +65,12 @@ def _enabled(value) -> bool:
     return str(value).strip().lower() not in ("0", "false", "off", "no")
 
 
+def rules_enabled(context) -> bool:
+    """Whether the rules run under the PassContext `context`: at -O1 and up, unless its
+    config turns them off (CONFIG_KEY)."""
+    return context.opt_level >= 1 and _enabled(context.get_config(CONFIG_KEY, True))
+
+
 class GPUSchedule:
     """The pass object: `GPUSchedule(max_threads_per_block).run(func)`; see the module docstring.
 
@@ -84,13 +90,13 @@ class GPUSchedule:
         if has_thread_bindings(func):
             return func
         rules = self.rules
-        if rules is None:
+        if rules is None:  # run as a pass of its own (--passes gpu-schedule): its context decides
             from ...ir.pass_infra import PassContext
-            context = PassContext.current()
-            rules = context.opt_level >= 1 and _enabled(context.get_config(CONFIG_KEY, True))
+
+            rules = rules_enabled(PassContext.current())
         statements, rebuild = top_level(func.body)
         scheduled = [schedule_nest(stmt, self.options, f"k{index}", rules) for index, stmt in enumerate(statements)]
         return func.with_fields(body=rebuild(scheduled))
 
 
-__all__ = ["CONFIG_KEY", "GPUSchedule", "GpuOptions", "RULES", "choose_rule", "schedule_nest"]
+__all__ = ["CONFIG_KEY", "GPUSchedule", "GpuOptions", "RULES", "choose_rule", "rules_enabled", "schedule_nest"]

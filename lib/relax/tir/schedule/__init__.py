@@ -132,11 +132,12 @@ def _enabled(value) -> bool:
     return str(value).strip().lower() not in ("0", "false", "off", "no")
 
 
-def schedule_for_codegen(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
-    """The hook lower_for_codegen calls: the default schedule at -O1 and above on CPU targets."""
+def schedule_for_codegen(func: tir.PrimFunc, target=None, context=None) -> tir.PrimFunc:
+    """The hook lower_for_codegen calls: the default schedule at -O1 and above on CPU targets
+    (`context`: the build's PassContext, the current one when not given)."""
     from ...ir.pass_infra import PassContext
 
-    context = PassContext.current()
+    context = context if context is not None else PassContext.current()
     if context.opt_level < 1 or not _enabled(context.get_config(CONFIG_KEY, True)):
         return func
     if getattr(target, "kind", "llvm") != "llvm":

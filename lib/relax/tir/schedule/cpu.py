@@ -4,7 +4,7 @@
     cpu_info(Target("llvm -mcpu=x86-64-v3"))  ->  CpuInfo(wide_registers=False)
     cpu_info(None)                            ->  this host's
 
-Read from the CPU and features codegen compiles for (relax.codegen.llvm_target and
+Read from the CPU and features codegen compiles for (relax.target.llvm_target and
 vector_width), never from the host unless the target is the host: a cross target,
 or a lower x86-64 level built on an AVX-512 machine, gets the schedule of its own CPU.
 """
@@ -12,6 +12,9 @@ or a lower x86-64 level built on an AVX-512 machine, gets the schedule of its ow
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ...target.llvm_target import target_spec
+from ...target.vector_width import vector_bits
 
 
 @dataclass(frozen=True)
@@ -21,9 +24,6 @@ class CpuInfo:
 
 def cpu_info(target=None) -> CpuInfo:
     try:
-        from ...codegen.llvm_target import target_spec
-        from ...codegen.vector_width import vector_bits
-
         spec = target_spec(target)
     except Exception:  # a target codegen cannot describe gets the conservative schedule
         return CpuInfo()

@@ -47,7 +47,7 @@ def target_spec(target) -> TargetSpec:
     if isinstance(target, TargetSpec):
         return target
     if isinstance(target, str):
-        from ..target import Target
+        from . import Target
 
         target = Target.parse(target)
     kind = getattr(target, "kind", "llvm")
