@@ -133,6 +133,15 @@ def test_assembler_errors_point_at_line_and_column():
     assert "expected constant c[0] here" in _listing_error(text)[2]
 
 
+def test_the_assembler_reads_the_opcode_tables_layouts():
+    # Usage messages and the parse come from isa.OPCODES' mnemonic and layout.
+    assert _listing_error("@f packed_func;\n\n@main:\n  call  f %0 %1\n")[2] == (
+        "expected 'call NAME in: ARGS dst: REGISTER'")
+    assert _listing_error("@main:\n  If    %0 3\n")[2] == "expected 'If REGISTER, OFFSET'"
+    assert _listing_error("@main:\n  goto  x\n")[2] == "expected an integer, not 'x'"
+    assert _listing_error("@main:\n  ret   %void\n")[2] == "%void is not allowed here"
+
+
 def test_assembler_reports_every_bad_instruction():
     with pytest.raises(DiagnosticError) as info:
         assemble("@main:\n  jump  3\n  ret   %x\n  goto  1\n", "bad.vmasm")

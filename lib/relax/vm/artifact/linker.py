@@ -23,7 +23,7 @@ from typing import Sequence
 
 from ...diagnostics import Diagnostic, DiagnosticError, UserError
 from . import vmx
-from ..bytecode.executable import Executable
+from ..bytecode.executable import EXEC_MODES, Executable
 from ..bytecode.isa import ArgKind, FuncKind, Opcode, decode_arg
 
 VMTIR_PREFIX = "__vmtir__"
@@ -167,8 +167,8 @@ def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefine
         raise DiagnosticError([Diagnostic("error", message) for message in problems])
     flags = {"allow_undefined": list(dict.fromkeys(allow_undefined)), "target_check": bool(target_check)}
     if exec_mode is not None:
-        if exec_mode not in vmx.EXEC_MODES:
-            raise UserError(f"unknown exec mode '{exec_mode}' (expected one of: {', '.join(vmx.EXEC_MODES)})")
+        if exec_mode not in EXEC_MODES:
+            raise UserError(f"unknown exec mode '{exec_mode}' (expected one of: {', '.join(EXEC_MODES)})")
         flags["exec_mode"] = exec_mode
     info = vmx.LinkInfo(
         producer=vmx.PRODUCER,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from ...version import FORMAT_VERSIONS, __version__
 from ..bytecode.binary import FormatError
+from ..bytecode.executable import EXEC_MODES
 
 MAGIC = b"\x7fRLXVX\r\n"
 HEADER = struct.Struct("<8sHHIQ32s")
@@ -50,9 +51,9 @@ RESOLUTIONS = ("kernel", "runtime", "undefined")
 
 # The manifest's entries: field -> type. Reading checks them all (extra fields are allowed).
 FLAG_FIELDS = {"allow_undefined": list, "target_check": bool}
-# The VM exec mode the artifact asks for (relaxld/relaxc --exec-mode); optional: absent, a
-# VM runs as it is told (VirtualMachine's and relaxrun's own default, the interpreter).
-EXEC_MODES = ("interp", "compiled")
+# The flag "exec_mode", one of EXEC_MODES, is the VM exec mode the artifact asks for
+# (relaxld/relaxc --exec-mode); optional: absent, a VM runs as it is told (VirtualMachine's
+# and relaxrun's own default, the interpreter).
 INPUT_FIELDS = {"kind": str, "name": str, "size": int, "sha256": str}
 TARGET_FIELDS = {"kernel_object": int, "triple": str, "cpu": str, "features": str, "abi_version": int}
 SYMBOL_FIELDS = {"name": str, "resolution": str}

@@ -17,6 +17,10 @@ from ...diagnostics import UserError
 from .isa import FuncKind, Instruction, decode_instruction
 
 
+# How a VM runs an executable's bytecode functions: the dispatch loop, or each function as
+# one Python function (vm/machine/compiled_mode.py). A .vmx may ask for one (vmx.py).
+EXEC_MODES = ("interp", "compiled")
+
 # Writers of other containers, by file suffix: the linker registers ".vmx" here.
 EXPORTERS: dict[str, Callable[["Executable", str], None]] = {}
 

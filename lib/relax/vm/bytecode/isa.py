@@ -64,17 +64,23 @@ class OpcodeInfo:
     register_fields: tuple[str, ...]  # those fields that name a register
     offset_fields: tuple[str, ...]    # those fields that are relative jump offsets
     variadic: bool             # a count word then that many argument words follow
+    # The listing line after the mnemonic (padded to 6), TVM's as_text layout: listing.py
+    # prints it and the assembler reads it back. {args} stands for the argument words.
+    layout: str
 
 
 OPCODES: dict[int, OpcodeInfo] = {
     info.opcode: info
     for info in (
-        OpcodeInfo(Opcode.CALL, "call", ("dst", "func_index"), ("dst",), (), True),
-        OpcodeInfo(Opcode.RET, "ret", ("result",), ("result",), (), False),
-        OpcodeInfo(Opcode.GOTO, "goto", ("pc_offset",), (), ("pc_offset",), False),
-        OpcodeInfo(Opcode.IF, "If", ("cond", "false_offset"), ("cond",), ("false_offset",), False),
+        OpcodeInfo(Opcode.CALL, "call", ("dst", "func_index"), ("dst",), (), True,
+                   "{func_index:<16} in: {args:<12} dst: {dst}"),
+        OpcodeInfo(Opcode.RET, "ret", ("result",), ("result",), (), False, "{result}"),
+        OpcodeInfo(Opcode.GOTO, "goto", ("pc_offset",), (), ("pc_offset",), False, "{pc_offset}"),
+        OpcodeInfo(Opcode.IF, "If", ("cond", "false_offset"), ("cond",), ("false_offset",), False,
+                   "{cond}, {false_offset}"),
     )
 }
+BY_MNEMONIC: dict[str, OpcodeInfo] = {info.mnemonic: info for info in OPCODES.values()}
 
 
 @dataclass(frozen=True)

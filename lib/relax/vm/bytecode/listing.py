@@ -50,16 +50,20 @@ def _func_name(exe: Executable, index: int) -> str:
 
 
 def format_instruction(exe: Executable, instr: Instruction) -> str:
-    """One instruction line as TVM prints it, without the two leading spaces."""
-    if instr.opcode == Opcode.CALL:
-        args = ", ".join(format_arg(exe, word) for word in instr.args)
-        name = _func_name(exe, instr.field("func_index"))
-        return f"{'call':<6}{name:<16} in: {args:<12} dst: {register_name(instr.field('dst'))}"
-    if instr.opcode == Opcode.RET:
-        return f"{'ret ':<6}{register_name(instr.field('result'))}"
-    if instr.opcode == Opcode.GOTO:
-        return f"{'goto':<6}{instr.field('pc_offset')}"
-    return f"{'If':<6}{register_name(instr.field('cond'))}, {instr.field('false_offset')}"
+    """One instruction line as TVM prints it, without the two leading spaces: the opcode
+    table's mnemonic and layout (isa.OPCODES)."""
+    info = instr.info
+    values = {}
+    for name, value in zip(info.fields, instr.fields):
+        if name in info.register_fields:
+            values[name] = register_name(value)
+        elif name == "func_index":
+            values[name] = _func_name(exe, value)
+        else:
+            values[name] = value
+    if info.variadic:
+        values["args"] = ", ".join(format_arg(exe, word) for word in instr.args)
+    return f"{info.mnemonic:<6}" + info.layout.format(**values)
 
 
 def function_text(exe: Executable, info: FuncInfo) -> str:

@@ -14,7 +14,7 @@ import re
 from ...diagnostics import SOURCES, DiagnosticError, Diagnostic, Span
 from ..bytecode.constant_text import ConstantSyntaxError, parse_constant
 from ..bytecode.executable import Executable, FuncInfo
-from ..bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Instruction, call, encode_arg, goto, if_, ret
+from ..bytecode.isa import BY_MNEMONIC, VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Instruction, encode_arg
 from ..bytecode.verifier import verify
 
 _PACKED = re.compile(r"@(\S+) packed_func;")
@@ -182,33 +182,57 @@ def _emit_function(exe: Executable, function: _Function, instructions: list[Inst
 
 # ---- instruction lines -----------------------------------------------------------------------
 
+def _layout_pattern(layout: str) -> re.Pattern:
+    """A regex reading back what isa's `layout` prints: each {field} a group, the text
+    between them with any run of spaces."""
+    pieces = re.split(r"\{(\w+)(?::[^}]*)?\}", layout)
+    pattern = ""
+    for index, piece in enumerate(pieces):
+        if index % 2:
+            pattern += f"(?P<{piece}>.*?)"
+        elif piece.strip():
+            pattern += (r"\s+" if piece.startswith(" ") else r"\s*") + re.escape(piece.strip()) + r"\s*"
+    return re.compile(pattern + "$")
+
+
+_PATTERNS = {mnemonic: _layout_pattern(info.layout) for mnemonic, info in BY_MNEMONIC.items()}
+# How a usage message names each kind of field.
+_USAGE = {"func_index": "NAME", "args": "ARGS", "register": "REGISTER", "offset": "OFFSET"}
+
+
+def _usage(info) -> str:
+    def name(field: str) -> str:
+        if field in info.register_fields:
+            return _USAGE["register"]
+        return _USAGE.get(field, _USAGE["offset"])
+
+    return f"{info.mnemonic} " + re.sub(r"\{(\w+)(?::[^}]*)?\}", lambda m: name(m.group(1)), info.layout)
+
+
 def _instruction(line: _Line, names: dict[str, int]) -> Instruction:
-    stripped = line.text.strip()
-    mnemonic, _, rest = stripped.partition(" ")
-    rest = rest.strip()
-    if mnemonic == "call":
-        return _call(line, rest, names)
-    if mnemonic == "ret":
-        return ret(_register(line, rest))
-    if mnemonic == "goto":
-        return goto(_integer(line, rest))
-    if mnemonic == "If":
-        cond, _, offset = rest.partition(",")
-        return if_(_register(line, cond.strip()), _integer(line, offset.strip()))
-    raise line.error(f"unknown instruction '{mnemonic}' (expected call, ret, goto or If)")
+    mnemonic, _, rest = line.text.strip().partition(" ")
+    info = BY_MNEMONIC.get(mnemonic)
+    if info is None:
+        known = list(BY_MNEMONIC)
+        raise line.error(f"unknown instruction '{mnemonic}' (expected {', '.join(known[:-1])} or {known[-1]})")
+    match = _PATTERNS[mnemonic].match(rest.strip())
+    if match is None:
+        raise line.error(f"expected '{_usage(info)}'")
+    fields = tuple(_field(line, info, name, match.group(name).strip(), names) for name in info.fields)
+    words = ()
+    if info.variadic:
+        words = tuple(_argument(line, word.strip(), names) for word in match.group("args").split(",") if word.strip())
+    return Instruction(info.opcode, fields, words)
 
 
-def _call(line: _Line, rest: str, names: dict[str, int]) -> Instruction:
-    name, found, tail = rest.partition(" in: ")
-    arguments, found_dst, dst = tail.rpartition(" dst: ")
-    if not found or not found_dst:
-        raise line.error("expected 'call NAME in: ARGS dst: REGISTER'")
-    name = name.strip()
-    if name not in names:
-        raise line.error(f"call to '{name}', which is not a function of this listing",
-                         line.text.index(name) + 1)
-    words = [_argument(line, word.strip(), names) for word in arguments.split(",") if word.strip()]
-    return call(names[name], words, _register(line, dst.strip(), allow_void=True))
+def _field(line: _Line, info, name: str, text: str, names: dict[str, int]) -> int:
+    if name == "func_index":
+        if text not in names:
+            raise line.error(f"call to '{text}', which is not a function of this listing", line.text.index(text) + 1)
+        return names[text]
+    if name in info.register_fields:
+        return _register(line, text, allow_void=name == "dst")  # a call may discard its result
+    return _integer(line, text)
 
 
 def _argument(line: _Line, text: str, names: dict[str, int]) -> int:

@@ -25,7 +25,7 @@ from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
 from .decoder import (
     CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function, empty_function,
 )
-from ..bytecode.executable import Executable
+from ..bytecode.executable import EXEC_MODES, Executable
 from .entry_checks import install_checks
 from .static_memory import install_sites
 from .compiled_mode import compile_functions
@@ -33,7 +33,6 @@ from .native_mode import native_function
 from ..bytecode.isa import FuncKind
 
 MAX_FRAMES = 200_000
-EXEC_MODES = ("interp", "compiled")
 
 
 class VMInstrumentReturnKind(enum.IntEnum):
