@@ -13,15 +13,14 @@ from __future__ import annotations
 import enum
 from typing import Any, Callable
 
-import numpy as np
-
 from ...diagnostics import UserError
 from ...runtime.allocator import make_allocator
 from ...runtime.device import CPU, CUDA, Device, cpu
 from ...runtime.errors import Frame, VMError
-from ...runtime.objects import Closure, ShapeTuple
+from ...runtime.objects import Closure
 from ...runtime.registry import get_global_func
 from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
+from .function_api import FunctionAPI
 from .decoder import (
     CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function, empty_function,
 )
@@ -52,7 +51,7 @@ def _unresolved(name: str) -> Callable:
     return missing
 
 
-class VirtualMachine:
+class VirtualMachine(FunctionAPI):
     def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str | None = None,
                  native: bool = True):
         if isinstance(exe, str):
@@ -304,80 +303,6 @@ class VirtualMachine:
             instrument(target, name, False, result, *args)
         return result
 
-    # ---- Python API --------------------------------------------------------------------
-
-    def __getitem__(self, name: str) -> Callable:
-        if name in self._saved:
-            return self._saved[name]
-        function = self._function(name)
-        if function is None:
-            raise UserError(f"no function '{name}' in the executable")
-
-        def call(*args, **kwargs):
-            return self._call_from_python(function, args, kwargs)
-
-        call.__name__ = name
-        return call
-
-    def _bind(self, function, args: tuple, kwargs: dict) -> tuple:
-        if kwargs:
-            names = list(function.param_names)
-            bound = list(args) + [None] * (function.num_args - len(args))
-            for key, value in kwargs.items():
-                if key not in names:
-                    raise UserError(f"function '{function.name}' has no parameter '{key}'")
-                bound[names.index(key)] = value
-            args = tuple(bound)
-        if len(args) != function.num_args:
-            params = f" ({', '.join(function.param_names)})" if function.param_names else ""
-            raise UserError(f"function '{function.name}' takes {function.num_args} arguments{params}, "
-                            f"got {len(args)}")
-        return tuple(to_runtime(arg) for arg in args)
-
-    def _call_from_python(self, function, args: tuple, kwargs: dict):
-        return self._execute(function, self._bind(function, args, kwargs))
-
-    def set_input(self, func_name: str, *args, **kwargs) -> None:
-        function = self._require(func_name)
-        self._inputs[func_name] = self._bind(function, args, kwargs)
-
-    def invoke_stateful(self, func_name: str) -> None:
-        function = self._require(func_name)
-        if func_name not in self._inputs:
-            raise UserError(f"no inputs set for '{func_name}'; call set_input first")
-        self._outputs[func_name] = self._execute(function, self._inputs[func_name])
-
-    def get_outputs(self, func_name: str):
-        if func_name not in self._outputs:
-            raise UserError(f"no outputs for '{func_name}'; call invoke_stateful first")
-        return self._outputs[func_name]
-
-    def save_function(self, func_name: str, saved_name: str, *args, include_return: bool = True, **kwargs):
-        """Binds `args` to `func_name` once; `vm[saved_name]()` then runs it with no conversion."""
-        function = self._require(func_name)
-        bound = self._bind(function, args, kwargs)
-
-        def saved():
-            result = self._execute(function, bound)
-            return result if include_return else None
-
-        self._saved[saved_name] = saved
-
-    def get_function_arity(self, func_name: str) -> int:
-        return self._require(func_name).num_args
-
-    def get_function_param_name(self, func_name: str, index: int) -> str:
-        function = self._require(func_name)
-        if not 0 <= index < len(function.param_names):
-            raise UserError(f"function '{func_name}' has no parameter name at index {index}")
-        return function.param_names[index]
-
-    def _require(self, func_name: str):
-        function = self._function(func_name)
-        if function is None:
-            raise UserError(f"no function '{func_name}' in the executable")
-        return function
-
     def set_instrument(self, instrument: Callable | None) -> None:
         """Calls `instrument(func, func_symbol, before_run, ret_value, *args)` around every Call.
 
@@ -400,18 +325,3 @@ class VirtualMachine:
         from .profiling import profile
 
         return profile(self, func_name, args)
-
-
-def to_runtime(value):
-    """A Python/numpy value as the VM holds it (C-contiguous arrays, ints, tuples)."""
-    if isinstance(value, np.ndarray):
-        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
-    if isinstance(value, ShapeTuple) or isinstance(value, (str, Closure)) or value is None:
-        return value
-    if isinstance(value, tuple):
-        return tuple(to_runtime(item) for item in value)
-    if isinstance(value, list):
-        return tuple(to_runtime(item) for item in value)
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
