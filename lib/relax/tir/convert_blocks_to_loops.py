@@ -31,7 +31,7 @@ def allocation(buffer: tir.Buffer, body: tir.Stmt) -> tir.Stmt:
                         tir.DeclBuffer(buffer, body), scope=buffer.scope)
 
 
-class _BufferData(Rewriter):
+class BufferData(Rewriter):
     """Gives every buffer without a `data` variable one (allocations need a handle)."""
 
     def __init__(self):
@@ -95,7 +95,7 @@ class ConvertBlocksToLoops:
     name = "convert-blocks-to-loops"
 
     def run(self, func: tir.PrimFunc) -> tir.PrimFunc:
-        data = _BufferData()
+        data = BufferData()
         buffer_map = tuple((var, data.visit(buffer)) for var, buffer in func.buffer_map)
         body = _Converter().visit(data.visit(func.body))
         return func.with_fields(body=body, buffer_map=buffer_map)

@@ -30,7 +30,7 @@ def _launch(body: tir.Stmt, blocks, threads, dtype: str, name: str):
                    thread_tag="blockIdx.x")
 
 
-def _schedule_nest(stmt: tir.Stmt, max_threads: int, name: str) -> tir.Stmt:
+def schedule_nest(stmt: tir.Stmt, max_threads: int, name: str) -> tir.Stmt:
     spatial = spatial_prefix(stmt)
     if not spatial:
         return _launch(lambda bx, tx: stmt, _int("int32", 1), _int("int32", 1), "int32", name)
@@ -105,5 +105,5 @@ class DefaultGPUSchedule:
         if has_thread_bindings(func):
             return func
         statements, rebuild = top_level(func.body)
-        scheduled = [_schedule_nest(stmt, self.max_threads, f"k{index}") for index, stmt in enumerate(statements)]
+        scheduled = [schedule_nest(stmt, self.max_threads, f"k{index}") for index, stmt in enumerate(statements)]
         return func.with_fields(body=rebuild(scheduled))

@@ -20,7 +20,7 @@ dimension) stays a Ramp over the flat offset; a Broadcast index broadcasts it.
 from __future__ import annotations
 
 from ..ir import tir
-from .convert_blocks_to_loops import _BufferData
+from .convert_blocks_to_loops import BufferData
 from .errors import LoweringError
 from .rewrite import Rewriter, collect
 
@@ -187,7 +187,7 @@ class FlattenBuffers:
     name = "flatten-buffers"
 
     def run(self, func: tir.PrimFunc) -> tir.PrimFunc:
-        data = _BufferData()
+        data = BufferData()
         buffer_map = tuple((var, data.visit(buffer)) for var, buffer in func.buffer_map)
         flattener = _Flattener()
         for _, buffer in buffer_map:

@@ -14,7 +14,7 @@ from ..ir import dtype as dt
 from ..ir import tir
 from .arith.bounds import bound
 from .rewrite import Rewriter
-from .simplify import _shape_env, _Simplifier
+from .simplify import shape_env, Simplifier
 
 
 class _DivisionNarrower(Rewriter):
@@ -36,7 +36,7 @@ class _DivisionNarrower(Rewriter):
     visit_FloorDiv = visit_FloorMod = _narrow
 
 
-class _Narrower(_Simplifier):
+class _Narrower(Simplifier):
     """Walks statements with the loop ranges of simplify; rewrites only divisions."""
 
     def expr(self, expr):
@@ -60,4 +60,4 @@ class NarrowDivision:
     name = "narrow-division"
 
     def run(self, func: tir.PrimFunc) -> tir.PrimFunc:
-        return func.with_fields(body=_Narrower(_shape_env(func)).visit(func.body))
+        return func.with_fields(body=_Narrower(shape_env(func)).visit(func.body))

@@ -51,7 +51,7 @@ def _refine(env: dict, condition) -> dict:
     return {**env, var: Interval(lo, hi)}
 
 
-class _Simplifier(Rewriter):
+class Simplifier(Rewriter):
     def __init__(self, env: dict):
         self.env = env
         self.ranges: dict = {}
@@ -138,20 +138,20 @@ class _Simplifier(Rewriter):
         return flat[0] if len(flat) == 1 else tir.SeqStmt(tuple(flat), span=stmt.span)
 
 
-def _with_buffers(simplifier: _Simplifier, expr):
+def _with_buffers(simplifier: Simplifier, expr):
     """Buffers inside an expression get their memoized simplified form."""
     return _BufferSwap(simplifier).visit(expr)
 
 
 class _BufferSwap(Rewriter):
-    def __init__(self, owner: _Simplifier):
+    def __init__(self, owner: Simplifier):
         self.owner = owner
 
     def visit_Buffer(self, buffer):
         return self.owner.visit_Buffer(buffer)
 
 
-def _shape_env(func: tir.PrimFunc) -> dict:
+def shape_env(func: tir.PrimFunc) -> dict:
     """Symbolic extents of parameter buffers are sizes: at least zero."""
     env = {}
     for _, buffer in func.buffer_map:
@@ -182,5 +182,5 @@ class Simplify:
     name = "simplify"
 
     def run(self, func: tir.PrimFunc) -> tir.PrimFunc:
-        simplifier = _Simplifier(_shape_env(func))
+        simplifier = Simplifier(shape_env(func))
         return func.with_fields(body=simplifier.visit(func.body))

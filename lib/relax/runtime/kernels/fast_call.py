@@ -108,11 +108,11 @@ def make_fast_call(kernel):
         checks.append(f"a{index}.__class__ is ndarray and a{index}.dtype is D{index} and a{index}.shape == S{index} "
                       f"and a{index}.flags.c_contiguous")
         loads.append(f"p{index} = read(id(a{index}) + {DATA_OFFSET}).value")
-        sizes[index] = _nbytes(param.shape, dtype)
+        sizes[index] = array_nbytes(param.shape, dtype)
     pointer_checks = [f"p{i} % {dtype.itemsize} == 0" for i, (_, _, dtype, _) in enumerate(buffers) if dtype.itemsize > 1]
     pointer_checks += _overlap_checks(kernel, sizes)
     args = ", ".join(f"a{i}" for i in range(count))
-    native_entry = fast_native.native_entry(kernel, sizes, _overlaps(kernel, sizes)) if count else None
+    native_entry = fast_native.native_entry(kernel, sizes, buffers_overlap(kernel, sizes)) if count else None
     if native_entry is not None:
         namespace["entry"] = native_entry
         lines = ["def fast_call(*args):", "    if entry(args):", "        return checked(*args)"]
@@ -147,14 +147,14 @@ def _finish(kernel, lines: list, namespace: dict):
     return function
 
 
-def _nbytes(shape, dtype) -> int:
+def array_nbytes(shape, dtype) -> int:
     count = 1
     for dim in shape:
         count *= dim
     return count * dtype.itemsize
 
 
-def _overlaps(kernel, sizes: dict[int, int]) -> list[tuple[int, int, int, int]]:
+def buffers_overlap(kernel, sizes: dict[int, int]) -> list[tuple[int, int, int, int]]:
     """For tir.noalias kernels, (written, other, written bytes, other bytes): pairs that must be disjoint."""
     if not kernel.info.noalias or len(sizes) < 2:
         return []
@@ -169,4 +169,4 @@ def _overlaps(kernel, sizes: dict[int, int]) -> list[tuple[int, int, int, int]]:
 
 
 def _overlap_checks(kernel, sizes: dict[int, int]) -> list[str]:
-    return [f"(p{w} >= p{o} + {o_size} or p{o} >= p{w} + {w_size})" for w, o, w_size, o_size in _overlaps(kernel, sizes)]
+    return [f"(p{w} >= p{o} + {o_size} or p{o} >= p{w} + {w_size})" for w, o, w_size, o_size in buffers_overlap(kernel, sizes)]

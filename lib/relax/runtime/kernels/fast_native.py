@@ -184,10 +184,10 @@ class _Plan:
     """What fast_call.py's eligibility and overlap rules read of a kernel, from its metadata alone."""
 
     def __init__(self, library, info):
-        from .library import _numpy_dtype
+        from .library import numpy_dtype
 
         self.library, self.info, self.name = library, info, info.name
-        self._buffers = [(position, param, _numpy_dtype(param.dtype), len(param.shape))
+        self._buffers = [(position, param, numpy_dtype(param.dtype), len(param.shape))
                          for position, param in enumerate(info.params) if param.kind == "buffer"]
 
 
@@ -201,7 +201,7 @@ def library_entries(library) -> dict[str, int]:
 
 
 def _compile_entries(library) -> dict[str, int]:
-    from .fast_call import _nbytes, _overlaps, eligible, static_threads
+    from .fast_call import array_nbytes, buffers_overlap, eligible, static_threads
 
     texts, symbols = [], {}
     for info in library.kernel_object.kernels:
@@ -213,10 +213,10 @@ def _compile_entries(library) -> dict[str, int]:
         kernel_address = library._engine.get_function_address(info.symbol)
         if not kernel_address:
             continue
-        sizes = {index: _nbytes(param.shape, dtype) for index, (_, param, dtype, _) in enumerate(plan._buffers)}
+        sizes = {index: array_nbytes(param.shape, dtype) for index, (_, param, dtype, _) in enumerate(plan._buffers)}
         buffers = [(id(dtype), tuple(param.shape), dtype.itemsize) for _, param, dtype, _ in plan._buffers]
         symbol = symbols[info.name] = f"relax_entry_{next(_counter)}"
-        texts.append(entry_ir(symbol, kernel_address, buffers, _overlaps(plan, sizes), static_threads(plan)))
+        texts.append(entry_ir(symbol, kernel_address, buffers, buffers_overlap(plan, sizes), static_threads(plan)))
     if not texts:
         return {}
     try:

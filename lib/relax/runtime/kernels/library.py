@@ -72,7 +72,7 @@ class KernelFunction:
         self.name = info.name
         self._cfunc = abi.KERNEL_CFUNCTYPE(address)
         # What every call needs, worked out once.
-        self._buffers = [(position, param, _numpy_dtype(param.dtype), len(param.shape))
+        self._buffers = [(position, param, numpy_dtype(param.dtype), len(param.shape))
                          for position, param in enumerate(info.params) if param.kind == "buffer"]
         self._scalars = [(position, param) for position, param in enumerate(info.params) if param.kind == "scalar"]
         self._buffer_array = ctypes.c_void_p * max(1, len(self._buffers))
@@ -199,7 +199,7 @@ class KernelFunction:
         return f"<KernelFunction {self.name}>"
 
 
-def _numpy_dtype(name: str):
+def numpy_dtype(name: str):
     return np.dtype(_NUMPY_DTYPES[name]) if name in _NUMPY_DTYPES else None
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir import tir
-from ..default_gpu_schedule import _schedule_nest as fallback_nest
+from ..default_gpu_schedule import schedule_nest as fallback_nest
 from ..loop_nests import has_thread_bindings, top_level
 from ..schedule.nest import match_nest
 from . import elementwise, matmul, reduction

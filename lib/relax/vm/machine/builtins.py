@@ -31,7 +31,7 @@ def _context(err_ctx) -> str:
     return f"{err_ctx} " if err_ctx else ""
 
 
-def _dtype(value) -> DataType:
+def data_type(value) -> DataType:
     if isinstance(value, DataType):
         return value
     if isinstance(value, str):
@@ -127,7 +127,7 @@ def check_tensor_info(arg, ndim: int, *rest) -> None:
         raise VMError(f"ValueError: {_context(err_ctx)}expected Tensor with ndim {ndim} but got {arg.ndim} "
                       f"(shape {arg.shape})")
     if dtype is not None:
-        expected = _dtype(dtype)
+        expected = data_type(dtype)
         actual = DataType.from_numpy(arg.dtype)
         if expected != DataType(3, 0, 0) and actual != expected:
             raise VMError(f"ValueError: {_context(err_ctx)}expected Tensor with dtype {expected} but got {actual}")
@@ -141,7 +141,7 @@ def check_shape_info(arg, ndim: int, err_ctx=None) -> None:
 
 
 def check_prim_value_info(arg, dtype, err_ctx=None) -> None:
-    expected = _dtype(dtype)
+    expected = data_type(dtype)
     kinds = {0: (int, np.integer), 1: (int, np.integer), 2: (float, int, np.floating, np.integer)}
     accepted = kinds.get(expected.code, (int, float, np.generic))
     if isinstance(arg, (np.ndarray, tuple, str)) or not isinstance(arg, accepted):
@@ -170,13 +170,13 @@ def check_func_info(arg, err_ctx=None) -> None:
 # ---- memory ----------------------------------------------------------------------------------
 
 def alloc_storage(vm, shape, device_index: int, dtype_hint="uint8", mem_scope="global") -> Storage:
-    dtype = _dtype(dtype_hint)
+    dtype = data_type(dtype_hint)
     nbytes = math.prod(int(v) for v in shape) * max(1, (dtype.bits * dtype.lanes + 7) // 8)
     return vm.allocator(int(device_index)).alloc(nbytes)
 
 
 def alloc_tensor(storage: Storage, offset: int, shape, dtype, mem_scope=None) -> np.ndarray:
-    element = _dtype(dtype).numpy
+    element = data_type(dtype).numpy
     shape = tuple(int(v) for v in shape)
     nbytes = math.prod(shape) * element.itemsize
     if offset < 0 or offset + nbytes > storage.nbytes:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...runtime.device import CPU
 from ...runtime.kernels.library import KernelFunction
-from .builtins import ASSERT_EQUAL_TO_IMM, _dtype
+from .builtins import ASSERT_EQUAL_TO_IMM, data_type
 from .static_memory import alloc_storage_site, alloc_tensor_site, static_values
 from ..bytecode.isa import VOID_REGISTER, ArgKind, Opcode, decode_arg
 
@@ -133,7 +133,7 @@ class Planner:
         values = static_values(self.exe, instr, self.vm.constants, register_positions=(0,))
         if values is None or len(values) < 3:
             raise Ineligible("check_tensor_info without a static dtype")
-        dtype = _dtype(values[2])
+        dtype = data_type(values[2])
         if dtype.bits == 0 or dtype.lanes != 1:
             raise Ineligible("an input of any dtype")
         self.input_dtype[index] = np.dtype(dtype.numpy)
@@ -164,7 +164,7 @@ class Planner:
         site = alloc_tensor_site(values) if values is not None and isinstance(storage, PlannedStorage) else None
         if site is None:
             raise Ineligible("a tensor of dynamic shape")
-        tensor = PlannedTensor(storage.index, site.offset, site.shape, np.dtype(_dtype(site.dtype).numpy), site)
+        tensor = PlannedTensor(storage.index, site.offset, site.shape, np.dtype(data_type(site.dtype).numpy), site)
         if site.offset < 0 or site.offset % tensor.dtype.itemsize or site.offset + tensor.nbytes > self.storages[storage.index].nbytes:
             raise Ineligible("a tensor outside its storage")
         return tensor

@@ -20,7 +20,7 @@ import math
 from sys import getrefcount
 
 from ...runtime.objects import Storage
-from .builtins import _dtype, alloc_tensor
+from .builtins import data_type, alloc_tensor
 
 VM_ARGUMENT = object()  # stands for %vm among the static argument values
 
@@ -60,7 +60,7 @@ class StorageSite:
     __slots__ = ("vm", "device_index", "nbytes", "storage", "raw", "raw_references", "__weakref__")
 
     def __init__(self, vm, shape, device_index: int, dtype_hint="uint8"):
-        dtype = _dtype(dtype_hint)
+        dtype = data_type(dtype_hint)
         self.vm = vm
         self.device_index = int(device_index)
         self.nbytes = math.prod(int(v) for v in shape) * max(1, (dtype.bits * dtype.lanes + 7) // 8)
@@ -100,7 +100,7 @@ class TensorSite:
         self.offset = int(offset)
         self.shape = tuple(int(v) for v in shape)
         self.dtype = dtype
-        self.key = (self.offset, self.shape, str(_dtype(dtype)))
+        self.key = (self.offset, self.shape, str(data_type(dtype)))
 
     def __call__(self, storage):
         if storage.__class__ is SiteStorage:
