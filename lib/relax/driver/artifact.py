@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .compile import (
+from .compile_steps import (
     CompileOptions, check_module, kernel_cache, kernel_context, parse_source, resolve_targets, run_pipeline,
 )
 from .io import write_bytes, write_text
