@@ -80,8 +80,10 @@ class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodege
         return pointer
 
 
-def _symbolic_vars(func: tir.PrimFunc) -> list[tir.Var]:
-    """Variables in parameter buffer shapes that are not parameters, in first-use order, one per name."""
+def symbolic_vars(func: tir.PrimFunc) -> list[tir.Var]:
+    """Variables in parameter buffer shapes that are not parameters, in first-use order, one per
+    name: the kernel's trailing int64 parameters, in this order on every target (KernelInfo
+    records it; the CUDA code generator passes them the same way)."""
     params = {p.name for p in func.params}
     found: dict[str, tir.Var] = {}
     for _, buffer in func.buffer_map:
@@ -147,7 +149,7 @@ def _signature(name: str, func: tir.PrimFunc):
     for param in scalars:
         if param.dtype == "handle":
             raise UserError(f"codegen: kernel '{name}': parameter '{param.name}' is a handle without a buffer")
-    return buffers, scalars, _symbolic_vars(func)
+    return buffers, scalars, symbolic_vars(func)
 
 
 def generate_shareable_kernel(module: ir.Module, name: str, func: tir.PrimFunc,

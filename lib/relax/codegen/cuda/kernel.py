@@ -20,6 +20,7 @@ from ...ir import tir
 from ...runtime.kernels import abi
 from ...runtime.kernels.metadata import KernelInfo, LaunchInfo
 from ..kernel_codegen import kernel_info
+from ..kernel_codegen import symbolic_vars
 from ..parallel import referenced_keys
 from ..shape_expr import shape_to_json
 from .c_types import PARAM_TYPES, c_type
@@ -42,18 +43,6 @@ _RESERVED = {
     "isnan", "isinf", "isfinite", "abs", "min", "max", "fabsf", "fmodf", "floorf", "floor", "fmod",
     "ldexp", "ldexpf", "rintf", "rint",
 } | {name for functions in MATH.values() for name in functions[:2]}
-
-
-def symbolic_vars(func: tir.PrimFunc) -> list[tir.Var]:
-    """Variables of parameter buffer shapes that are not parameters, first use first, one per name
-    (the order relax.codegen.kernel_codegen passes them in, which KernelInfo records)."""
-    params = {p.name for p in func.params}
-    found: dict[str, tir.Var] = {}
-    for _, buffer in func.buffer_map:
-        for key in referenced_keys(buffer.shape, {}):
-            if isinstance(key, tir.Var) and key.name not in params:
-                found.setdefault(key.name, key)
-    return list(found.values())
 
 
 def c_symbol(name: str) -> str:
