@@ -61,9 +61,9 @@ def test_folding_kernels_are_built_plain_and_unoptimized(monkeypatch):
     built = []
     real = build_kernels.build_host_library
 
-    def recording(mod, target=None, prefer="native"):
-        built.append((target, PassContext.current().opt_level, sorted(dict(mod.prim_funcs()))))
-        return real(mod, target, prefer)
+    def recording(mod, target=None, prefer="native", context=None):
+        built.append((target, context.opt_level, sorted(dict(mod.prim_funcs()))))
+        return real(mod, target, prefer, context=context)
 
     monkeypatch.setattr(build_kernels, "build_host_library", recording)
     mod = parse_source(str(SAMPLES / "mlp.relax"))
