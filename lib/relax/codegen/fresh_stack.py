@@ -5,13 +5,12 @@ below the start of a chunk, the chunk is freed (munmap), and the next call that
 crosses that line maps a new one (mmap, then page faults as it is written). The
 thread's first chunk is never freed. The TIR visitors recurse once or more per
 level of an expression, and relaxc runs them far down its own call stack (click,
-the driver, the kernel build), where the recursion went back and forth across a
-chunk line: `relaxc transformer.relax -o transformer.vmx` made 6173 mmap/munmap
-pairs of 16 KiB while it lowered and generated its kernels (strace), and the
-lowering's Simplify pass took 80-107 ms there against 57-60 ms for the same
-functions at the top of a thread. `call_on_fresh_stack` runs a function on a new
-thread (in a copy of the caller's contextvars, so the PassContext is the same)
-and waits for it: its frames start at the bottom of a chunk that is never freed.
+the driver, the kernel build), where the recursion goes back and forth across a
+chunk line: thousands of mmap/munmap pairs, each with its page faults, slow the
+lowering markedly (docs/performance-notes.md). `call_on_fresh_stack` runs a
+function on a new thread (in a copy of the caller's contextvars, so the PassContext
+is the same) and waits for it: its frames start at the bottom of a chunk that is
+never freed.
 
 Threads started here and by object_parts.py get THREAD_STACK_BYTES of C stack
 (`thread_stack_size`): what a Linux main thread has by default, where macOS gives

@@ -2,15 +2,12 @@
 
 Kernels are generated one after the other and compiled by LLVM in parts on worker
 threads as they come (object_parts.py); the build ends when the last part is
-compiled. A register-tiled matmul or convolution is the most LLVM work (the
-transformer's GELU up-projection: 162 KiB of IR, a transpose 2-4 KiB), so when one
-of them is generated last, its compilation is the tail of the build. Kernels are
-taken in decreasing order of the arithmetic of their reduction blocks (the product
-of every block iterator's extent: M*N*K for a matmul), the others after them, ties
-by name: a deterministic order that needs no lowering. For the transformer, with
-the two FFN kernels first instead of fourth and fifth of twelve, `relaxc` took
-0.86-0.91 s against 0.87-0.92 s in name order (6 alternated runs; the CNN, whose
-two convolutions come first by name too, 0.44-0.49 s both ways).
+compiled. A register-tiled matmul or convolution is the most LLVM work (many times
+the IR of a transpose), so when one of them is generated last, its compilation is
+the tail of the build. Kernels are taken in decreasing order of the arithmetic of
+their reduction blocks (the product of every block iterator's extent: M*N*K for a
+matmul), the others after them, ties by name: a deterministic order that needs no
+lowering (figures: docs/performance-notes.md).
 """
 
 from __future__ import annotations

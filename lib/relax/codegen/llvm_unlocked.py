@@ -4,8 +4,8 @@ llvmlite serializes every call into LLVM on one process-wide lock
 (llvmlite/binding/ffi.py), so threads that each compile their own module still
 take turns. LLVM itself lets threads work at once on distinct LLVMContexts with
 distinct TargetMachines (its own parallel code generation does so). The two calls
-that take the time of a build, running the O3 pipeline and emitting machine code
-(0.36 s and 0.26 s of the transformer's 0.62 s of LLVM), are made here through a
+that take the time of a build, running the O3 pipeline and emitting machine code,
+are made here through a
 ctypes handle of our own on the same library, with the argument types llvmlite
 declared; everything else (parsing, verifying, bitcode, pass builder set-up)
 goes through llvmlite and its lock. ctypes releases the GIL for the call, so

@@ -1,12 +1,11 @@
 """Kernels compiled to native code in parts, on worker threads, while Python generates the next.
 
-A model's kernels used to be one LLVM module: Python lowered and generated every
-kernel, then LLVM optimized and compiled the whole on one core (the transformer:
-about 0.2 s of Python, then 0.45 s of LLVM). Here the kernels are cut, in the order
-they are generated, into parts of at least PART_BYTES of LLVM IR text; each part
-is handed, as soon as it is complete, to a worker thread that parses it into an
-LLVM context of its own, keeps its unoptimized bitcode, runs the O3 pipeline and
-emits its native object (the long calls outside llvmlite's lock:
+In one LLVM module, a model's kernels would be optimized and compiled on one core,
+and only after Python had lowered and generated every one. Here the kernels are
+cut, in the order they are generated, into parts of at least PART_BYTES of LLVM IR
+text; each part is handed, as soon as it is complete, to a worker thread that parses
+it into an LLVM context of its own, keeps its unoptimized bitcode, runs the O3
+pipeline and emits its native object (the long calls outside llvmlite's lock:
 llvm_unlocked.py). The generating thread goes on lowering the next kernels
 meanwhile, and the parts compile on every core.
 
@@ -18,20 +17,11 @@ group, kernel_dedup.py). A model whose IR is under PART_BYTES is one part, in a
 .ko of the 0.1 layout (one object, one bitcode); several parts are format 0.3
 (docs/file-format-ko.md).
 
-Measured on the 2-core machine, idle, the transformer's kernels for a generic
-x86-64 CPU (bind-params and the -O2 pipeline done, generation to .ko bytes, 3 runs
-each): one part on one thread 0.59-0.68 s; 32 KiB parts on 2 workers 0.38-0.47 s
-(the .ko grows from 114 to 126 KB: an ELF header and the helpers per part). Parts
-of 16 KiB and 64 KiB measured within the noise of 32 KiB, in that harness and in
-whole relaxc runs; 3 workers on 2 cores no better than 2. For this host's CPU
-(AVX-512) the bench models come in 2 (mlp_b1), 3 (mlp_b64, cnn) and 7
-(transformer, 15 kernels) parts. The kernels run as fast from parts as from one
-object (bench/peers.py mlp_b64, 6 alternated runs: median 186 us in parts, 194 us
-in one).
-Holding one core for the generating thread (PartCompiler's gate) until it waits:
-generation 0.17-0.25 s and total 0.38-0.46 s, against 0.20-0.53 s and 0.40-0.68 s
-with both workers free from the start (4 alternated rounds on a machine with
-other load).
+Each part costs an ELF header and its own copies of the helpers, so parts are large
+enough to amortize that, and the kernels run as fast from parts as from one object.
+One core is held for the generating thread (PartCompiler's gate) until it waits, so
+generation, which feeds the workers, is not slowed by them. Figures:
+docs/performance-notes.md.
 """
 
 from __future__ import annotations
@@ -46,13 +36,12 @@ import llvmlite.binding as llvm
 from ..runtime.kernels.llvm_compile import slp_is_safe
 from . import llvm_unlocked
 from .fresh_stack import thread_stack_size
-from .llvm_target import TargetSpec, target_machine
+from ..target.llvm_target import TargetSpec, target_machine
 from .parallel import LAUNCHER, link_launcher
 from .vector_math import map_to_libmvec, uses_libmvec, vector_intrinsics
-from .vector_width import vector_extensions
+from ..target.vector_width import vector_extensions
 
 # LLVM IR text a part holds at least (the last part excepted): see the module docstring.
-# The transformer's kernel groups are 2-69 KiB of IR each for an AVX-512 host.
 PART_BYTES = 1 << 15
 
 # Worker threads at most; fewer on a machine with fewer cores.

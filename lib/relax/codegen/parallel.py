@@ -53,11 +53,9 @@ LAUNCHER = "__relax_parallel_launch"  # the per-object launcher of objects built
 CHUNKS_PER_THREAD = 4
 
 # Below this much estimated work (iterations x work_per_iteration, about one
-# TIR node per unit) a parallel loop runs serially. Chosen by measurement
-# (bench/parallel_threshold.py, 2 cores): a memory-bound elementwise loop
-# (6 units per element) never gained from a second thread at any size, and a
-# compute-bound tanh loop (5 units per element, ~0.16 ns per unit) broke even at
-# 16-64K elements, 80-330K units; below that the serial loop was as fast or faster.
+# TIR node per unit) a parallel loop runs serially: a memory-bound elementwise loop
+# gains nothing from a second thread, and a compute-bound one only above about this
+# much work (bench/parallel_threshold.py measures it; figures in docs/kernel-abi.md).
 SERIAL_WORK = 1 << 17
 
 # The trip count assumed for an inner loop whose extent is not a constant.

@@ -4,23 +4,19 @@ At O3, LLVM's loop vectorizer turns a scalar loop into a vector loop and its
 unroller then replicates loops whose trip count is constant, fully when the copy
 stays under its size threshold: a 4-trip loop around a register-tiled
 micro-kernel became four micro-kernels, a 128x128 transpose a straight run of
-copies. For the transformer's 12 distinct kernels that was about a third of the
-optimized IR and of LLVM's time (optimization plus code generation, summed per
-kernel: 0.80 -> 0.55 s on a loaded machine), for no measured speed except in two
-kinds of loops, which this policy leaves to LLVM:
+copies. That costs a large share of the optimized IR and of LLVM's time, and gains
+run time only in two kinds of loops, which this policy leaves to LLVM:
 
 - small constant loop nests (at most ROLLED_ABOVE iterations in all): a 3x3
-  convolution window, the 10-wide output row of a classifier matmul (unrolled,
-  the MLP's last layer ran 1.2 to 3.9 times faster), a 256-element row;
+  convolution window, the 10-wide output row of a classifier matmul, a
+  256-element row;
 - innermost loops whose body holds vector code (Ramp, Broadcast, Shuffle): the
   k loop of a schedule's micro-kernel.
 
 Every other loop of kind serial (or parallel, nested in a parallel loop, where it
-runs serially) stays rolled; LLVM still vectorizes it. Each kernel of the four
-bench models, built both ways and timed alternately, ran within 1% (the
-reshape-transposes 1-2% slower, about 0.2 us each); the models as a whole within
-1%. A float reduction in a rolled loop may add up in another order (reassociation
-is allowed) than when LLVM unrolled it.
+runs serially) stays rolled; LLVM still vectorizes it, and the kernels run as fast
+(figures: docs/performance-notes.md). A float reduction in a rolled loop may add up
+in another order (reassociation is allowed) than when LLVM unrolled it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A model with its weights bound as constants prints as megabytes of nested lists
 (`relaxc --params`, then `-S`). Python's `ast` turns each number into an object
-and takes seconds on such a file; `json` reads the same text in C, tens of times
+and takes seconds on such a file; `json` reads the same text in C, far
 faster. Before the file goes to `ast`, each long `const([...` literal made of
 numbers only is cut out and replaced by a placeholder name padded with spaces to
 the literal's length, so lines and columns of everything else (and thus every

@@ -11,20 +11,19 @@ with the kernel reading `lv[v_k, v_i1]` as `lv[v_i1 // 32, v_k, v_i1 % 32]`
 - a register-tiled matmul (several rows of C) reads panels of 32 columns: each k step's
   32 floats contiguous, straight from the constant. Without it, every call copied the
   weight into panels again, reading rows 2 KiB apart, with those copies outside the
-  multiply-adds (mlp_b64 212 -> 189 us, transformer 575 -> 542 us);
+  multiply-adds;
 - a gemv (one row of C, batch 1) reads strips of 256 columns, one strip per thread:
   each thread streams one contiguous panel. Row-major, a thread's strip is half of
   every row, so the gemv rule splits big products by rows instead (its columns would
-  land in half of the L2's sets on some CPUs) and adds the partial sums after
-  (mlp_b1 21.3 -> 15.6 us on two threads; on one, level within run-to-run noise).
+  land in half of the L2's sets on some CPUs) and adds the partial sums after.
 
 A kernel is rewritten only when every call of it passes a constant at the packed
 position (a kernel shared by a constant and a computed operand keeps its layout), and
 a constant's binding goes when no use of it is left, so the artifact carries each
 weight once. The rewritten kernel computes the same as before on any target: only the
-CPU rules read the layouts faster. The pass runs after fusion (the kernels it looks
-at are the ones that get built); it is left out for cuda builds, whose matmul
-schedule reads B in its own tiles.
+CPU rules read the layouts faster (figures: docs/tir-lowering.md). The pass runs after
+fusion (the kernels it looks at are the ones that get built); it is left out for cuda
+builds, whose matmul schedule reads B in its own tiles.
 """
 
 from __future__ import annotations

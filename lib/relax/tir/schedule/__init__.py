@@ -34,15 +34,10 @@ into the output buffer where the last nest reads it only at the index it writes
 | transpose | transpose.py | copies whose innermost loop reads at a stride of 64+ elements while another loop reads contiguously: 16 x 16 tiles |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
 
-Measured and not kept (bench/schedules.py, `python bench/schedules.py`): conv2d with its
-output width innermost (2-7x slower than the plain order at these sizes) and 8..64-square
-tiles for transposes (no gain or 2x slower on the MLP's 784x128). The transpose rule
-kept later tiles only the two loops that matter (the output's innermost, strided in
-the input, and the input's contiguous one) by 16: 784x128 97.5 -> 34.3 us, the
-transformer's k^T 24.1 -> 11.7 us, 1024x1024 6.7 -> 1.2 ms (one thread, one run).
-Softmax's and layer_norm's nests fused into one loop over rows (each row's statements
-scheduled by the rules, the row loop parallel): softmax 4x128x128 43.7 -> 44.1 us,
-128x1024 81.0 -> 84.7 us, layer_norm 128x256 6.8 -> 10.4 us on one thread; not kept.
+`python bench/schedules.py` times each rule against the plain nests and numpy; the
+alternatives that ran slower (conv2d's output width innermost, square transpose
+tiles, softmax and layer_norm fused into one loop over rows) are listed with their
+figures in docs/performance-notes.md.
 """
 
 from __future__ import annotations
@@ -92,8 +87,8 @@ def _fuses_own_epilogue(stmt: tir.Stmt, cpu: CpuInfo) -> bool:
 
 def _arithmetic_only(stages) -> bool:
     """Stages without calls (bias, relu): what the register tile applies in its stores. GELU's erf,
-    written out for every tile slot in both k-block branches, made the transformer's FFN
-    kernel 69 -> 162 KiB of LLVM IR (0.1-0.15 s more build) for no measurable run time."""
+    written out for every tile slot in both k-block branches, would more than double the
+    kernel's code (and its build time) for no run-time gain."""
     return not any(collect(stage.store.value, tir.Call) for stage in stages)
 
 

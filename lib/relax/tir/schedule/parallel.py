@@ -8,11 +8,10 @@ with more than one iteration on each path from the top becomes parallel when the
 work below it is big, and the marks are removed. A nest left in block form finds its
 independent loops with loop_nests.spatial_prefix. Nests doing fewer than
 MIN_PARALLEL_WORK innermost iterations stay serial: starting threads would cost
-more than they save (the threshold default-cpu-schedule uses, measured there). An
-iteration that calls a transcendental function (exp, erf, tanh ...) counts as
-1 + CALL_WEIGHT iterations: a GELU over 128 x 1024 elements (131072 iterations) took
-52.9 us serial and 28.6 us on two cores (bench lock, idle second core); an add over
-as many elements stays serial.
+more than they save (the threshold default-cpu-schedule uses). An iteration that
+calls a transcendental function (exp, erf, tanh ...) counts as 1 + CALL_WEIGHT
+iterations: such a call costs several simple operations, so a GELU over 128 x 1024
+elements gains from a second core where an add over as many elements stays serial.
 """
 
 from __future__ import annotations
@@ -24,8 +23,8 @@ from ..loop_nests import spatial_prefix
 from ..rewrite import Rewriter, collect
 
 INDEPENDENT = "relax.schedule.independent"
-# Calls costing several simple operations each: vectorized exp takes about 0.35 ns an
-# element here, erf 0.29 ns, an add of two arrays about 0.05 ns.
+# Calls costing several simple operations each (a vectorized exp or erf takes about
+# as long as six to seven adds: docs/performance-notes.md).
 EXPENSIVE_CALLS = frozenset(f"tir.{name}" for name in (
     "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "erf", "tanh", "sigmoid",
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "pow", "cbrt"))
