@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv samples test pytest lit fuzz cross-check clean
+.PHONY: all venv samples test budget pytest lit fuzz cross-check clean
 
 all: samples
 
@@ -24,8 +24,14 @@ venv: $(STAMP)
 samples: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(MAKE) -C samples check
 
-# Every test: pytest unit tests (on every core: pytest-xdist) and lit text tests.
-test: $(STAMP)
+# The size and complexity budget (pyproject.toml: [tool.ruff.lint.mccabe] for functions,
+# [tool.relax-budget] for modules), checked before the tests.
+budget: $(STAMP)
+	$(BIN)/ruff check --quiet .
+	$(BIN)/python scripts/budget.py
+
+# Every test, after the budget: pytest unit tests (on every core: pytest-xdist) and lit text tests.
+test: $(STAMP) budget
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -n auto testsuite
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv testsuite
 
