@@ -15,9 +15,10 @@ from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
 from . import te
 from .infer import literal_of
-from .manipulation import _shape_argument
 from .registry import AttrSpec, OpDef, register
-from .shape import BroadcastError, broadcast_index, broadcast_shapes, int64, make_tensor_info, tensor_info
+from .shape import (
+    BroadcastError, broadcast_index, broadcast_shapes, int64, make_tensor_info, shape_argument, tensor_info,
+)
 
 
 def _dtype_check(value) -> str | None:
@@ -44,7 +45,7 @@ def _filled_infer(from_template: bool, has_value: bool):
             template = tensor_info(call, 0)
             dtype = _requested_dtype(call, template.dtype)
             return TensorStructInfo(template.shape, dtype, template.ndim)
-        dims = _shape_argument(call, 0)
+        dims = shape_argument(call, 0)
         fallback = tensor_info(call, 1).dtype if has_value else "float32"
         dtype = _requested_dtype(call, fallback)
         return make_tensor_info(dims, dtype) if dims is not None else TensorStructInfo(None, dtype, -1)

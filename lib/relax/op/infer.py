@@ -43,6 +43,16 @@ def _op_name(call: rx.Call) -> str:
 
 def bind_call(call: rx.Call, module=None) -> OpCall:
     """Matches a call's arguments to its operator's signature."""
+    op = _lookup(call)
+    attrs_given = dict(call.attrs)
+    args = _bind_positional(op, call, attrs_given)
+    attrs = _bind_attrs(op, call, attrs_given)
+    arg_info = tuple(struct_info_of(arg, module) for arg in args)
+    return OpCall(op, call, args, arg_info, FrozenDict(attrs))
+
+
+def _lookup(call: rx.Call):
+    """The operator a call names, or an error suggesting the closest name."""
     name = _op_name(call)
     op = registry.get(name)
     if op is None:
@@ -52,10 +62,15 @@ def bind_call(call: rx.Call, module=None) -> OpCall:
         if hint is not None:
             message += f"; did you mean 'R.{hint.removeprefix('relax.')}'?"
         raise error(message, call.span)
+    return op
+
+
+def _bind_positional(op, call: rx.Call, attrs_given: dict) -> tuple:
+    """The call's arguments in signature order. Keywords naming an argument are taken out of
+    `attrs_given`; extra positional values go into it as the attributes not given, in order."""
     variadic = bool(op.args) and op.args[-1].startswith("*")
     fixed = op.args[:-1] if variadic else op.args
     positional = list(call.args)
-    attrs_given = dict(call.attrs)
     # A keyword naming a positional argument is that argument.
     for index, arg_name in enumerate(fixed):
         if arg_name in attrs_given and index >= len(positional):
@@ -78,12 +93,17 @@ def bind_call(call: rx.Call, module=None) -> OpCall:
     if len(positional) < len(fixed):
         missing = fixed[len(positional)]
         raise error(f"{op.script_name} is missing argument '{missing}'", call.span)
-    attrs = {}
+    return tuple(positional)
+
+
+def _bind_attrs(op, call: rx.Call, attrs_given: dict) -> dict:
+    """Every attribute of the operator: given (as a literal) or its default, each checked."""
     known = {spec.name for spec in op.attrs}
     for key in attrs_given:
         if key not in known:
             valid = ", ".join(sorted(known)) or "none"
             raise error(f"{op.script_name} has no attribute '{key}' (attributes: {valid})", call.span)
+    attrs = {}
     for spec in op.attrs:
         if spec.name in attrs_given:
             value = literal_of(attrs_given[spec.name])
@@ -96,9 +116,7 @@ def bind_call(call: rx.Call, module=None) -> OpCall:
             if problem:
                 raise error(f"{op.script_name}: bad value {value!r} for '{spec.name}': {problem}", call.span)
         attrs[spec.name] = value
-    args = tuple(positional)
-    arg_info = tuple(struct_info_of(arg, module) for arg in args)
-    return OpCall(op, call, args, arg_info, FrozenDict(attrs))
+    return attrs
 
 
 def _as_expr(value) -> rx.Expr:

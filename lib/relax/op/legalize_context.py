@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from ..ir import expr as rx
 from ..ir import tir
+from ..ir.names import fresh_name
 from ..ir.node import Node, field_values
 from ..ir.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from . import te
@@ -62,12 +63,7 @@ class LegalizeContext:
         self.new_functions: dict[str, tir.PrimFunc] = {}
 
     def unique_name(self, hint: str) -> str:
-        name, counter = hint, 0
-        while name in self.taken_names:
-            counter += 1
-            name = f"{hint}{counter}"
-        self.taken_names.add(name)
-        return name
+        return fresh_name(hint, self.taken_names)
 
     def call_te(self, fcompute: Callable[..., te.Tensor | tuple], args: Sequence[rx.Expr],
                 arg_info: Sequence[StructInfo], name: str, extra: Sequence = ()) -> rx.Call | None:

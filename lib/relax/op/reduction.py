@@ -14,7 +14,7 @@ from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
 from . import te
 from .registry import AttrSpec, OpDef, register
-from .shape import int64, make_tensor_info, tensor_info
+from .shape import int64, make_tensor_info, shape_argument, tensor_info
 
 
 def _axis_check(value) -> str | None:
@@ -192,10 +192,8 @@ def _collapse_axes(data_dims, target_dims):
 
 
 def _collapse_infer(call) -> TensorStructInfo:
-    from .manipulation import _shape_argument
-
     info = tensor_info(call, 0)
-    target = _shape_argument(call, 1)
+    target = shape_argument(call, 1)
     if target is None:
         return TensorStructInfo(None, info.dtype, -1)
     if info.ndim >= 0 and len(target) > info.ndim:
@@ -204,9 +202,7 @@ def _collapse_infer(call) -> TensorStructInfo:
 
 
 def _collapse_legalize(call, context):
-    from .manipulation import _shape_argument
-
-    target = _shape_argument(call, 1)
+    target = shape_argument(call, 1)
     if target is None or tensor_info(call, 0).shape_values is None:
         return None
 

@@ -1,4 +1,5 @@
-"""Shape arithmetic shared by the operator families: broadcasting, formatting, checks."""
+"""Shape arithmetic shared by the operator families: broadcasting, formatting, checks,
+folded sums and products of dims, row-major offsets, shape arguments."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from typing import Sequence
 
 from ..ir import expr as rx
 from ..ir import tir
-from ..ir.struct_info import StructInfo, TensorStructInfo
+from ..ir.struct_info import ShapeStructInfo, StructInfo, TensorStructInfo
+from .infer import literal_of
 
 INT64 = "int64"
 
@@ -101,3 +103,70 @@ def make_tensor_info(dims, dtype: str) -> TensorStructInfo:
     if dims is None:
         return TensorStructInfo(None, dtype)
     return TensorStructInfo(rx.ShapeExpr(tuple(dims)), dtype)
+
+
+def mul_dims(a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
+    """a * b, folded when both are constants."""
+    if static_value(a) is not None and static_value(b) is not None:
+        return int64(a.value * b.value)
+    return a * b
+
+
+def add_dims(a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
+    """a + b, folded when both are constants."""
+    if static_value(a) is not None and static_value(b) is not None:
+        return int64(a.value + b.value)
+    return a + b
+
+
+def product_dims(dims) -> tir.PrimExpr:
+    """The number of elements of a shape, folded where the dims are constants."""
+    total: tir.PrimExpr = int64(1)
+    for d in dims:
+        total = mul_dims(total, d)
+    return total
+
+
+def sum_dims(dims) -> tir.PrimExpr:
+    """The sum of the dims, folded where they are constants."""
+    total: tir.PrimExpr = int64(0)
+    for d in dims:
+        total = add_dims(total, d)
+    return total
+
+
+def axis_list(value):
+    """An axis attribute (one axis or several) as a tuple."""
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+def shape_argument(call, position: int):
+    """The dims given by a shape argument (R.shape([...]) or a tuple of ints), or None."""
+    arg = call.args[position]
+    if isinstance(arg, rx.ShapeExpr):
+        return tuple(arg.values)
+    if isinstance(arg, rx.Tuple):
+        return tuple(int64(v) if isinstance(v, int) else v for v in literal_of(arg))
+    info = call.arg_info[position]
+    if isinstance(info, ShapeStructInfo) and info.values is not None:
+        return tuple(info.values)
+    return None
+
+
+def flat_offset(index, dims) -> tir.PrimExpr:
+    """The row-major offset of `index` in a tensor of shape `dims`."""
+    if not index:
+        return int64(0)
+    offset: tir.PrimExpr = index[0]
+    for i, d in zip(index[1:], dims[1:]):
+        offset = offset * d + i
+    return offset
+
+
+def unflatten(offset: tir.PrimExpr, dims) -> tuple[tir.PrimExpr, ...]:
+    """The index of the element at row-major `offset` in a tensor of shape `dims`."""
+    index = []
+    for d in reversed(dims):
+        index.append(tir.FloorMod(offset, d))
+        offset = tir.FloorDiv(offset, d)
+    return tuple(reversed(index))

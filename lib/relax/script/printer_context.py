@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 
+from ..ir.names import fresh_name
+
 _NOT_IDENTIFIER = re.compile(r"[^0-9A-Za-z_]")
 
 
@@ -48,14 +50,8 @@ class PrintContext:
     # -- names -----------------------------------------------------------------
     def define(self, node: object, hint: str) -> str:
         """Gives `node` a unique name in the innermost scope."""
-        base = _NOT_IDENTIFIER.sub("_", hint or "v")
-        name = base
-        index = 1
-        while name in self.taken:
-            name = f"{base}_{index}"
-            index += 1
+        name = fresh_name(_NOT_IDENTIFIER.sub("_", hint or "v"), self.taken, separator="_")
         self.names[node] = name
-        self.taken.add(name)
         self.scopes[-1].append(node)
         return name
 

@@ -170,40 +170,52 @@ class RelaxPrinter:
 
     # -- expressions ---------------------------------------------------------------
     def expr(self, node, top_level_tuple: bool = False) -> str:
-        ctx = self.ctx
-        if isinstance(node, ir.Var):
-            name = ctx.name_of(node)
-            return name if name is not None else ctx.define(node, node.name_hint)
-        if isinstance(node, ir.GlobalVar):
-            if ctx.in_module:
-                return f"{self._module_alias()}.{node.name_hint}"
-            return f'{ctx.ir("GlobalVar")}({doc.string_text(node.name_hint)})'
-        if isinstance(node, ir.Call):
-            return self.call(node)
-        if isinstance(node, ir.Constant):
-            return self.constant(node)
+        """`node` as Relax script text; a tuple of several fields on the right of a
+        binding (`top_level_tuple`) prints without its parentheses."""
         if isinstance(node, ir.Tuple):
-            if not node.fields:
-                return f"{ctx.relax('tuple')}()"
-            fields = [self.expr(f) for f in node.fields]
-            if top_level_tuple and len(fields) > 1:
-                return ", ".join(fields)
-            return doc.tuple_text(fields)
-        if isinstance(node, ir.TupleGetItem):
-            return f"{self.expr(node.tuple_value)}[{node.index}]"
-        if isinstance(node, ir.ShapeExpr):
-            return f"{ctx.relax('shape')}({doc.list_text([self.body_exprs.expr(v) for v in node.values])})"
-        if isinstance(node, ir.PrimValue):
-            return self.body_exprs.expr(node.value)
-        if isinstance(node, ir.StringImm):
-            return f"{ctx.relax('str')}({doc.string_text(node.value)})"
-        if isinstance(node, ir.DataTypeImm):
-            return f"{ctx.relax('dtype')}({doc.string_text(node.value)})"
-        if isinstance(node, ir.ExternFunc):
-            return f"{ctx.relax('ExternFunc')}({doc.string_text(node.global_symbol)})"
-        if isinstance(node, ir.Op):
-            return f'{ctx.ir("Op")}({doc.string_text(node.name)})'
+            return self._tuple(node, top_level_tuple)
+        for node_type, print_node in _EXPR_PRINTERS:
+            if isinstance(node, node_type):
+                return print_node(self, node)
         raise TypeError(f"cannot print {type(node).__name__} as a Relax expression")
+
+    def _var(self, node: ir.Var) -> str:
+        name = self.ctx.name_of(node)
+        return name if name is not None else self.ctx.define(node, node.name_hint)
+
+    def _global_var(self, node: ir.GlobalVar) -> str:
+        if self.ctx.in_module:
+            return f"{self._module_alias()}.{node.name_hint}"
+        return f'{self.ctx.ir("GlobalVar")}({doc.string_text(node.name_hint)})'
+
+    def _tuple(self, node: ir.Tuple, top_level_tuple: bool) -> str:
+        if not node.fields:
+            return f"{self.ctx.relax('tuple')}()"
+        fields = [self.expr(f) for f in node.fields]
+        if top_level_tuple and len(fields) > 1:
+            return ", ".join(fields)
+        return doc.tuple_text(fields)
+
+    def _tuple_get_item(self, node: ir.TupleGetItem) -> str:
+        return f"{self.expr(node.tuple_value)}[{node.index}]"
+
+    def _shape_expr(self, node: ir.ShapeExpr) -> str:
+        return f"{self.ctx.relax('shape')}({doc.list_text([self.body_exprs.expr(v) for v in node.values])})"
+
+    def _prim_value(self, node: ir.PrimValue) -> str:
+        return self.body_exprs.expr(node.value)
+
+    def _string_imm(self, node: ir.StringImm) -> str:
+        return f"{self.ctx.relax('str')}({doc.string_text(node.value)})"
+
+    def _data_type_imm(self, node: ir.DataTypeImm) -> str:
+        return f"{self.ctx.relax('dtype')}({doc.string_text(node.value)})"
+
+    def _extern_func(self, node: ir.ExternFunc) -> str:
+        return f"{self.ctx.relax('ExternFunc')}({doc.string_text(node.global_symbol)})"
+
+    def _op(self, node: ir.Op) -> str:
+        return f'{self.ctx.ir("Op")}({doc.string_text(node.name)})'
 
     def constant(self, node: ir.Constant) -> str:
         data = node.data
@@ -285,6 +297,23 @@ class RelaxPrinter:
             params = [self.ctx.define(v, v.name) for v in value["initial_indices"]]
             results = [self.body_exprs.expr(e) for e in value["final_indices"]]
         return f"{self.ctx.tir('index_map')}(lambda {', '.join(params)}: {doc.tuple_text(results)})"
+
+
+# How RelaxPrinter.expr prints each kind of expression other than a tuple: the first row
+# whose type the node is an instance of.
+_EXPR_PRINTERS = (
+    (ir.Var, RelaxPrinter._var),
+    (ir.GlobalVar, RelaxPrinter._global_var),
+    (ir.Call, RelaxPrinter.call),
+    (ir.Constant, RelaxPrinter.constant),
+    (ir.TupleGetItem, RelaxPrinter._tuple_get_item),
+    (ir.ShapeExpr, RelaxPrinter._shape_expr),
+    (ir.PrimValue, RelaxPrinter._prim_value),
+    (ir.StringImm, RelaxPrinter._string_imm),
+    (ir.DataTypeImm, RelaxPrinter._data_type_imm),
+    (ir.ExternFunc, RelaxPrinter._extern_func),
+    (ir.Op, RelaxPrinter._op),
+)
 
 
 def _is_void(info) -> bool:

@@ -82,10 +82,9 @@ class AssignmentParser:
     def declaration(self, target: ast.Name, value: ast.expr, scope: Scope):
         """`name = T.<declaration>(...)`; False when the value is an ordinary expression."""
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "view":
-            source = scope.lookup(value.func.value.id) if isinstance(value.func.value, ast.Name) else None
-            if isinstance(source, tir.Buffer):
-                buffer = BufferParser(self.ctx, scope).view(source, value, target.id)
-                return self.decl_buffer(target, buffer, scope, value)
+            viewed = self.view_declaration(target, value, scope)
+            if viewed is not False:
+                return viewed
         dialect = self.ctx.dialect_of(value.func) if isinstance(value, ast.Call) else None
         if dialect is None or dialect[0] != "tir":
             return False
@@ -95,12 +94,7 @@ class AssignmentParser:
         if name == "var" and len(value.args) == 1:  # `n = T.var("int32")`, before TVM 0.11
             return self.declare_var(target, self.exprs(scope).dtype_string(value.args[0]), value, scope)
         if name.startswith("axis."):
-            kind = name[len("axis."):]
-            if kind not in AXIS_KINDS:
-                raise self.ctx.fail(unknown_name_message(name, [f"axis.{k}" for k in AXIS_KINDS]), value.func)
-            self.require_block(value, f"T.axis.{kind}")
-            self.headers.axis(self.frame, target, value, kind, scope)
-            return None
+            return self.axis_declaration(target, value, name[len("axis."):], scope)
         if name == "launch_thread":
             return self.launch_thread(target, value, scope)
         if name == "match_buffer":
@@ -112,14 +106,34 @@ class AssignmentParser:
         if name == "allocate":
             return self.raw_allocate(target, value, scope)
         if name in ("decl_buffer", "Buffer"):
-            decl = BufferParser(self.ctx, scope).declaration(name, value, target.id)
-            if name == "Buffer" and decl.data_value is None:
-                scope.define(target.id, decl.buffer)  # an alias of existing data, no statement
-                return None
-            if "data" not in {k.arg for k in value.keywords} and len(value.args) < 3:
-                return self.allocate(target, decl.buffer, EMPTY, scope, value)
-            return self.decl_buffer(target, decl.buffer, scope, value, decl.data_value)
+            return self.buffer_declaration(target, value, name, scope)
         return False
+
+    def view_declaration(self, target: ast.Name, call: ast.Call, scope: Scope):
+        """`A_1 = A.view(...)` of a buffer in scope; False when `A` is not a buffer."""
+        source = scope.lookup(call.func.value.id) if isinstance(call.func.value, ast.Name) else None
+        if not isinstance(source, tir.Buffer):
+            return False
+        buffer = BufferParser(self.ctx, scope).view(source, call, target.id)
+        return self.decl_buffer(target, buffer, scope, call)
+
+    def axis_declaration(self, target: ast.Name, call: ast.Call, kind: str, scope: Scope) -> None:
+        """`v = T.axis.<kind>(...)`: a block iterator of the innermost block."""
+        if kind not in AXIS_KINDS:
+            raise self.ctx.fail(unknown_name_message(f"axis.{kind}", [f"axis.{k}" for k in AXIS_KINDS]), call.func)
+        self.require_block(call, f"T.axis.{kind}")
+        self.headers.axis(self.frame, target, call, kind, scope)
+        return None
+
+    def buffer_declaration(self, target: ast.Name, call: ast.Call, name: str, scope: Scope):
+        """`T.decl_buffer(...)` / `T.Buffer(...)`: an alias, an allocation, or a buffer over given data."""
+        decl = BufferParser(self.ctx, scope).declaration(name, call, target.id)
+        if name == "Buffer" and decl.data_value is None:
+            scope.define(target.id, decl.buffer)  # an alias of existing data, no statement
+            return None
+        if "data" not in {k.arg for k in call.keywords} and len(call.args) < 3:
+            return self.allocate(target, decl.buffer, EMPTY, scope, call)
+        return self.decl_buffer(target, decl.buffer, scope, call, decl.data_value)
 
     def declare_var(self, target: ast.Name, dtype: str, call: ast.Call, scope: Scope) -> None:
         size_var = any(k.arg == "is_size_var" and isinstance(k.value, ast.Constant) and k.value.value for k in call.keywords)

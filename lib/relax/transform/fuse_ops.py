@@ -24,8 +24,9 @@ with
 Only dataflow blocks are fused; ordinary blocks may have side effects. Values
 from outside a group become its parameters (constants included), symbolic sizes
 that its parameters do not define arrive as a "tir_vars" shape, and a group with
-several results returns a tuple. FuseTIR then turns each primitive function into
-one kernel. `--pass-config relax.FuseOps.max_depth=N` bounds the group size.
+several results returns a tuple (fusion_function.py builds the functions). FuseTIR
+then turns each primitive function into one kernel. `--pass-config
+relax.FuseOps.max_depth=N` bounds the group size.
 """
 
 from __future__ import annotations
@@ -34,30 +35,19 @@ import dataclasses
 
 from ..ir import expr as rx
 from ..ir import tir
-from ..ir.analysis import collect, free_symbolic_vars, free_vars, substitute
+from ..ir.analysis import free_vars
 from ..ir.module import IRModule
-from ..ir.node import FrozenDict
-from ..ir.struct_info import ShapeStructInfo, TupleStructInfo
+from ..ir.names import fresh_name
 from ..ir.structural import structural_equal
 from ..ir.visitor import ExprMutator, ExprVisitor
 from .annotate_tir_op_pattern import INJECTIVE, OPAQUE
+from .fusion_function import CALL_TIR, GroupFunction, leaves, make_function
 from .fusion_graph import MAX_FUSE_DEPTH, DataflowGraph, Group, GraphPartitioner
 from ..ir.pass_infra import Pass, PassContext, get_pass, register_pass
-
-CALL_TIR = "relax.call_tir"
 
 
 def _is_fusable_function(func) -> bool:
     return isinstance(func, rx.Function) and not func.attrs.get("Primitive") and "Codegen" not in func.attrs
-
-
-def _leaves(expr: rx.Expr):
-    """The leaf operands of a call argument: the fields of a tuple, recursively."""
-    if isinstance(expr, rx.Tuple):
-        for item in expr.fields:
-            yield from _leaves(item)
-    elif isinstance(expr, (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.DataTypeImm)):
-        yield expr
 
 
 class _GraphBuilder(ExprVisitor):
@@ -92,7 +82,7 @@ class _GraphBuilder(ExprVisitor):
             pattern, operands = self._call_pattern(value)
             edge = pattern
         elif isinstance(value, rx.TupleGetItem):
-            pattern, operands, edge = INJECTIVE, list(_leaves(value.tuple_value)), INJECTIVE
+            pattern, operands, edge = INJECTIVE, list(leaves(value.tuple_value)), INJECTIVE
         else:
             pattern, operands, edge = OPAQUE, list(_leaves_in(value)), OPAQUE
         extern = not isinstance(binding.var, rx.DataflowVar)
@@ -106,8 +96,8 @@ class _GraphBuilder(ExprVisitor):
         if isinstance(call.op, rx.Op) and call.op.name == CALL_TIR and isinstance(call.args[0], rx.GlobalVar):
             kernel = self.mod.functions.get(call.args[0].name_hint)
             pattern = kernel.attrs.get("op_pattern", OPAQUE) if isinstance(kernel, tir.PrimFunc) else OPAQUE
-            return int(pattern), list(_leaves(call.args[1]))
-        return OPAQUE, [leaf for arg in call.args for leaf in _leaves(arg)]
+            return int(pattern), list(leaves(call.args[1]))
+        return OPAQUE, [leaf for arg in call.args for leaf in leaves(arg)]
 
     def _operand(self, expr: rx.Expr):
         node = self.graph.get(expr)
@@ -119,36 +109,6 @@ class _GraphBuilder(ExprVisitor):
 
 def _leaves_in(expr: rx.Expr) -> list[rx.Var]:
     return free_vars(expr)
-
-
-@dataclasses.dataclass
-class _GroupFunction:
-    """The bindings of one group, and what the new function needs from outside."""
-
-    bindings: list[rx.Binding]
-    arguments: list[rx.Expr] = dataclasses.field(default_factory=list)
-    outputs: list[rx.Var] = dataclasses.field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        parts = ["fused"]
-        for binding in self.bindings:
-            value = binding.value
-            if isinstance(value, rx.Call) and isinstance(value.op, rx.Op) and value.op.name == CALL_TIR:
-                parts.append(value.args[0].name_hint)
-            elif isinstance(value, rx.Call) and isinstance(value.op, rx.Op):
-                parts.append(value.op.name)
-        return "_".join(parts)
-
-
-def _operands(value: rx.Expr) -> list[rx.Expr]:
-    if isinstance(value, rx.Call) and isinstance(value.op, rx.Op) and value.op.name == CALL_TIR:
-        return list(_leaves(value.args[1]))
-    if isinstance(value, rx.Call):
-        return [leaf for arg in value.args for leaf in _leaves(arg)]
-    if isinstance(value, rx.TupleGetItem):
-        return [value.tuple_value]
-    return list(free_vars(value))
 
 
 class _Fusor(ExprMutator):
@@ -183,7 +143,7 @@ class _Fusor(ExprMutator):
         units = self._units(block, groups)
         bindings: list[rx.Binding] = []
         for unit in units:
-            if isinstance(unit, _GroupFunction):
+            if isinstance(unit, GroupFunction):
                 bindings.extend(self._call_group(unit))
                 continue
             binding = self.visit(unit)
@@ -192,16 +152,16 @@ class _Fusor(ExprMutator):
             bindings.append(binding)
         return dataclasses.replace(block, bindings=tuple(bindings))
 
-    def _groups(self, block: rx.DataflowBlock) -> dict[int, _GroupFunction]:
-        groups: dict[int, _GroupFunction] = {}
+    def _groups(self, block: rx.DataflowBlock) -> dict[int, GroupFunction]:
+        groups: dict[int, GroupFunction] = {}
         for binding in block.bindings:
             group = self.group_of.get(id(binding.var))
             if group is not None and group.num_nodes > 1:
-                groups.setdefault(id(group), _GroupFunction([])).bindings.append(binding)
+                groups.setdefault(id(group), GroupFunction([])).bindings.append(binding)
         # A single-binding group (its other members were constants) is left alone.
         return {key: g for key, g in groups.items() if len(g.bindings) > 1}
 
-    def _units(self, block, groups: dict[int, _GroupFunction]) -> list:
+    def _units(self, block, groups: dict[int, GroupFunction]) -> list:
         """Bindings and groups in an order that defines every variable before its use."""
         unit_of: dict[int, object] = {}
         for binding in block.bindings:
@@ -226,7 +186,7 @@ class _Fusor(ExprMutator):
                 pending.append(unit)
         needs: dict[int, set[int]] = {}
         for unit in pending:
-            members = unit.bindings if isinstance(unit, _GroupFunction) else [unit]
+            members = unit.bindings if isinstance(unit, GroupFunction) else [unit]
             needs[id(unit)] = {id(unit_of[id(v)]) for b in members for v in free_vars(b.value)
                                if id(v) in unit_of} - {id(unit)}
         while pending:
@@ -241,10 +201,10 @@ class _Fusor(ExprMutator):
                 break
         return ordered
 
-    def _call_group(self, group: _GroupFunction) -> list[rx.Binding]:
+    def _call_group(self, group: GroupFunction) -> list[rx.Binding]:
         if not group.outputs:  # nothing uses the group: leave it for dead-code elimination
             return [self.visit(binding) for binding in group.bindings]
-        func, arguments = _make_function(group)
+        func, arguments = make_function(group)
         name = self._add_function(group.name, func)
         bindings: list[rx.Binding] = []
         arguments = [self.visit(argument) for argument in arguments]
@@ -279,118 +239,9 @@ class _Fusor(ExprMutator):
         for name, existing in self.created:
             if structural_equal(existing, func):
                 return name
-        name, suffix = base, 0
-        while name in self.module_names:
-            suffix += 1
-            name = f"{base}{suffix}"
-        self.module_names.add(name)
+        name = fresh_name(base, self.module_names)
         self.created.append((name, func))
         return name
-
-
-def _make_function(group: _GroupFunction) -> tuple[rx.Function, list[rx.Expr]]:
-    """The primitive function of a group and the arguments to call it with."""
-    defined: set[int] = set()
-    params: list[rx.Var] = []
-    arguments: list[rx.Expr] = []
-    constants = 0
-    for binding in group.bindings:
-        for operand in _operands(binding.value):
-            if isinstance(operand, rx.PrimValue) or any(operand is a for a in arguments):
-                continue
-            if isinstance(operand, rx.Var) and id(operand) in defined:
-                continue
-            if isinstance(operand, rx.Var):
-                name = operand.name_hint
-            else:
-                name, constants = f"param_{constants}", constants + 1
-            params.append(rx.Var(name, operand.struct_info))
-            arguments.append(operand)
-        defined.add(id(binding.var))
-    params, arguments, item_params = _split_tuple_params(group, params, arguments)
-    mapping: dict = {old: new for old, new in zip(arguments, params) if isinstance(old, rx.Var)}
-    constant_params = {id(old): new for old, new in zip(arguments, params) if not isinstance(old, rx.Var)}
-    outputs = {id(v): i for i, v in enumerate(group.outputs)}
-    results: list[rx.Var | None] = [None] * len(group.outputs)
-    bindings: list[rx.Binding] = []
-    count = 0
-    for binding in group.bindings:
-        item = item_params.get(id(binding.value)) if isinstance(binding.value, rx.TupleGetItem) else None
-        if item is not None:
-            mapping[binding.var] = item
-            if id(binding.var) in outputs:
-                results[outputs[id(binding.var)]] = item
-            continue
-        value = _replace_constants(substitute(binding.value, mapping), constant_params)
-        if id(binding.var) in outputs:
-            var = rx.Var("gv" if count == 0 else f"gv{count}", binding.var.struct_info)
-            count += 1
-            results[outputs[id(binding.var)]] = var
-        else:
-            var = rx.DataflowVar(binding.var.name_hint, binding.var.struct_info)
-        mapping[binding.var] = var
-        bindings.append(rx.VarBinding(var, value))
-    body_value = results[0] if len(results) == 1 else rx.Tuple(tuple(results))
-    ret = results[0].struct_info if len(results) == 1 else TupleStructInfo(tuple(r.struct_info for r in results))
-    body = rx.SeqExpr((rx.DataflowBlock(tuple(bindings)),), body_value)
-    attrs = FrozenDict({"Primitive": True})
-    func = rx.Function(tuple(params), body, ret, True, attrs)
-    symbols = free_symbolic_vars(func)
-    if symbols:
-        params.append(rx.Var("tir_vars", ShapeStructInfo(tuple(symbols))))
-        arguments.append(rx.ShapeExpr(tuple(symbols)))
-        func = dataclasses.replace(func, params=tuple(params))
-    renewed = {var: tir.Var(var.name, var.dtype) for var in _symbols_of(func)}
-    return substitute(func, renewed), arguments
-
-
-def _symbols_of(func: rx.Function) -> list[tir.Var]:
-    """The symbolic sizes of a new function, renewed so that no two functions share one."""
-    return collect(func, lambda node: isinstance(node, tir.Var))
-
-
-def _replace_constants(value: rx.Expr, constant_params: dict[int, rx.Var]) -> rx.Expr:
-    if not constant_params:
-        return value
-
-    class _Constants(ExprMutator):
-        def visit_Constant(self, const):
-            return constant_params.get(id(const), const)
-
-        def visit_ShapeExpr(self, shape):
-            return constant_params.get(id(shape), shape)
-
-        def visit_StringImm(self, imm):
-            return constant_params.get(id(imm), imm)
-
-        def visit_DataTypeImm(self, imm):
-            return constant_params.get(id(imm), imm)
-
-    return _Constants().visit(value)
-
-
-def _split_tuple_params(group: _GroupFunction, params, arguments):
-    """A tuple parameter used only through TupleGetItem becomes one parameter per used field."""
-    item_params: dict[int, rx.Var] = {}
-    new_params, new_arguments = [], []
-    for param, argument in zip(params, arguments):
-        info = getattr(argument, "struct_info", None)
-        uses = [b.value for b in group.bindings if isinstance(b.value, rx.TupleGetItem)
-                and b.value.tuple_value is argument]
-        whole = any(argument is operand for b in group.bindings if not isinstance(b.value, rx.TupleGetItem)
-                    for operand in _operands(b.value))
-        if not isinstance(info, TupleStructInfo) or whole or not uses:
-            new_params.append(param)
-            new_arguments.append(argument)
-            continue
-        by_index: dict[int, rx.Var] = {}
-        for use in uses:
-            if use.index not in by_index:
-                by_index[use.index] = rx.Var(f"{param.name_hint}_{use.index}", info.fields[use.index])
-                new_params.append(by_index[use.index])
-                new_arguments.append(rx.TupleGetItem(argument, use.index))
-            item_params[id(use)] = by_index[use.index]
-    return new_params, new_arguments, item_params
 
 
 @register_pass

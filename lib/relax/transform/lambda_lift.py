@@ -19,6 +19,7 @@ from ..diagnostics import error
 from ..ir import expr as rx
 from ..ir.analysis import free_vars, substitute
 from ..ir.module import IRModule
+from ..ir.names import fresh_name
 from ..ir.node import FrozenDict
 from ..ir.struct_info import FuncStructInfo, ObjectStructInfo
 from ..ir.pass_infra import Pass, register_pass
@@ -30,12 +31,7 @@ class _Lifter:
         self.lifted: dict[str, rx.Function] = {}
 
     def fresh_name(self, hint: str) -> str:
-        name, counter = hint, 0
-        while name in self.taken:
-            counter += 1
-            name = f"{hint}{counter}"
-        self.taken.add(name)
-        return name
+        return fresh_name(hint, self.taken)
 
     def function(self, func: rx.Function, prefix: str) -> rx.Function:
         body = self.seq(func.body, prefix, {})

@@ -13,10 +13,12 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir import expr as rx
+from ..ir.names import NameSupply
 from ..ir.struct_info import ObjectStructInfo
 from ..ir.visitor import pre_order
 from ..op.infer import literal_of
 from ..op.shape import int64
+from .binding_rewriter import BindingRewriter
 from .memory_sizes import tensor_bytes
 
 ALLOC_TENSOR = "relax.builtin.alloc_tensor"
@@ -37,19 +39,11 @@ def tensor_call(storage: rx.Var, shape: rx.Expr, dtype: rx.Expr, span=None, devi
     ), span=span)
 
 
-class Names:
+class Names(NameSupply):
     """Fresh variable names in a function: storage, storage1, ..."""
 
     def __init__(self, func: rx.Function):
-        self.taken = {node.name_hint for node in pre_order(func) if isinstance(node, rx.Var)}
-
-    def fresh(self, hint: str) -> str:
-        name, counter = hint, 0
-        while name in self.taken:
-            counter += 1
-            name = f"{hint}{counter}"
-        self.taken.add(name)
-        return name
+        super().__init__(node.name_hint for node in pre_order(func) if isinstance(node, rx.Var))
 
 
 def _lowerable(value: rx.Expr) -> bool:
@@ -59,33 +53,20 @@ def _lowerable(value: rx.Expr) -> bool:
     return isinstance(value.args[0], rx.ShapeExpr) and (scope is None or literal_of(scope) == "global")
 
 
-class _Lowerer:
+class _Lowerer(BindingRewriter):
     def __init__(self, names: Names):
         self.names = names
 
-    def seq(self, seq: rx.Expr) -> rx.Expr:
-        if not isinstance(seq, rx.SeqExpr):
-            return seq
-        return dataclasses.replace(seq, blocks=tuple(self.block(b) for b in seq.blocks))
-
-    def block(self, block: rx.BindingBlock) -> rx.BindingBlock:
-        out: list[rx.Binding] = []
-        for binding in block.bindings:
-            value = binding.value
-            if isinstance(value, rx.If):
-                value = dataclasses.replace(value, true_branch=self.seq(value.true_branch),
-                                            false_branch=self.seq(value.false_branch))
-                out.append(dataclasses.replace(binding, value=value))
-            elif isinstance(binding, rx.VarBinding) and _lowerable(value):
-                shape, dtype = value.args[0], value.args[1]
-                storage = rx.Var(self.names.fresh("storage"), ObjectStructInfo())
-                size = tensor_bytes(shape.values, literal_of(dtype))
-                device = value.args[2] if len(value.args) > 2 else None
-                out.append(rx.VarBinding(storage, storage_call(size, value.span, device), span=binding.span))
-                out.append(dataclasses.replace(binding, value=tensor_call(storage, shape, dtype, value.span, device)))
-            else:
-                out.append(binding)
-        return dataclasses.replace(block, bindings=tuple(out))
+    def rewrite(self, binding: rx.Binding) -> list[rx.Binding]:
+        value = binding.value
+        if not (isinstance(binding, rx.VarBinding) and _lowerable(value)):
+            return [binding]
+        shape, dtype = value.args[0], value.args[1]
+        storage = rx.Var(self.names.fresh("storage"), ObjectStructInfo())
+        size = tensor_bytes(shape.values, literal_of(dtype))
+        device = value.args[2] if len(value.args) > 2 else None
+        return [rx.VarBinding(storage, storage_call(size, value.span, device), span=binding.span),
+                dataclasses.replace(binding, value=tensor_call(storage, shape, dtype, value.span, device))]
 
 
 def lower_alloc_tensors(func: rx.Function) -> rx.Function:

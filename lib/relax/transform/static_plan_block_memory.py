@@ -49,6 +49,7 @@ from ..ir.struct_info import ObjectStructInfo
 from ..ir.structural import structural_equal
 from ..op.infer import literal_of
 from ..op.shape import static_value
+from .binding_rewriter import BindingRewriter
 from .memory_alloc import Names, storage_call, tensor_call
 from .memory_sizes import function_upper_bounds, tensor_bytes, upper_bound_bytes
 from .memory_tokens import Token, TokenAnalysis, TokenCollector
@@ -157,7 +158,7 @@ class StoragePlanner:
         return bounded if bounded is not None else size
 
 
-class _Rewriter:
+class _Rewriter(BindingRewriter):
     """Replaces planned allocations by alloc_storage (at a storage's first use) + alloc_tensor."""
 
     def __init__(self, analysis: TokenAnalysis, storage_of: dict[Token, Storage], names: Names):
@@ -165,23 +166,8 @@ class _Rewriter:
         self.storage_of = storage_of
         self.names = names
 
-    def seq(self, seq: rx.Expr) -> rx.Expr:
-        if not isinstance(seq, rx.SeqExpr):
-            return seq
-        return dataclasses.replace(seq, blocks=tuple(self.block(b) for b in seq.blocks))
-
-    def block(self, block: rx.BindingBlock) -> rx.BindingBlock:
-        out: list[rx.Binding] = []
-        for binding in block.bindings:
-            out.extend(self.binding(binding))
-        return dataclasses.replace(block, bindings=tuple(out))
-
-    def binding(self, binding: rx.Binding) -> list[rx.Binding]:
+    def rewrite(self, binding: rx.Binding) -> list[rx.Binding]:
         value = binding.value
-        if isinstance(value, rx.If):
-            value = dataclasses.replace(value, true_branch=self.seq(value.true_branch),
-                                        false_branch=self.seq(value.false_branch))
-            return [dataclasses.replace(binding, value=value)]
         token = self.analysis.tokens.get(id(binding))
         storage = self.storage_of.get(token) if token is not None else None
         if storage is None:

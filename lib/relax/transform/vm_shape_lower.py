@@ -27,6 +27,7 @@ import dataclasses
 from ..ir import expr as rx
 from ..ir import tir
 from ..ir.module import IRModule
+from ..ir.names import NameSupply
 from ..ir.node import FrozenDict
 from ..ir.struct_info import (
     FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
@@ -61,7 +62,7 @@ def _annotation_text(info: StructInfo) -> str:
 
 
 class _FunctionShapeLowerer:
-    def __init__(self, func_name: str, names: "_Names"):
+    def __init__(self, func_name: str, names: NameSupply):
         self.func_name = func_name
         self.names = names
         self.slots: dict[int, int] = {}  # id(tir.Var) -> heap slot
@@ -251,19 +252,6 @@ class _FunctionShapeLowerer:
         return dataclasses.replace(func, body=dataclasses.replace(body, blocks=(first,) + body.blocks))
 
 
-class _Names:
-    def __init__(self, taken):
-        self.taken = set(taken)
-
-    def fresh(self, hint: str) -> str:
-        name, counter = hint, 0
-        while name in self.taken:
-            counter += 1
-            name = f"{hint}{counter}"
-        self.taken.add(name)
-        return name
-
-
 @register_pass
 class VMShapeLower(Pass):
     """Check parameters and compute symbolic shapes through the VM's shape heap."""
@@ -271,7 +259,7 @@ class VMShapeLower(Pass):
     name = "vm-shape-lower"
 
     def run(self, mod: IRModule) -> IRModule:
-        names = _Names(mod.functions)
+        names = NameSupply(mod.functions)
         functions = {}
         new_kernels = {}
         for name, func in mod.functions.items():

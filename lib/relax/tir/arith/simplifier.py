@@ -283,21 +283,29 @@ class ExprSimplifier(Rewriter):
         return node
 
 
+def _only_zero(lo, hi) -> bool:
+    return lo is not None and lo == hi == 0
+
+
+def _excludes_zero(lo, hi) -> bool:
+    return (lo is not None and lo > 0) or (hi is not None and hi < 0)
+
+
+# For `diff OP 0` with diff in [lo, hi] (None: unbounded): (always holds, never holds).
+_DECISIONS = {
+    "LT": (lambda lo, hi: hi is not None and hi < 0, lambda lo, hi: lo is not None and lo >= 0),
+    "LE": (lambda lo, hi: hi is not None and hi <= 0, lambda lo, hi: lo is not None and lo > 0),
+    "GT": (lambda lo, hi: lo is not None and lo > 0, lambda lo, hi: hi is not None and hi <= 0),
+    "GE": (lambda lo, hi: lo is not None and lo >= 0, lambda lo, hi: hi is not None and hi < 0),
+    "EQ": (_only_zero, _excludes_zero),
+    "NE": (_excludes_zero, _only_zero),
+}
+
+
 def _decide(op: str, lo, hi):
     """The truth of `diff OP 0` for diff in [lo, hi], or None when undecided."""
-    if op == "LT":
-        return True if hi is not None and hi < 0 else False if lo is not None and lo >= 0 else None
-    if op == "LE":
-        return True if hi is not None and hi <= 0 else False if lo is not None and lo > 0 else None
-    if op == "GT":
-        return True if lo is not None and lo > 0 else False if hi is not None and hi <= 0 else None
-    if op == "GE":
-        return True if lo is not None and lo >= 0 else False if hi is not None and hi < 0 else None
-    if lo is not None and lo == hi:
-        return (lo == 0) if op == "EQ" else (lo != 0)
-    if (lo is not None and lo > 0) or (hi is not None and hi < 0):
-        return op == "NE"
-    return None
+    always, never = _DECISIONS[op]
+    return True if always(lo, hi) else False if never(lo, hi) else None
 
 
 def _divide_common_factor(linear: Linear, d: int) -> tuple[Linear, int]:

@@ -24,15 +24,11 @@ A big product (K_SPLIT_MIN_BYTES of B or more, K a multiple of K_BLOCKS) is cut 
 other way for the threads: K_BLOCKS blocks of whole rows of B are the parallel loop,
 each summing its rows by strips into its own row of partial sums, and one vector pass
 adds the partial rows and applies the epilogue (_k_blocks says why: column strips of
-power-of-two rows fill only part of the L2's sets). Measured: mlp_b1 on two threads
-43.7 -> 32.5 us (`relaxrun`-style loop, compiled mode), one thread unchanged.
+power-of-two rows fill only part of the L2's sets).
 
 A weight packed at build time (packed_weights.py: `packed[j // 256, k, j % 256]`, after
 `--params`) keeps the column strips as the parallel loop: each strip is one contiguous
-panel, so no thread reads part of every row. Measured (bench/packed_weights.py, 2-core
-AMD EPYC): mlp_b1 on two threads 21.3 us split by rows -> 15.6 us packed strips (row-major
-strips 15.7 there; on the 2-core Xeon of the row split's figures above they thrashed);
-one thread level (27.8 -> 29.5 us in one run, 30.5 -> 29.3 in another).
+panel, so no thread reads part of every row (figures: docs/performance-notes.md).
 
 Elementwise nests after the product (bias add, relu, GELU: gemv_epilogue.py) are
 applied to the result vectors in registers before their one store (fuse_epilogues):
@@ -49,9 +45,6 @@ the intermediate is never written.
         <K % 4 rows>
         out[0, j0:j0 + 16] = T.max(acc[0:16] + bias[j0:j0 + 16], T.Broadcast(0, 16)) ...
     <one strip for the columns left, the last N % 16 as a shorter vector; k split when it is narrow>
-
-Measured (docs/tir-lowering.md): mlp_b1's three layers called in sequence from
-native code, weights streamed from L3, 80 -> 68 us on one thread.
 """
 
 from __future__ import annotations
@@ -60,8 +53,9 @@ import math
 
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
-from . import gemv_epilogue, register_tile
-from .nest import Nest, fresh, loop
+from . import gemv_epilogue
+from .matmul_operands import matmul_operands
+from .nest import Nest, fresh, loop, seq
 
 MIN_TERMS = 256  # multiply-adds per row below which the plain nest is kept
 LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
@@ -81,10 +75,10 @@ STRIP_PANEL = WIDE_STRIP_VECTORS * LANES
 def operands(nest: Nest):
     """(A load, B load, panel width) of the product: B row-major (width None) or packed in
     panels of STRIP_PANEL columns; (None, None, None) when the nest is not a product."""
-    found = register_tile._operands(nest)
+    found = matmul_operands(nest)
     if found is not None:
         return (*found, None)
-    found = register_tile._operands(nest, STRIP_PANEL)
+    found = matmul_operands(nest, STRIP_PANEL)
     return (*found, STRIP_PANEL) if found is not None else (None, None, None)
 
 
@@ -241,10 +235,6 @@ class _Gemv:
         return allocation(acc, tir.SeqStmt((*starts, *self.k_steps(step, rows_of, k_rows), *saves)))
 
 
-def _seq(parts: list) -> tir.Stmt:
-    return parts[0] if len(parts) == 1 else tir.SeqStmt(tuple(parts))
-
-
 def _split(gemv: _Gemv, vectors: int, chains: int) -> int:
     """Accumulator sets for a strip of `vectors`: enough independent chains, at most one per k."""
     split = 1 if vectors >= chains else -(-chains // vectors)
@@ -277,7 +267,7 @@ def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
     if left:
         rest = pieces[strips * vectors:]
         parts.append(gemv.strip(gemv.const(strips * vectors * LANES), rest, _split(gemv, len(rest), chains)))
-    stmt = _seq(parts)
+    stmt = seq(parts)
     for iv in reversed(outer):
         stmt = loop(outer_values[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
     return stmt
@@ -289,8 +279,8 @@ def _k_blocks(gemv: _Gemv, outer: list, strips: int) -> int:
     Threads that split a gemv by column strips each read part of every row of B: with
     rows of a power-of-two size (mlp_b1's 2 KB) that part always has the same low
     address bits, so it lands in a fixed half (or less) of the L2's sets, and two layers'
-    halves of B (1.3 MB for mlp_b1 on two cores) no longer stay in a 2 MB L2: the layers
-    in sequence took 37 us where they take 15 alone. A thread given whole rows uses
+    halves of B (1.3 MB for mlp_b1 on two cores) no longer stay in a 2 MB L2: each layer
+    evicts the next one's weights. A thread given whole rows uses
     every set. So a big gemv (K_SPLIT_MIN_BYTES of B or more) is split into K_BLOCKS
     blocks of rows, the parallel loop: each sums its rows for every column into a row of
     partial sums, and one vector pass adds the partial rows (in block order) and applies
@@ -341,7 +331,7 @@ def _k_split(gemv: _Gemv, nest: Nest, blocks: int, strips: int, vectors: int, pi
     finish = [loop(vector, gemv.const(whole), total(vector * gemv.const(LANES), LANES))] if whole else []
     if tail:
         finish.append(total(gemv.const(whole * LANES), tail))
-    return allocation(partial, tir.SeqStmt((loop(block, gemv.const(blocks), _seq(body), independent=True), *finish)))
+    return allocation(partial, tir.SeqStmt((loop(block, gemv.const(blocks), seq(body), independent=True), *finish)))
 
 
 def fuse_epilogues(statements: list, fused: set, func: tir.PrimFunc, cpu=None, parallel: bool = True):

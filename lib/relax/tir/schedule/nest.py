@@ -84,3 +84,8 @@ def loop(var: tir.Var, extent, body: tir.Stmt, independent: bool = False) -> tir
 
 def fresh(like: tir.Var, suffix: str) -> tir.Var:
     return tir.Var(f"{like.name}_{suffix}", like.dtype)
+
+
+def seq(stmts) -> tir.Stmt:
+    """The statements in order: the statement itself when there is one, else a SeqStmt."""
+    return stmts[0] if len(stmts) == 1 else tir.SeqStmt(tuple(stmts))

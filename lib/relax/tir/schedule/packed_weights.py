@@ -32,6 +32,7 @@ from ..loop_nests import top_level
 from ..rewrite import Rewriter, walk
 from . import gemv, register_tile
 from .cpu import CpuInfo
+from .matmul_operands import matmul_operands
 from .nest import match_nest
 
 PANEL_WIDTH = register_tile.PANEL_WIDTH  # 32 float32 columns per register-tile panel
@@ -75,7 +76,7 @@ def packable_params(func: tir.PrimFunc) -> dict[int, int]:
     found = {}
     for stmt in top_level(func.body)[0]:
         nest = match_nest(stmt)
-        operands = register_tile._operands(nest) if nest is not None else None
+        operands = matmul_operands(nest) if nest is not None else None
         if operands is None:
             continue
         b = operands[1]

@@ -40,7 +40,7 @@ from ..arith.linear import from_expr
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from . import row_reduction
-from .nest import Nest, fresh, loop
+from .nest import Nest, fresh, loop, seq
 from .reduction_order import reduction_parts
 
 LANES = 16  # outputs per vector (8 for rows of 8 to 15 outputs)
@@ -190,7 +190,7 @@ def _vector_rows(nest: Nest, w_iter, stride: int, lanes: int) -> tir.Stmt:
         body = allocation(one, tir.SeqStmt((tir.BufferStore(one, nest.block.init.value, single), update,
                                             output.with_fields(value=tir.BufferLoad(one, single)))))
         row.append(loop(rest, tir.IntImm(index, columns - strips * lanes), body, independent=True))
-    stmt = row[0] if len(row) == 1 else tir.SeqStmt(tuple(row))
+    stmt = seq(row)
     for iv in reversed(outer):
         stmt = loop(values[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
     return stmt

@@ -10,7 +10,7 @@ core:
 - K is cut into equal blocks of at most K_PANEL steps (784 -> 4 x 196);
 - per chunk, row block (ROW_BLOCK_TILES row tiles) and k block, the block's rows of A
   (256 x 256 floats) and of C stay in L2 while every column tile of the chunk reads
-  them (A is read in place: packing it measured slower);
+  them (A is read in place: its block is in L2 already, so packing it only adds copies);
 - per column tile, the B panel (k block x 32 floats, 32 KiB, in L1) is packed with
   whole-vector copies and read by every row tile of the block;
 - per row tile, the accumulators start from the init value (first k block) or from C,
@@ -22,8 +22,8 @@ found after inline.py and output_reuse.py have merged them and moved the product
 the output) are applied to the finished sums in registers: the last k block stores
 their values instead of the sums, so no pass over C follows (fusable() says when:
 constant K and init value, no j-innermost remainder loops; schedule/__init__.py takes
-stages without calls only: GELU's erf in every tile slot doubled the FFN kernel's code
-for 0.4% of run time).
+stages without calls only: GELU's erf in every tile slot would double the kernel's code
+for no run-time gain).
 
 The accumulators are a local buffer read and written only as whole vectors at
 constant offsets, which LLVM keeps in registers. The last rows (M % ROWS) are one more
@@ -50,9 +50,7 @@ as the plain nest does; the fused multiply-add rounds once per term instead of t
                         C[i0, j0:j0 + 16] = acc[0:16] ...
     <rows M // 8 * 8 .. M: one smaller tile; columns N // 32 * 32 .. N: 16-lane tiles over a padded panel>
 
-Measured (figures in docs/tir-lowering.md, 2-core AVX-512 Xeon): 1024^3 112 -> 140
-GFLOP/s on one thread, 230 -> 283 on two; 6 x 64 and 8 x 48 tiles measured no better
-than 8 x 32 at 1024^3 and on the MLP's 64-row layers.
+Figures, and the tile shapes and blockings that did no better: docs/tir-lowering.md.
 """
 
 from __future__ import annotations
@@ -62,10 +60,11 @@ from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from ..rewrite import collect
 from . import reduction_order
-from .nest import Nest, fresh, loop
+from .matmul_operands import matmul_operands
+from .nest import Nest, fresh, loop, seq
 
 ROWS = 4  # rows of C per register tile: 4 x 2 accumulators, B and A vectors fit 16 registers
-WIDE_ROWS = 8  # with 32 vector registers (AVX-512): 8 x 2 accumulators (70 vs 60 GFLOP/s measured)
+WIDE_ROWS = 8  # with 32 vector registers (AVX-512): 8 x 2 accumulators, each B vector used 8 times
 LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
 VECTORS = 2  # vectors per row of the tile
 PANEL_WIDTH = LANES * VECTORS  # columns of a B panel (and of a weight packed at build time)
@@ -73,61 +72,18 @@ K_PANEL = 256  # k steps per packed B panel (256 x 32 floats: 32 KiB, in L1)
 CHUNK_TILES = 16  # column tiles per parallel chunk, at most (they share the row block of A in L2)
 MIN_CHUNKS = 2  # chunks per matmul, at least (the 2 cores here): fewer tiles per chunk when N is small
 ROW_BLOCK_TILES = 32  # row tiles per row block: its rows of A (256 x 256 k, 256 KiB) and of C (256 x 512
-# columns, 512 KiB) stay in L2 across column tiles and k blocks (1024^3: 134 -> 142 GFLOP/s vs 128)
+# columns, 512 KiB) stay in L2 across column tiles and k blocks
 NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x 16 or 32 floats)
-
-
-def _operands(nest: Nest, panel_width: int | None = None):
-    """(j-free load, j-contiguous load) of `C = C + X * Y`, or None; with `panel_width`, Y read
-    in panels of that many columns instead (reads_panel)."""
-    parts = reduction_order.reduction_parts(nest)
-    if parts is None:
-        return None
-    store, spatial, reduce = parts
-    value = store.value
-    if len(reduce) != 1 or not isinstance(value, tir.Add) or not isinstance(value.b, tir.Mul):
-        return None
-    if store.buffer.dtype != "float32" or len(store.indices) < 2:
-        return None
-    j = store.indices[-1]
-    x, y = value.b.a, value.b.b
-    if not (isinstance(x, tir.BufferLoad) and isinstance(y, tir.BufferLoad)):
-        return None
-    if uses(y, j) and not uses(x, j):
-        pass
-    elif uses(x, j) and not uses(y, j):
-        x, y = y, x
-    else:
-        return None
-    if not (reads_panel(y, j, panel_width) if panel_width else
-            y.indices[-1] is j and not any(uses(i, j) for i in y.indices[:-1])):
-        return None
-    if uses(y, store.indices[-2]):  # one packed panel of B serves every row tile
-        return None
-    if x.dtype != "float32" or y.dtype != "float32":
-        return None
-    return x, y
-
-
-def reads_panel(y: tir.BufferLoad, j: tir.Var, width: int) -> bool:
-    """Whether `y` reads B already in panels of `width` columns: packed[j // width, k, j % width]
-    (packed_weights.py)."""
-    if len(y.indices) != 3:
-        return False
-    tile, k, lane = y.indices
-    return (isinstance(tile, tir.FloorDiv) and tile.a is j and isinstance(tile.b, tir.IntImm) and tile.b.value == width
-            and isinstance(lane, tir.FloorMod) and lane.a is j and isinstance(lane.b, tir.IntImm)
-            and lane.b.value == width and not uses(k, j))
 
 
 def _prepacked(nest: Nest) -> bool:
     """Whether the nest reads B in the panel layout (a weight packed at build time)."""
-    return _operands(nest) is None and _operands(nest, PANEL_WIDTH) is not None
+    return matmul_operands(nest) is None and matmul_operands(nest, PANEL_WIDTH) is not None
 
 
 def matches(nest: Nest, cpu=None) -> bool:
     prepacked = _prepacked(nest)
-    if _operands(nest) is None and not prepacked:
+    if matmul_operands(nest) is None and not prepacked:
         return False
     store = nest.block.body
     i_loop, j_loop = (nest.loop_of(_iter(nest, store.indices[p])) for p in (-2, -1))
@@ -198,9 +154,8 @@ def _microkernel(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, r
         for v in range(VECTORS))))
 
     # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
-    # the chunk's column tiles sweep them. Packing them (a transpose into each row tile's
-    # k steps of 8 contiguous elements) measured 1% faster at 1024^3 and 3-13% slower on
-    # 128 x 1024 x 256, 128 x 256 x 1024, 512^3 and 64 x 512 x 512.
+    # the chunk's column tiles sweep them, so packing them (a transpose into each row
+    # tile's k steps of 8 contiguous elements) would only add copies.
     def a_scalar(k, r):
         return at(x, i0 + const(r), j0, k)
 
@@ -394,7 +349,7 @@ def _finish(nest: Nest, outer_values: dict, i_iter, j_iter, epilogues, value, i,
 def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
     """The scheduled nest; `epilogues` (gemv_epilogue stages, when fusable) are applied to the
     finished sums in registers before their one store."""
-    x, y = _operands(nest) or _operands(nest, PANEL_WIDTH)
+    x, y = matmul_operands(nest) or matmul_operands(nest, PANEL_WIDTH)
     store, spatial, reduce = reduction_order.reduction_parts(nest)
     i_iter, j_iter = _iter(nest, store.indices[-2]), _iter(nest, store.indices[-1])
     outer = [iv for iv in spatial if iv is not i_iter and iv is not j_iter]
@@ -414,7 +369,7 @@ def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
         if rest is not None:
             assert not epilogues, "fusable() admits no remainder loops"
             parts.append(rest)
-    stmt = parts[0] if len(parts) == 1 else tir.SeqStmt(tuple(parts))
+    stmt = seq(parts)
     for iv in reversed(outer):
         stmt = loop(outer_vars[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
     return stmt

@@ -1,0 +1,58 @@
+"""The operands of a float32 matmul nest, as the CPU matmul rules read them.
+
+`C[..., i, j] += X[...] * Y[...]` with one reduction: X is the load free of j (A, one
+broadcast per k step), Y the load that reads j contiguously in its last index (B, whole
+vectors), or, for a weight packed at build time (packed_weights.py), in panels:
+`packed[j // width, k, j % width]`. The register-tile and gemv rules and the
+pack-constant-weights pass match their nests with it.
+"""
+
+from __future__ import annotations
+
+from ...ir import tir
+from ..loop_nests import uses
+from . import reduction_order
+from .nest import Nest
+
+
+def matmul_operands(nest: Nest, panel_width: int | None = None):
+    """(j-free load, j-contiguous load) of `C = C + X * Y`, or None; with `panel_width`, Y read
+    in panels of that many columns instead (reads_panel)."""
+    parts = reduction_order.reduction_parts(nest)
+    if parts is None:
+        return None
+    store, spatial, reduce = parts
+    value = store.value
+    if len(reduce) != 1 or not isinstance(value, tir.Add) or not isinstance(value.b, tir.Mul):
+        return None
+    if store.buffer.dtype != "float32" or len(store.indices) < 2:
+        return None
+    j = store.indices[-1]
+    x, y = value.b.a, value.b.b
+    if not (isinstance(x, tir.BufferLoad) and isinstance(y, tir.BufferLoad)):
+        return None
+    if uses(y, j) and not uses(x, j):
+        pass
+    elif uses(x, j) and not uses(y, j):
+        x, y = y, x
+    else:
+        return None
+    if not (reads_panel(y, j, panel_width) if panel_width else
+            y.indices[-1] is j and not any(uses(i, j) for i in y.indices[:-1])):
+        return None
+    if uses(y, store.indices[-2]):  # one packed panel of B serves every row tile
+        return None
+    if x.dtype != "float32" or y.dtype != "float32":
+        return None
+    return x, y
+
+
+def reads_panel(y: tir.BufferLoad, j: tir.Var, width: int) -> bool:
+    """Whether `y` reads B already in panels of `width` columns: packed[j // width, k, j % width]
+    (packed_weights.py)."""
+    if len(y.indices) != 3:
+        return False
+    tile, k, lane = y.indices
+    return (isinstance(tile, tir.FloorDiv) and tile.a is j and isinstance(tile.b, tir.IntImm) and tile.b.value == width
+            and isinstance(lane, tir.FloorMod) and lane.a is j and isinstance(lane.b, tir.IntImm)
+            and lane.b.value == width and not uses(k, j))
