@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,cuda]'
 	# Bytecode for the sources, as a wheel install writes it: where Python may not write
 	# .pyc files itself (PYTHONDONTWRITEBYTECODE), each relaxc run would otherwise compile
-	# every module again (0.25-0.3 s of a 0.5-0.9 s build).
+	# every module again, a large share of a short build.
 	$(BIN)/python -m compileall -q lib relaxc relaxas relaxld relaxrun
 	touch $(STAMP)
 

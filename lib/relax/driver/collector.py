@@ -2,10 +2,9 @@
 
 A compile allocates millions of short-lived objects (IR nodes, LLVM IR text pieces)
 that nearly all die by reference counting; the cycle collector, run every 700
-allocations, still walks the young ones each time. For `relaxc transformer.relax -o
-transformer.vmx` that was 191 collections, 0.06-0.07 s of a 1.25 s run; without
-them the peak resident size grew by 6 MB (212 to 218 MB; the CNN 177 to 180 MB),
-so very few cycles are left behind. Collection resumes when the block ends; a
+allocations, still walks the young ones each time, for a few percent of a compile.
+Few cycles are left behind without it (the peak resident size barely grows: the
+figures are in docs/performance-notes.md). Collection resumes when the block ends; a
 library user's process is left as it was.
 """
 

@@ -3,9 +3,8 @@
 When `relaxc` has written its output, what is left of the process is Python's
 finalization: every module's objects freed one by one (the IR of the model, its
 weights, the LLVM modules and JIT engines of constant folding) and a last cycle
-collection. For `relaxc transformer.relax -o transformer.vmx` that took 0.02-0.04 s
-of 0.83-0.90 s (6 alternated runs each: 0.83-0.90 s against 0.81-0.89 s; the MLP
-0.61-0.69 s against 0.59-0.64 s). A tool run as a program flushes its streams and
+collection, a few percent of a short compile (docs/performance-notes.md). A tool
+run as a program flushes its streams and
 leaves with os._exit instead; its files are written and closed by then, and no
 relax module registers an atexit handler. Called in-process (tests, `main(argv)`),
 or under a profiler or tracer (cProfile, coverage: they report at exit), a tool

@@ -37,8 +37,9 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 def _aligned_empty(shape, dtype) -> np.ndarray:
     """An array whose data starts on a CONSTANT_ALIGNMENT boundary.
 
-    Kernels stream weights with whole-vector loads: a weight matrix starting 16 bytes
-    past a cache line made mlp_b1's 784x512 layer take 23 us instead of 14-17.
+    Kernels stream weights with whole-vector loads; a weight matrix that starts part-way
+    into a cache line splits loads across lines and runs measurably slower
+    (docs/performance-notes.md).
     """
     dtype = np.dtype(dtype)
     count = 1
