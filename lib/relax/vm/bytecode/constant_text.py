@@ -145,41 +145,38 @@ def _parse(scanner: _Scanner, depth: int) -> Any:
         raise scanner.error("constant nests too deeply")
     start = scanner.pos
     keyword = scanner.next("a constant kind (int, float, str, dtype, shape, tensor, tuple, bool, null)")
+    parse = _PARSERS.get(keyword)
+    if parse is None:
+        scanner.pos = start
+        raise scanner.error(f"unknown constant kind '{keyword}'")
     try:
-        if keyword == "null":
-            return None
-        if keyword == "bool":
-            word = scanner.next("true or false")
-            if word not in ("true", "false"):
-                raise scanner.error("expected true or false")
-            return word == "true"
-        if keyword == "int":
-            return int(scanner.next("an integer"))
-        if keyword == "float":
-            word = scanner.next("a float")
-            if word.startswith("bits:"):
-                return struct.unpack("<d", bytes.fromhex(word[5:]))[0]
-            return float(word)
-        if keyword == "str":
-            word = scanner.next("a string")
-            if not word.startswith('"'):
-                raise scanner.error("expected a quoted string")
-            return json.loads(word)
-        if keyword == "dtype":
-            return _parse_dtype(scanner)
-        if keyword == "shape":
-            return ShapeTuple(_parse_int_list(scanner))
-        if keyword == "tensor":
-            return _parse_tensor(scanner)
-        if keyword == "tuple":
-            return _parse_tuple(scanner, depth)
+        return parse(scanner, depth)
     except (ValueError, struct.error, json.JSONDecodeError) as error:
         if isinstance(error, ConstantSyntaxError):
             raise
         scanner.pos = start
         raise scanner.error(f"bad {keyword} constant: {error}") from None
-    scanner.pos = start
-    raise scanner.error(f"unknown constant kind '{keyword}'")
+
+
+def _parse_bool(scanner: _Scanner) -> bool:
+    word = scanner.next("true or false")
+    if word not in ("true", "false"):
+        raise scanner.error("expected true or false")
+    return word == "true"
+
+
+def _parse_float(scanner: _Scanner) -> float:
+    word = scanner.next("a float")
+    if word.startswith("bits:"):
+        return struct.unpack("<d", bytes.fromhex(word[5:]))[0]
+    return float(word)
+
+
+def _parse_str(scanner: _Scanner) -> str:
+    word = scanner.next("a string")
+    if not word.startswith('"'):
+        raise scanner.error("expected a quoted string")
+    return json.loads(word)
 
 
 def _parse_dtype(scanner: _Scanner) -> DataType:
@@ -297,3 +294,17 @@ def _parse_tuple(scanner: _Scanner, depth: int) -> tuple:
         items.append(_parse(scanner, depth + 1))
     scanner.expect(")")
     return tuple(items)
+
+
+# The reader of each constant kind, by the keyword that starts it.
+_PARSERS = {
+    "null": lambda scanner, depth: None,
+    "bool": lambda scanner, depth: _parse_bool(scanner),
+    "int": lambda scanner, depth: int(scanner.next("an integer")),
+    "float": lambda scanner, depth: _parse_float(scanner),
+    "str": lambda scanner, depth: _parse_str(scanner),
+    "dtype": lambda scanner, depth: _parse_dtype(scanner),
+    "shape": lambda scanner, depth: ShapeTuple(_parse_int_list(scanner)),
+    "tensor": lambda scanner, depth: _parse_tensor(scanner),
+    "tuple": _parse_tuple,
+}
