@@ -47,38 +47,45 @@ def bind_sizes(info, args) -> dict[str, int]:
         raise _fail(info, f"takes {len(info.params)} arguments "
                           f"({', '.join(p.name for p in info.params)}), got {len(args)}")
     values: dict[str, int] = {}
-    buffers = []
-    for param, value in zip(info.params, args):
-        if param.kind != "buffer":
-            continue
-        if not hasattr(value, "shape") or not hasattr(value, "dtype"):
-            raise _fail(info, f"parameter '{param.name}' expects a {param.dtype} tensor, got {type(value).__name__}")
-        expected = ARRAY_TYPES.get(param.dtype)
-        if expected is None or value.dtype != np.dtype(expected):
-            raise _fail(info, f"parameter '{param.name}' expects dtype {param.dtype}, got {value.dtype}")
-        if len(value.shape) != len(param.shape):
-            raise _fail(info, f"parameter '{param.name}' expects {len(param.shape)} dimensions "
-                              f"{tuple(format_expr(d) for d in param.shape)}, got shape {tuple(value.shape)}")
-        if not value.flags.c_contiguous:
-            raise _fail(info, f"parameter '{param.name}' must be a C-contiguous (compact row-major) array")
+    buffers = [(param, value) for param, value in zip(info.params, args) if param.kind == "buffer"]
+    for param, value in buffers:
+        _check_buffer(info, param, value)
         for axis, dim in enumerate(param.shape):
             if isinstance(dim, str) and dim not in values:
                 values[dim] = int(value.shape[axis])
-        buffers.append((param, value))
     for param, value in buffers:
-        for axis, dim in enumerate(param.shape):
-            try:
-                expected = evaluate(dim, values)
-            except KeyError as exc:
-                raise _fail(info, f"cannot bind symbolic size {exc} from the shape of '{param.name}'") from None
-            if expected != value.shape[axis]:
-                wanted = str(dim) if isinstance(dim, int) else f"{format_expr(dim)} = {expected}"
-                raise _fail(info, f"parameter '{param.name}' dimension {axis} must be {wanted}, "
-                                  f"got shape {tuple(value.shape)}")
+        _check_dims(info, param, value, values)
     for name in info.symbolic_vars:
         if name not in values:
             raise _fail(info, f"symbolic size '{name}' is not bound by any buffer's shape")
     return values
+
+
+def _check_buffer(info, param, value) -> None:
+    """A buffer argument is a C-contiguous tensor of the parameter's dtype and rank."""
+    if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+        raise _fail(info, f"parameter '{param.name}' expects a {param.dtype} tensor, got {type(value).__name__}")
+    expected = ARRAY_TYPES.get(param.dtype)
+    if expected is None or value.dtype != np.dtype(expected):
+        raise _fail(info, f"parameter '{param.name}' expects dtype {param.dtype}, got {value.dtype}")
+    if len(value.shape) != len(param.shape):
+        raise _fail(info, f"parameter '{param.name}' expects {len(param.shape)} dimensions "
+                          f"{tuple(format_expr(d) for d in param.shape)}, got shape {tuple(value.shape)}")
+    if not value.flags.c_contiguous:
+        raise _fail(info, f"parameter '{param.name}' must be a C-contiguous (compact row-major) array")
+
+
+def _check_dims(info, param, value, values: dict[str, int]) -> None:
+    """Every dimension of a buffer equals its parameter's extent under the bound sizes."""
+    for axis, dim in enumerate(param.shape):
+        try:
+            expected = evaluate(dim, values)
+        except KeyError as exc:
+            raise _fail(info, f"cannot bind symbolic size {exc} from the shape of '{param.name}'") from None
+        if expected != value.shape[axis]:
+            wanted = str(dim) if isinstance(dim, int) else f"{format_expr(dim)} = {expected}"
+            raise _fail(info, f"parameter '{param.name}' dimension {axis} must be {wanted}, "
+                              f"got shape {tuple(value.shape)}")
 
 
 def typed_arguments(info, args, values: dict[str, int]) -> tuple:
