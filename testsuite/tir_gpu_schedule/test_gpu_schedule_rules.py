@@ -2,8 +2,7 @@
 GPU simulator, compute what the unscheduled block form computes in the reference interpreter, and
 what numpy computes.
 
-Sizes are small and odd (1, 7, 13, 33, 100, symbolic) so guards and partial tiles/warps run; the
-simulator runs one OS thread per GPU thread, so each case takes up to a few seconds. Tolerances:
+Sizes are small and odd (1, 7, 13, 33, 100, symbolic) so guards and partial tiles/warps run. Tolerances:
 float32 rtol/atol 1e-5 for elementwise and max/min (exact), 1e-4 for sums (terms regrouped by the
 warp reduction and the tiles); float16 2e-2 (float16 accumulation, regrouped).
 """

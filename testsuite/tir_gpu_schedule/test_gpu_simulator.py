@@ -136,3 +136,138 @@ def test_a_missing_barrier_is_a_race_whatever_the_thread_order():
     for _ in range(3):
         with pytest.raises(SimulatorError, match="race on shared 's'"):
             simulate(_reverse_in_blocks(40, 1, barrier=False), a, np.zeros_like(a))
+
+
+def _one_block(threads: int, buffers, body):
+    return _func(buffers, launch("int64", "k", {"x": imm("int64", 1)}, {"x": imm("int64", threads)},
+                                 lambda ix: body(ix["threadIdx.x"])))
+
+
+def _shuffle(op: str, value, argument: int, width: int):
+    mask = tir.Call("uint32", "tir.tvm_warp_activemask", ())
+    return tir.Call(value.dtype, op, (mask, value, imm("int32", argument), imm("int32", width), imm("int32", 32)))
+
+
+def test_a_barrier_that_a_condition_splits_is_an_error():
+    A = _buffer("A", 64)
+    func = _one_block(64, [A], lambda tx: tir.IfThenElse(tir.LT(tx, imm("int64", 32)), seq(
+        sync(), tir.BufferStore(A, tir.FloatImm("float32", 1.0), (tx,)))))
+    with pytest.raises(SimulatorError, match="never reach"):
+        simulate(func, np.zeros(64, np.float32))
+
+
+def test_shuffles_under_a_condition_exchange_among_the_active_lanes():
+    """Two shuffles in one expression, lanes 48..63 left out: width-16 groups hold no absent lane."""
+    A, B = _buffer("A", 64), _buffer("B", 64)
+
+    def body(tx):
+        value = tir.BufferLoad(A, (tx,))
+        down = _shuffle("tir.tvm_warp_shuffle_down", value, 1, 16)
+        pick = _shuffle("tir.tvm_warp_shuffle", tir.Mul(value, tir.FloatImm("float32", 2.0)), 5, 16)
+        return tir.IfThenElse(tir.LT(tx, imm("int64", 48)), tir.BufferStore(B, tir.Add(down, pick), (tx,)))
+
+    a = np.arange(64, dtype=np.float32)
+    b = np.zeros_like(a)
+    simulate(_one_block(64, [A, B], body), a, b)
+    lane = np.arange(48)
+    down = np.where(lane % 16 + 1 < 16, lane + 1, lane)
+    np.testing.assert_array_equal(b[:48], a[down] + 2 * a[lane // 16 * 16 + 5])
+    np.testing.assert_array_equal(b[48:], 0)
+
+
+def test_a_shuffle_from_a_lane_a_condition_left_out_is_an_error():
+    A, B = _buffer("A", 32), _buffer("B", 32)
+    func = _one_block(32, [A, B], lambda tx: tir.IfThenElse(tir.LT(tx, imm("int64", 20)), tir.BufferStore(
+        B, _shuffle("tir.tvm_warp_shuffle_down", tir.BufferLoad(A, (tx,)), 4, 32), (tx,))))
+    with pytest.raises(SimulatorError, match="lane 16 reads lane 20, which has left the warp"):
+        simulate(func, np.zeros(32, np.float32), np.zeros(32, np.float32))
+
+
+def test_a_loop_whose_trip_count_depends_on_the_thread_then_a_barrier():
+    """Thread t sums A[0..t] (t + 1 trips), then the threads swap sums through shared memory."""
+    n = 40
+    A, B = _buffer("A", n), _buffer("B", n)
+    zero = imm("int64", 0)
+
+    def body(tx):
+        acc = scoped_buffer("acc", "float32", (1,))
+        shared = scoped_buffer("s", "float32", (n,), scope="shared")
+        i = tir.Var("i", "int64")
+        accumulate = tir.For(i, zero, tir.Add(tx, imm("int64", 1)), "serial", tir.BufferStore(
+            acc, tir.Add(tir.BufferLoad(acc, (zero,)), tir.BufferLoad(A, (i,))), (zero,)))
+        return allocate(shared, allocate(acc, seq(
+            tir.BufferStore(acc, tir.FloatImm("float32", 0.0), (zero,)),
+            accumulate,
+            tir.BufferStore(shared, tir.BufferLoad(acc, (zero,)), (tx,)),
+            sync(),
+            tir.BufferStore(B, tir.BufferLoad(shared, (tir.Sub(imm("int64", n - 1), tx),)), (tx,)))))
+
+    a = np.arange(n, dtype=np.float32)
+    b = np.zeros_like(a)
+    simulate(_one_block(n, [A, B], body), a, b)
+    np.testing.assert_array_equal(b, np.cumsum(a)[::-1])
+
+
+def test_if_then_else_loads_only_where_its_condition_holds():
+    A, B = _buffer("A", 4), _buffer("B", 8)
+    func = _one_block(8, [A, B], lambda tx: tir.BufferStore(B, tir.Call("float32", "tir.if_then_else", (
+        tir.LT(tx, imm("int64", 4)), tir.BufferLoad(A, (tx,)), tir.FloatImm("float32", -1.0))), (tx,)))
+    a = np.arange(4, dtype=np.float32) + 1
+    b = np.zeros(8, np.float32)
+    simulate(func, a, b)
+    np.testing.assert_array_equal(b, [1, 2, 3, 4, -1, -1, -1, -1])
+
+
+def test_threads_writing_one_shared_element_race():
+    A = _buffer("A", 8)
+    func = _one_block(8, [A], lambda tx: allocate(
+        shared := scoped_buffer("s", "float32", (1,), scope="shared"),
+        tir.BufferStore(shared, tir.BufferLoad(A, (tx,)), (imm("int64", 0),))))
+    with pytest.raises(SimulatorError, match=r"race on shared 's'\[0\]: thread 1 writes what thread 0 wrote"):
+        simulate(func, np.zeros(8, np.float32))
+
+
+def test_reading_its_own_write_or_reading_together_is_no_race():
+    """Every thread reads shared[0] (written by thread 0 before the barrier) and writes then reads its own slot."""
+    A, B = _buffer("A", 8), _buffer("B", 8)
+
+    def body(tx):
+        shared = scoped_buffer("s", "float32", (8,), scope="shared")
+        zero = imm("int64", 0)
+        return allocate(shared, seq(
+            tir.IfThenElse(tir.EQ(tx, zero), tir.BufferStore(shared, tir.FloatImm("float32", 10.0), (zero,))),
+            sync(),
+            tir.BufferStore(B, tir.BufferLoad(shared, (zero,)), (tx,)),
+            sync(),
+            tir.BufferStore(shared, tir.BufferLoad(A, (tx,)), (tx,)),
+            tir.BufferStore(B, tir.Add(tir.BufferLoad(B, (tx,)), tir.BufferLoad(shared, (tx,))), (tx,))))
+
+    a = np.arange(8, dtype=np.float32)
+    b = np.zeros_like(a)
+    simulate(_one_block(8, [A, B], body), a, b)
+    np.testing.assert_array_equal(b, a + 10)
+
+
+def test_kernels_without_collectives_compute_what_the_interpreter_computes():
+    """Integer division and modulo of negative values, casts of NaN and infinities, min/max and select,
+    per thread: the lockstep arrays follow semantics.py as the interpreter's scalars do."""
+    X, I, F = _buffer("X", 8), _buffer("I", 8, "int32"), _buffer("F", 8, "int32")
+
+    def body(tx):
+        i = tir.Sub(tir.Cast("int32", tx), imm("int32", 4))  # -4 .. 3
+        three = imm("int32", 3)
+        integer = tir.Add(tir.Add(tir.Div(i, three), tir.Mod(i, three)), tir.Add(
+            tir.FloorDiv(i, three), tir.Max(tir.Min(i, imm("int32", 1)), imm("int32", -2))))
+        selected = tir.Select(tir.GT(i, imm("int32", 0)), integer, tir.Mul(integer, imm("int32", 7)))
+        return seq(tir.BufferStore(I, selected, (tx,)),
+                   tir.BufferStore(F, tir.Cast("int32", tir.BufferLoad(X, (tx,))), (tx,)))
+
+    func = _one_block(8, [X, I, F], body)
+    x = np.array([np.nan, np.inf, -np.inf, -2.7, 2.7, -0.5, 1e3, 0], np.float32)
+    simulated = [x.copy(), np.zeros(8, np.int32), np.zeros(8, np.int32)]
+    reference = [x.copy(), np.zeros(8, np.int32), np.zeros(8, np.int32)]
+    simulate(func, *simulated)
+    run(func, *reference)
+    np.testing.assert_array_equal(simulated[1], reference[1])
+    np.testing.assert_array_equal(simulated[2], reference[2])
+    np.testing.assert_array_equal(simulated[2], [0, 0, 0, -2, 2, 0, 1000, 0])

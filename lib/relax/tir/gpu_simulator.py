@@ -3,173 +3,329 @@
     simulate(prim_func, a, b, c)      # numpy arrays for buffer parameters, written in place
 
 The reference interpreter (interpreter.py) runs threads one after another, which is
-exact only for kernels without barriers or warp shuffles. Here each launch (a
-nest of thread_binding loops, blockIdx.* and threadIdx.*, directly inside one
-another) runs block by block; inside a block every GPU thread is a Python thread
-with its own interpreter (its own variables and `local` allocations), sharing the
-function's buffers and the block's `shared` allocations. Collectives meet:
+exact only for kernels without barriers or warp shuffles. Here each launch (a nest of
+thread_binding loops, blockIdx.* and threadIdx.*, directly inside one another) runs
+block by block, and the threads of a block run in lockstep: each statement runs once
+for all of them, its values numpy arrays with an element per thread (a value all
+threads share stays a scalar). An active mask says which threads a statement runs
+for; a condition, a loop whose trip count depends on the thread and
+`tir.if_then_else` narrow it, and loads and stores touch only the addresses of the
+active threads. Every thread has its own variables and `local` allocations (a row
+per thread) and shares the function's buffers and the block's `shared` allocations.
+Collectives:
 
-- `tir.tvm_storage_sync("shared")` (__syncthreads) waits until every thread of the
-  block still running has arrived;
+- `tir.tvm_storage_sync("shared")` (__syncthreads) must be reached by every thread of
+  the block together; reached under a condition that leaves threads out, it is a
+  SimulatorError (CUDA leaves that undefined, and TIR has no early exit);
 - `tir.tvm_warp_shuffle_down` / `tir.tvm_warp_shuffle` exchange a value among the
-  running lanes of a warp (32 consecutive threads, x fastest), as __shfl_*_sync do;
-- a thread that finishes leaves its block and warp, so the others do not wait on it.
+  active lanes of each warp (32 consecutive threads, x fastest), as __shfl_*_sync
+  with __activemask() do; a lane reading a lane that is not at the shuffle (past
+  the last thread of the block, or left out by a condition) is a SimulatorError.
 
-Shared memory is checked for races whatever order the OS runs the threads in: each
-thread counts the barriers it has passed (its epoch), and every element of a
-`shared` allocation remembers its last writer and its readers with their epochs. A
-thread touching an element that another thread wrote (or, for a write, read) in the
-same or a later epoch, with no barrier in between, is a SimulatorError.
+Shared memory is checked for races in a way no execution order can hide: between
+two barriers (an epoch) every element of a `shared` allocation remembers the thread
+that wrote it and the threads that read it. A thread reading what another thread
+wrote in the same epoch, or writing what another thread read or wrote, is a
+SimulatorError.
 
-A collective no thread can complete (threads waiting at different points) is
-reported as a SimulatorError after a timeout, as is any error inside a thread.
-Slow (one OS thread per GPU thread): test on small sizes and few threads.
+Vector values (lanes > 1; CUDA kernels here have none) and schedulable blocks inside
+a launch are refused. An error inside the block (an access out of bounds, a failed
+assertion) is a SimulatorError naming the block.
 """
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
+from ..ir import dtype as dt
 from ..ir import tir
 from . import semantics
 from .interpreter import Interpreter, InterpreterError
 
 WARP_SIZE = 32
-WAIT_SECONDS = 30.0  # a collective that waits longer than this is taken as a deadlock
+SHUFFLES = ("tir.tvm_warp_shuffle_down", "tir.tvm_warp_shuffle")
 _INDEX = {"x": 0, "y": 1, "z": 2}
 
 
 class SimulatorError(InterpreterError):
-    """The kernel deadlocked, raced into an error, or has a launch shape the simulator rejects."""
+    """The kernel deadlocked, raced, or has a launch shape or construct the simulator rejects."""
 
 
-class _Group:
-    """Threads that meet at a collective: a block (barriers) or a warp (shuffles)."""
+class _Shared:
+    """A `shared` allocation of a block, and who wrote and read each element in this epoch."""
 
-    def __init__(self, members: int):
-        self.alive = members
-        self.arrived: dict[int, object] = {}
-        self.generation = 0
-        self.result: dict[int, object] = {}
-        self.condition = threading.Condition()
+    def __init__(self, memory: np.ndarray):
+        self.memory = memory
+        self.writer = np.full(memory.size, -1)  # the thread that wrote the element, -1 for none
+        self.reader = np.full(memory.size, -1)  # a thread that read it
+        self.other_reader = np.full(memory.size, -1)  # a thread that read it, not `reader`
 
-    def meet(self, member: int, value=None) -> dict:
-        """Waits until every running member has arrived; returns {member: value} of all of them."""
-        with self.condition:
-            generation = self.generation
-            self.arrived[member] = value
-            self._release_if_complete()
-            if not self.condition.wait_for(lambda: self.generation != generation, WAIT_SECONDS):
-                raise SimulatorError("threads wait at a barrier or shuffle that the others never reach")
-            return self.result
+    def new_epoch(self) -> None:
+        for record in (self.writer, self.reader, self.other_reader):
+            record.fill(-1)
 
-    def leave(self) -> None:
-        with self.condition:
-            self.alive -= 1
-            self._release_if_complete()
+    def read(self, name: str, offsets, threads) -> None:
+        _check(name, offsets, threads, self.writer[offsets], "reads", "wrote")
+        first = self.reader[offsets] < 0
+        self.reader[offsets[first]] = threads[first]
+        another = self.reader[offsets] != threads
+        self.other_reader[offsets[another]] = threads[another]
 
-    def _release_if_complete(self) -> None:
-        if self.arrived and len(self.arrived) >= self.alive:
-            self.result, self.arrived = dict(self.arrived), {}
-            self.generation += 1
-            self.condition.notify_all()
-
-
-class _Block:
-    """What the threads of one GPU block share."""
-
-    def __init__(self, threads: int):
-        self.barrier = _Group(threads)
-        self.warps = [_Group(min(WARP_SIZE, threads - w * WARP_SIZE)) for w in range(-(-threads // WARP_SIZE))]
-        self.shared: dict = {}
-        self.accesses: dict = {}  # (shared key, offset) -> [(writer, epoch) | None, {reader: epoch}]
-        self.lock = threading.Lock()
-
-    def note(self, key, offsets, thread: int, epoch: int, write: bool, name: str) -> None:
-        """Records an access to shared memory; raises on one that races with another thread's."""
-        with self.lock:
-            for offset in np.atleast_1d(offsets).tolist():
-                record = self.accesses.setdefault((key, offset), [None, {}])
-                writer, readers = record
-                if writer is not None and writer[0] != thread and writer[1] >= epoch:
-                    raise SimulatorError(f"race on shared '{name}'[{offset}]: thread {thread} "
-                                         f"{'writes' if write else 'reads'} what thread {writer[0]} wrote "
-                                         f"with no barrier between")
-                if write:
-                    racing = [t for t, e in readers.items() if t != thread and e >= epoch]
-                    if racing:
-                        raise SimulatorError(f"race on shared '{name}'[{offset}]: thread {thread} writes what "
-                                             f"thread {racing[0]} read with no barrier between")
-                    record[0], record[1] = (thread, epoch), {}
-                else:
-                    readers[thread] = epoch
+    def write(self, name: str, offsets, threads) -> None:
+        if len(np.unique(offsets)) < len(offsets):  # threads of this one statement write one element
+            earlier = {}
+            for offset, thread in zip(offsets.tolist(), threads.tolist()):
+                _check(name, [offset], [thread], [earlier.get(offset, -1)], "writes", "wrote")
+                earlier[offset] = thread
+        _check(name, offsets, threads, self.writer[offsets], "writes", "wrote")
+        reader = self.reader[offsets]
+        _check(name, offsets, threads, np.where(reader != threads, reader, self.other_reader[offsets]),
+               "writes", "read")
+        self.writer[offsets] = threads
+        self.reader[offsets] = -1
+        self.other_reader[offsets] = -1
 
 
-class _ThreadInterpreter(Interpreter):
-    """The interpreter of one GPU thread: collectives meet the other threads of its block."""
+def _check(name: str, offsets, threads, others, access: str, earlier: str) -> None:
+    """Raises for the first of `threads` whose element another thread (`others`, -1 for none) touched."""
+    others, threads = np.asarray(others), np.asarray(threads)
+    racing = (others >= 0) & (others != threads)
+    if racing.any():
+        i = int(np.argmax(racing))
+        raise SimulatorError(f"race on shared '{name}'[{offsets[i]}]: thread {threads[i]} {access} what "
+                             f"thread {others[i]} {earlier} with no barrier between")
 
-    def __init__(self, outer: Interpreter, block: _Block, linear_id: int):
+
+class _BlockInterpreter(Interpreter):
+    """The threads of one GPU block in lockstep, for the threads of `self.mask`."""
+
+    def __init__(self, outer: Interpreter, count: int):
         super().__init__()
         self.env = dict(outer.env)
         self.storage = dict(outer.storage)
-        self.block, self.linear_id = block, linear_id
-        self.lane, self.warp = linear_id % WARP_SIZE, block.warps[linear_id // WARP_SIZE]
-        self.epoch = 0  # barriers passed
+        self.count = count
+        self.shared: dict = {}  # buffer variable -> _Shared
+        self._activate(np.ones(count, dtype=bool))
 
-    def _shared_access(self, buffer, indices, write: bool):
-        memory, offset = Interpreter._address(self, buffer, indices)
-        key = buffer.data if buffer.data is not None else buffer
-        if key in self.block.shared:
-            self.block.note(key, offset, self.linear_id, self.epoch, write, buffer.name)
-        return memory, offset
+    # -- the active mask ------------------------------------------------------------------
+    def _activate(self, mask) -> None:
+        self.mask = np.broadcast_to(mask, (self.count,))
+        self.active = np.flatnonzero(self.mask)  # the linear ids of the active threads
+        self.converged = len(self.active) == self.count
 
-    def _address(self, buffer, indices):
-        return self._shared_access(buffer, indices, write=False)
+    def _narrow(self, condition) -> tuple:
+        """Leaves active only the active threads where `condition` holds; returns the state to restore."""
+        before = self.mask, self.active, self.converged
+        self._activate(self.mask & _truth(condition))
+        return before
 
-    def exec_BufferStore(self, store):
-        value = self.eval(store.value)
-        memory, offset = self._shared_access(store.buffer, store.indices, write=True)
-        memory[offset] = value
+    def _restore(self, before: tuple) -> None:
+        self.mask, self.active, self.converged = before
 
-    def eval_Call(self, call):
-        if call.op == "tir.tvm_storage_sync":
-            self.block.barrier.meet(self.linear_id)
-            self.epoch += 1
-            return 0
-        if call.op in ("tir.tvm_warp_shuffle_down", "tir.tvm_warp_shuffle"):
-            _mask, value, offset, width = (self.eval(arg) for arg in call.args[:4])
-            values = self.warp.meet(self.lane, value)
-            base = self.lane - self.lane % width
-            if call.op == "tir.tvm_warp_shuffle":
-                source = base + offset % width
-            else:
-                source = self.lane + offset if self.lane % width + offset < width else self.lane
-            if source not in values:
-                raise SimulatorError(f"lane {self.lane} reads lane {source}, which has left the warp")
-            return values[source]
-        if call.op == "tir.tvm_warp_activemask":
-            return semantics.wrap(0xFFFFFFFF, call.dtype)
-        return super().eval_Call(call)
+    def _exec_where(self, condition, stmt) -> None:
+        """Executes `stmt` for the active threads where `condition` holds, if there are any."""
+        before = self._narrow(condition)
+        try:
+            if len(self.active):
+                self.exec(stmt)
+        finally:
+            self._restore(before)
 
-    def exec_Allocate(self, stmt):
-        if stmt.scope != "shared":
-            return super().exec_Allocate(stmt)
-        with self.block.lock:
-            if stmt.buffer_var not in self.block.shared:
-                count = 1
-                for extent in stmt.extents:
-                    count *= self.eval(extent)
-                self._allocate(stmt.buffer_var, stmt.dtype, count)
-                self.block.shared[stmt.buffer_var] = self.storage[stmt.buffer_var]
-            self.storage[stmt.buffer_var] = self.block.shared[stmt.buffer_var]
-        self.exec(stmt.body)
+    # -- statements -----------------------------------------------------------------------
+    def exec_IfThenElse(self, stmt):
+        condition = self.eval(stmt.condition)
+        if not isinstance(condition, np.ndarray):
+            branch = stmt.then_case if condition else stmt.else_case
+            if branch is not None:
+                self.exec(branch)
+            return
+        condition = _truth(condition)
+        self._exec_where(condition, stmt.then_case)
+        if stmt.else_case is not None:
+            self._exec_where(~condition, stmt.else_case)
 
     def exec_For(self, loop):
         if loop.kind == "thread_binding":
             raise SimulatorError(f"a thread_binding loop ({loop.thread_tag}) inside another statement of a launch")
-        super().exec_For(loop)
+        start, extent = self.eval(loop.min), self.eval(loop.extent)
+        if not isinstance(start, np.ndarray) and not isinstance(extent, np.ndarray):
+            for value in range(start, start + extent):
+                self.env[loop.loop_var] = semantics.wrap(value, loop.loop_var.dtype)
+                self.exec(loop.body)
+            return
+        end = np.broadcast_to(start + extent, (self.count,))
+        start = np.broadcast_to(start, (self.count,))
+        for value in range(int(start[self.active].min()), int(end[self.active].max())):
+            self.env[loop.loop_var] = semantics.wrap(value, loop.loop_var.dtype)
+            self._exec_where((start <= value) & (value < end), loop.body)
+
+    def exec_While(self, loop):
+        before = self.mask, self.active, self.converged
+        try:
+            while True:
+                self._narrow(self.eval(loop.condition))
+                if not len(self.active):
+                    return
+                self.exec(loop.body)
+        finally:
+            self._restore(before)
+
+    def exec_AssertStmt(self, stmt):
+        failing = self.mask & ~_truth(self.eval(stmt.condition))
+        if failing.any():
+            raise InterpreterError(f"assertion failed: {self.eval(stmt.message)}")
+        self.exec(stmt.body)
+
+    def exec_AttrStmt(self, stmt):
+        if stmt.attr_key in ("thread_extent", "virtual_thread"):
+            raise SimulatorError(f"a '{stmt.attr_key}' attribute inside a launch")
+        self.exec(stmt.body)
+
+    def exec_BlockRealize(self, realize):
+        raise SimulatorError(f"block '{realize.block.name_hint}' inside a launch: lower the function first")
+
+    def exec_Allocate(self, stmt):
+        count = 1
+        for extent in stmt.extents:
+            value = self.eval(extent)
+            if isinstance(value, np.ndarray):
+                raise SimulatorError(f"'{stmt.buffer_var.name}' has a size that differs between threads")
+            count *= value
+        key = stmt.buffer_var
+        if stmt.scope == "shared":
+            if key not in self.shared:
+                self._allocate(key, stmt.dtype, count)
+                self.shared[key] = _Shared(self.storage[key])
+            self.storage[key] = self.shared[key].memory
+        else:
+            self._allocate(key, stmt.dtype, count)
+            self.storage[key] = np.repeat(self.storage[key][np.newaxis], self.count, axis=0)
+        self.exec(stmt.body)
+
+    def exec_BufferStore(self, store):
+        value = self.eval(store.value)
+        memory, offset = self._access(store.buffer, store.indices, write=True)
+        if isinstance(value, np.ndarray):
+            # A value per active thread; threads that store to one address leave one of theirs.
+            one_address = memory.ndim == 1 and not isinstance(offset, np.ndarray)
+            value = value[self.active[-1]] if one_address else value[self.active]
+        if memory.ndim == 2:
+            memory[self.active, offset] = value
+        else:
+            memory[offset] = value
+
+    # -- memory -----------------------------------------------------------------------------
+    def _access(self, buffer, indices, write: bool):
+        """The memory of `buffer` and the active threads' offsets in it (a scalar when the same for all);
+        memory with a row per thread is a `local` allocation."""
+        key = buffer.data if buffer.data is not None else buffer
+        memory = self.storage.get(key)
+        if memory is None:
+            raise InterpreterError(f"buffer '{buffer.name}' has no storage here")
+        offset = self._offset(buffer, indices)
+        if isinstance(offset, np.ndarray) and not self.converged:
+            offset = offset[self.active]
+        size = memory.shape[-1]
+        outside = (np.asarray(offset) < 0) | (np.asarray(offset) >= size)
+        if outside.any():
+            first = offset[int(np.argmax(outside))] if isinstance(offset, np.ndarray) else offset
+            raise InterpreterError(f"access to '{buffer.name}' at offset {first} is outside its {size} elements")
+        shared = self.shared.get(key)
+        if shared is not None:
+            offsets = np.broadcast_to(offset, self.active.shape)
+            (shared.write if write else shared.read)(buffer.name, offsets, self.active)
+        return memory, offset
+
+    def eval_BufferLoad(self, load):
+        memory, offset = self._access(load.buffer, load.indices, write=False)
+        if memory.ndim == 1 and not isinstance(offset, np.ndarray):
+            value = memory[offset]
+            return semantics.wrap(value.item() if dt.is_int(load.dtype) or dt.is_uint(load.dtype)
+                                  or dt.is_bool(load.dtype) else value, load.dtype)
+        values = memory[self.active, offset] if memory.ndim == 2 else memory[offset]
+        if self.converged:
+            return values
+        every = np.zeros(self.count, dtype=memory.dtype)
+        every[self.active] = values
+        return every
+
+    # -- expressions ------------------------------------------------------------------------
+    def eval_Call(self, call):
+        if call.op == "tir.tvm_storage_sync":
+            return self._barrier()
+        if call.op in SHUFFLES:
+            return self._shuffle(call)
+        if call.op == "tir.tvm_warp_activemask":
+            return semantics.wrap(0xFFFFFFFF, call.dtype)
+        if call.op == "tir.if_then_else":
+            condition = self.eval(call.args[0])
+            if not isinstance(condition, np.ndarray):
+                return self.eval(call.args[1] if condition else call.args[2])
+            condition = _truth(condition)
+            true_value = self._eval_where(condition, call.args[1], call.dtype)
+            false_value = self._eval_where(~condition, call.args[2], call.dtype)
+            return semantics.wrap(np.where(condition, true_value, false_value), call.dtype)
+        return super().eval_Call(call)
+
+    def _eval_where(self, condition, expr, dtype: str):
+        """`expr` for the active threads where `condition` holds (only they load); 0 where none does."""
+        before = self._narrow(condition)
+        try:
+            return self.eval(expr) if len(self.active) else semantics.wrap(0, dtype)
+        finally:
+            self._restore(before)
+
+    def _barrier(self) -> int:
+        if not self.converged:
+            left_out = int(np.flatnonzero(~self.mask)[0])
+            raise SimulatorError(f"threads wait at a barrier that the others never reach "
+                                 f"(thread {left_out} is left out by a condition)")
+        for shared in self.shared.values():
+            shared.new_epoch()
+        return 0
+
+    def _shuffle(self, call):
+        value = self.eval(call.args[1])
+        offset, width = (self._of_active(self.eval(arg)) for arg in call.args[2:4])
+        threads = self.active
+        lanes = threads % WARP_SIZE
+        if call.op == "tir.tvm_warp_shuffle":
+            sources = lanes - lanes % width + offset % width
+        else:
+            sources = np.where(lanes % width + offset < width, lanes + offset, lanes)
+        readers = threads - lanes + sources
+        present = (sources >= 0) & (sources < WARP_SIZE) & (readers < self.count)
+        present &= self.mask[np.clip(readers, 0, self.count - 1)]
+        if not present.all():
+            i = int(np.argmax(~present))
+            raise SimulatorError(f"lane {lanes[i]} reads lane {sources[i]}, which has left the warp "
+                                 f"or is not at the shuffle")
+        if not isinstance(value, np.ndarray):
+            return value
+        result = value.copy()
+        result[threads] = value[readers]
+        return result
+
+    def _of_active(self, value):
+        return value[self.active] if isinstance(value, np.ndarray) else value
+
+    def eval_Cast(self, cast):
+        value = self.eval(cast.value)
+        to_integer = dt.is_int(cast.dtype) or dt.is_uint(cast.dtype)
+        if to_integer and isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            # As semantics.cast does for one value: toward zero, non-finite values to 0.
+            value = np.where(np.isfinite(value), np.trunc(value), 0).astype(np.int64)
+        return semantics.cast(value, cast.dtype)
+
+    def _refuse_vector(self, node):
+        raise SimulatorError(f"vector values ({type(node).__name__}) are not simulated")
+
+    eval_Ramp = eval_Broadcast = eval_Shuffle = _refuse_vector
+
+
+def _truth(condition) -> np.ndarray:
+    """A condition as booleans: an array with an element per thread, or a 0-d array."""
+    return np.asarray(condition).astype(bool, copy=False)
 
 
 def _launch_loops(loop: tir.For) -> tuple[list[tir.For], tir.Stmt]:
@@ -210,40 +366,22 @@ class _HostInterpreter(Interpreter):
                     self._run_block(body, grid, (bx, by, bz), threads)
 
     def _run_block(self, body, grid, block_index, threads) -> None:
-        (lx, nx), (ly, ny), (lz, nz) = threads
+        (_, nx), (_, ny), (_, nz) = threads
         count = nx * ny * nz
         if count <= 0:
             return
-        block, errors = _Block(count), []
         for (loop, _), value in zip(grid, block_index):
             if loop is not None:
                 self.env[loop.loop_var] = semantics.wrap(value, loop.loop_var.dtype)
-
-        def thread_main(linear_id: int) -> None:
-            machine = _ThreadInterpreter(self, block, linear_id)
-            index = (linear_id % nx, linear_id // nx % ny, linear_id // (nx * ny))
-            for (loop, _), value in zip(threads, index):
-                if loop is not None:
-                    machine.env[loop.loop_var] = semantics.wrap(value, loop.loop_var.dtype)
-            try:
-                with np.errstate(all="ignore"):
-                    machine.exec(body)
-            except Exception as error:  # reported once the block has finished
-                errors.append(error)
-            finally:
-                machine.warp.leave()
-                block.barrier.leave()
-
-        workers = [threading.Thread(target=thread_main, args=(i,), daemon=True) for i in range(count)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        if errors:
-            first = errors[0]
-            if isinstance(first, InterpreterError):
-                raise SimulatorError(f"block {block_index}: {first}") from first
-            raise first
+        block = _BlockInterpreter(self, count)
+        linear = np.arange(count)
+        for (loop, _), index in zip(threads, (linear % nx, linear // nx % ny, linear // (nx * ny))):
+            if loop is not None:
+                block.env[loop.loop_var] = semantics.wrap(index, loop.loop_var.dtype)
+        try:
+            block.exec(body)
+        except InterpreterError as error:
+            raise SimulatorError(f"block {block_index}: {error}") from error
 
 
 def simulate(func: tir.PrimFunc, *args) -> None:

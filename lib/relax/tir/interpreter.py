@@ -126,6 +126,16 @@ class Interpreter:
         key = buffer.data if buffer.data is not None else buffer
         if key not in self.storage:
             raise InterpreterError(f"buffer '{buffer.name}' has no storage here")
+        offset = self._offset(buffer, indices)
+        memory = self.storage[key]
+        bad = np.any((np.asarray(offset) < 0) | (np.asarray(offset) >= memory.size))
+        if bad:
+            raise InterpreterError(f"access to '{buffer.name}' at offset {offset} is outside "
+                                   f"its {memory.size} elements")
+        return memory, offset
+
+    def _offset(self, buffer, indices):
+        """The flat element offset of `indices` in `buffer`: row-major, or by its strides."""
         values = [self.eval(index) for index in indices]
         if len(values) != len(buffer.shape):
             raise InterpreterError(f"buffer '{buffer.name}' has {len(buffer.shape)} dimensions, "
@@ -140,12 +150,7 @@ class Interpreter:
         offset = self.eval(buffer.elem_offset) if buffer.elem_offset is not None else 0
         for value, stride in zip(values, strides):
             offset = offset + value * stride
-        memory = self.storage[key]
-        bad = np.any((np.asarray(offset) < 0) | (np.asarray(offset) >= memory.size))
-        if bad:
-            raise InterpreterError(f"access to '{buffer.name}' at offset {offset} is outside "
-                                   f"its {memory.size} elements")
-        return memory, offset
+        return offset
 
     def _allocate(self, key, dtype: str, count: int) -> None:
         scalar = dt.element(dtype)
