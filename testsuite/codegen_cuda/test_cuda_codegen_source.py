@@ -264,6 +264,19 @@ def broken(A: T.Buffer((T.int64(4),), "float32")):
         build_cuda_kernel_object(module(text), "cuda -arch=sm_90")
 
 
+@pytest.mark.nvrtc
+def test_the_cubin_and_the_ptx_of_one_arch_share_one_compile(monkeypatch):
+    source = emit_cuda_source(module(ROWSUM), "cuda -arch=sm_90")
+    compiles, compiled = [], nvrtc._compiled
+    monkeypatch.setattr(nvrtc, "_compiled", lambda *args: compiles.append(args[1]) or compiled(*args))
+    nvrtc._cubin_and_ptx.cache_clear()
+    assert nvrtc.compile_cubin(source, "sm_90")[:4] == b"\x7fELF"
+    ptx = nvrtc.compile_ptx(source, "sm_90")
+    assert compiles == ["-arch=sm_90"]
+    assert ptx == nvrtc.compile_ptx(source, "compute_90")  # what compiling for the virtual arch gives
+    assert compiles == ["-arch=sm_90", "-arch=compute_90"]
+
+
 def test_a_cpu_target_is_refused():
     with pytest.raises(UserError, match="need a 'cuda' target"):
         emit_cuda_source(module(SCALE_ADD), "llvm")

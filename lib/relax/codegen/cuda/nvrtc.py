@@ -4,10 +4,15 @@
     compile_cubin(source, arch, names)     ELF bytes for -arch=sm_XY
     compile_ptx(source, arch, names)       PTX text for -arch=compute_XY
 
-A compile error is a UserError naming the kernels and showing NVRTC's log.
+NVRTC compiles for sm_XY through the PTX of compute_XY and gives that PTX too (the
+text a compile for compute_XY gives), so compile_cubin and compile_ptx of one source
+and arch (a .ko holds both) share one compile: the last two are kept. A compile
+error is a UserError naming the kernels and showing NVRTC's log.
 """
 
 from __future__ import annotations
+
+import functools
 
 from ...diagnostics import UserError
 
@@ -45,9 +50,9 @@ def _require():
     return _nvrtc()
 
 
-def _compiled(source: str, arch_option: str, what: str, result: str):
-    """NVRTC's `result` ("CUBIN" or "PTX") of `source` compiled with `arch_option`."""
-    nvrtc = _require()
+def _compiled(source: str, arch_option: str, what: str, results: tuple[str, ...]) -> list:
+    """NVRTC's `results` ("CUBIN", "PTX") of `source` compiled with `arch_option`."""
+    nvrtc = _nvrtc()
     program = nvrtc.createProgram(source, "relax_kernels.cu", [], [])
     try:
         try:
@@ -62,18 +67,30 @@ def _compiled(source: str, arch_option: str, what: str, result: str):
                 message = f"{message}\n{log}"
             raise UserError(f"codegen: cuda: NVRTC could not compile {what} ({arch_option}): "
                             f"{message.rstrip()}") from None
-        return getattr(nvrtc, "get" + result)(program)
+        return [getattr(nvrtc, "get" + result)(program) for result in results]
     finally:
         nvrtc.destroyProgram(program)
 
 
+@functools.lru_cache(maxsize=2)
+def _cubin_and_ptx(source: str, arch: str, what: str) -> tuple[bytes, str]:
+    cubin, ptx = _compiled(source, f"-arch={arch}", what, ("CUBIN", "PTX"))
+    return bytes(cubin), _text(ptx)
+
+
+def _text(ptx) -> str:
+    return ptx.decode("utf-8") if isinstance(ptx, bytes) else str(ptx)
+
+
 def compile_cubin(source: str, arch: str, what: str = "the kernels") -> bytes:
     """The cubin (an ELF for EM_CUDA) of `source` for `arch` ("sm_90")."""
-    return bytes(_compiled(source, f"-arch={arch}", what, "CUBIN"))
+    _require()
+    return _cubin_and_ptx(source, arch, what)[0]
 
 
 def compile_ptx(source: str, arch: str, what: str = "the kernels") -> str:
     """The PTX text of `source` for the virtual architecture of `arch` (sm_90 -> compute_90)."""
-    virtual = "compute_" + arch.split("_", 1)[1] if arch.startswith("sm_") else arch
-    ptx = _compiled(source, f"-arch={virtual}", what, "PTX")
-    return ptx.decode("utf-8") if isinstance(ptx, bytes) else str(ptx)
+    _require()
+    if arch.startswith("sm_"):
+        return _cubin_and_ptx(source, arch, what)[1]
+    return _text(_compiled(source, f"-arch={arch}", what, ("PTX",))[0])
