@@ -13,7 +13,7 @@ from ...diagnostics import UserError
 from ...runtime.kernels import container
 from ...runtime.kernels.abi import KERNEL_ABI_VERSION
 from .nvrtc import compile_cubin, compile_ptx
-from .source import cuda_target, generate_source
+from .source import cuda_target, generate_source, lowered_device_kernels
 
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 
@@ -27,13 +27,19 @@ def build_cuda_kernel_object(mod_or_funcs, targets, context=None) -> bytes:
         raise UserError("codegen: cuda: no target to build kernels for")
     entries, objects, ptx, kernels = [], {}, {}, None
     seen = set()
+    # The GPU schedules read only the block size of a target, not its arch: the kernels are
+    # lowered once per block size, and each arch compiles the same lowered functions.
+    lowered: dict[int, dict] = {}
     for index, spec in enumerate(targets):
         target = cuda_target(spec)
         arch = target.arch
         if arch in seen:
             raise UserError(f"codegen: cuda: arch '{arch}' is given twice")
         seen.add(arch)
-        source, infos = generate_source(mod_or_funcs, target, context)
+        threads = target.max_threads_per_block
+        if threads not in lowered:
+            lowered[threads] = lowered_device_kernels(mod_or_funcs, target, context)
+        source, infos = generate_source(lowered[threads], target, context)
         what = f"kernels {', '.join(info.name for info in infos)}" if infos else "the kernels"
         if kernels is None:
             kernels = infos

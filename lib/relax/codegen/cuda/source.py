@@ -38,6 +38,12 @@ def device_kernels(mod) -> dict[str, tir.PrimFunc]:
     return {name: func for name, func in funcs.items() if not is_host_kernel(name, func)}
 
 
+def lowered_device_kernels(mod, target, context=None) -> dict[str, tir.PrimFunc]:
+    """The GPU kernels of `mod`, each lowered for the cuda `target` (those lowered already kept)."""
+    target = cuda_target(target)
+    return {name: _lowered(func, target, context) for name, func in device_kernels(mod).items()}
+
+
 def _lowered(func: tir.PrimFunc, target, context) -> tir.PrimFunc:
     if func.attrs and func.attrs.get("tir.lowered"):
         return func
