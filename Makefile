@@ -32,7 +32,7 @@ budget: $(STAMP)
 
 # Every test, after the budget: pytest unit tests (on every core: pytest-xdist) and lit text tests.
 test: $(STAMP) budget
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -n auto testsuite
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -n auto --dist worksteal testsuite
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv testsuite
 
 # Differential fuzzing: random programs for about SECONDS seconds, every build configuration

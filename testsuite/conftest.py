@@ -16,6 +16,26 @@ SHARED_BENCH = REPO_ROOT.parent / "shared" / "bench"
 os.environ.setdefault("RELAX_CACHE", "0")
 
 
+@pytest.fixture(scope="session")
+def kernel_builds_directory(tmp_path_factory):
+    from shared_kernel_builds import session_directory
+
+    return session_directory(tmp_path_factory)
+
+
+@pytest.fixture(autouse=True)
+def shared_kernel_builds(request, kernel_builds_directory):
+    """Library kernel builds shared across the session's tests (shared_kernel_builds.py),
+    except in tests that patch the library or are marked fresh_builds."""
+    if "monkeypatch" in request.fixturenames or request.node.get_closest_marker("fresh_builds"):
+        yield
+        return
+    from shared_kernel_builds import sharing
+
+    with sharing(kernel_builds_directory):
+        yield
+
+
 @pytest.fixture
 def samples_dir() -> pathlib.Path:
     return SAMPLES

@@ -19,7 +19,13 @@ for name in ("HOME", "TMPDIR", "LANG", "LC_ALL"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 config.environment["PYTHONHASHSEED"] = "0"
-config.environment["RELAX_CACHE"] = "0"  # never read or fill the user's kernel cache
+# A kernel cache of this run's own, empty when it starts: the RUN lines that build the
+# same samples again (staged and one-shot, several emits) build each kernel object once,
+# and the user's cache is never read or filled.
+kernel_cache = os.path.join(config.test_exec_root, "kernel-cache")
+shutil.rmtree(kernel_cache, ignore_errors=True)
+os.makedirs(kernel_cache, exist_ok=True)
+config.environment["RELAX_CACHE_DIR"] = kernel_cache
 config.environment["COLUMNS"] = "200"
 
 config.substitutions.append(("%samples", os.path.join(repo_root, "samples")))

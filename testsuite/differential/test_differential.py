@@ -13,7 +13,7 @@ import re
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import HealthCheck, Phase, given, note, seed, settings
 
 import differential_oracles as oracles
 from program_gen import programs
@@ -22,6 +22,7 @@ from program_gen import programs
 # 2-core machine), a staged one runs five tool commands: these counts keep the file
 # under a minute and a half even while other jobs share the machine.
 CONFIGURATION_EXAMPLES = 100
+CONFIGURATION_SHARDS = 4
 STAGED_EXAMPLES = 20
 
 # No shrinking: a failure prints its program at once instead of rebuilding hundreds of
@@ -56,12 +57,24 @@ def test_generated_programs_are_well_typed(program):
     assert inferred == {n.value.name: n.value.type_text for n in program.nodes}
 
 
-@settings(PROFILE, max_examples=CONFIGURATION_EXAMPLES)
-@given(programs())
-def test_configurations_agree_with_each_other_and_numpy(program):
-    """-O0 vs -O2, interp vs compiled exec mode, host CPU vs baseline x86-64, each vs numpy."""
-    note(program.source)
-    oracles.check_program(program)
+def _configurations_agree(shard: int):
+    """One shard of the configuration check: its own seed, so that the shards draw different
+    programs and pytest-xdist can run them side by side."""
+
+    @seed(shard)
+    @settings(PROFILE, derandomize=False, max_examples=CONFIGURATION_EXAMPLES // CONFIGURATION_SHARDS)
+    @given(programs())
+    def test(program):
+        """-O0 vs -O2, interp vs compiled exec mode, host CPU vs baseline x86-64, each vs numpy."""
+        note(program.source)
+        oracles.check_program(program)
+
+    test.__name__ = f"test_configurations_agree_with_each_other_and_numpy_{shard}"
+    return test
+
+
+for _shard in range(CONFIGURATION_SHARDS):
+    globals()[f"test_configurations_agree_with_each_other_and_numpy_{_shard}"] = _configurations_agree(_shard)
 
 
 @settings(PROFILE, max_examples=STAGED_EXAMPLES)

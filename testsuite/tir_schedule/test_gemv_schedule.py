@@ -71,7 +71,7 @@ def _run(k, n, epilogue: str, target: str, level: int, k_name=None, rows=(1,)):
 
 
 def _check(k, n, epilogue, target, k_name=None, rows=(1,)):
-    plain = _run(k, n, epilogue, target, 0, k_name, rows)
+    plain = _run(k, n, epilogue, "llvm", 0, k_name, rows)  # the reference: plain loops, this host
     scheduled = _run(k, n, epilogue, target, 2, k_name, rows)
     x, w, b = _inputs(k, n, rows)
     expected = EPILOGUES[epilogue][1](x.astype(np.float64) @ w.astype(np.float64), b)

@@ -51,7 +51,7 @@ def _check(m, k, n, epilogue=False, batch=(), width=PANEL_WIDTH, target=None):
     b = rng.standard_normal((k, n)).astype("float32")
     c = rng.standard_normal(n).astype("float32")
     inputs = (a, pack_array(b, width), c) if epilogue else (a, pack_array(b, width))
-    plain = _run(name, packed, inputs, (*batch, m, n), 0, target=target)
+    plain = _run(name, packed, inputs, (*batch, m, n), 0)  # the reference: plain loops, this host
     scheduled = _run(name, packed, inputs, (*batch, m, n), 2, target=target)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     if epilogue:
