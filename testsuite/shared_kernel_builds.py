@@ -20,12 +20,12 @@ from relax.codegen import backends, build_kernels
 from relax.codegen.kernel_cache import KernelCache
 
 
-def session_directory(tmp_path_factory):
-    """A directory of this session's, the same for every xdist worker."""
+def session_directory(tmp_path_factory, name: str = "kernel-builds"):
+    """A directory `name` of this session's, the same for every xdist worker."""
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # each worker's basetemp is a folder of the session's
-    directory = root / "kernel-builds"
+    directory = root / name
     directory.mkdir(exist_ok=True)
     return directory
 

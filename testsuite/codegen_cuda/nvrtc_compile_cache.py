@@ -12,21 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pathlib
 import pickle
 import tempfile
 
 import pytest
-
-
-def session_directory(tmp_path_factory) -> pathlib.Path:
-    """A directory of this session's, the same for every xdist worker."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # each worker's basetemp is a folder of the session's
-    directory = root / "nvrtc-compiles"
-    directory.mkdir(exist_ok=True)
-    return directory
+from shared_kernel_builds import session_directory
 
 
 def share_compiles(tmp_path_factory):
@@ -36,7 +26,7 @@ def share_compiles(tmp_path_factory):
     if getattr(nvrtc._compiled, "shares_compiles", False):  # the other conftest got here first
         yield
         return
-    directory, compile_program = session_directory(tmp_path_factory), nvrtc._compiled
+    directory, compile_program = session_directory(tmp_path_factory, "nvrtc-compiles"), nvrtc._compiled
 
     def compiled(source: str, arch_option: str, what: str, results: tuple):
         key = hashlib.sha256("\0".join((source, arch_option, *results, *nvrtc.OPTIONS)).encode()).hexdigest()
