@@ -31,11 +31,9 @@ def matmul_operands(nest: Nest, panel_width: int | None = None):
     x, y = value.b.a, value.b.b
     if not (isinstance(x, tir.BufferLoad) and isinstance(y, tir.BufferLoad)):
         return None
-    if uses(y, j) and not uses(x, j):
-        pass
-    elif uses(x, j) and not uses(y, j):
-        x, y = y, x
-    else:
+    if uses(x, j) and not uses(y, j):
+        x, y = y, x  # the j-contiguous operand goes second
+    if not uses(y, j) or uses(x, j):
         return None
     if not (reads_panel(y, j, panel_width) if panel_width else
             y.indices[-1] is j and not any(uses(i, j) for i in y.indices[:-1])):

@@ -105,7 +105,7 @@ class Planner:
         dst = instr.field("dst")
         value = None
         if name == "vm.builtin.null_value":
-            pass
+            pass  # a killed register (null_value): nothing to plan
         elif name == "vm.builtin.check_tensor_info":
             self.check_tensor_info(instr)
         elif name == "vm.builtin.match_shape":
