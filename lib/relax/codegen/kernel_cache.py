@@ -21,6 +21,7 @@ concurrent builds never see half an entry; past MAX_ENTRIES the oldest are remov
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -103,8 +104,12 @@ def default_cache() -> KernelCache | None:
     return KernelCache(cache_directory())
 
 
+@functools.cache
 def compiler_fingerprint() -> str:
-    """Versions of relax, llvmlite and LLVM, and the state of every relax source file."""
+    """Versions of relax, llvmlite and LLVM, and the state of every relax source file.
+
+    Taken once per process: the code that builds is the code imported, so a source
+    edited after the import changes nothing this process compiles."""
     import llvmlite
     import llvmlite.binding as llvm
 
