@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from cpu_targets import CPU_TARGETS
+from cpu_targets import CPU_TARGETS, SCHEDULE_TARGETS
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = REPO_ROOT / "samples"
@@ -44,6 +44,12 @@ def samples_dir() -> pathlib.Path:
 @pytest.fixture(params=CPU_TARGETS)
 def cpu_target(request) -> str:
     """Each CPU level this host runs, and its own CPU (cpu_targets.py): kernel tests take it."""
+    return request.param
+
+
+@pytest.fixture(params=SCHEDULE_TARGETS)
+def schedule_target(request) -> str:
+    """One target per CPU model the schedules size their tiles by (cpu_targets.py): schedule tests take it."""
     return request.param
 
 

@@ -36,3 +36,30 @@ def _param(level: str):
 
 
 CPU_TARGETS = [_param(level) for level in X86_64_LEVELS] + [pytest.param(NATIVE, id="native")]
+
+
+def _schedule_model(target: str):
+    """What the CPU schedules read of `target` (tir/schedule/cpu.py)."""
+    from relax.target import Target
+    from relax.target.llvm_target import target_spec
+    from relax.target.vector_width import vector_bits
+    from relax.tir.schedule.cpu import cpu_info
+
+    parsed = Target.parse(target)
+    return cpu_info(parsed), vector_bits(target_spec(parsed))
+
+
+def _distinct_models(params) -> list:
+    seen, kept = set(), []
+    for param in params:
+        if param.marks:  # skipped on this host: it stands for no model here
+            kept.append(param)
+            continue
+        model = _schedule_model(param.values[0])
+        if model not in seen:
+            seen.add(model)
+            kept.append(param)
+    return kept
+
+
+SCHEDULE_TARGETS = _distinct_models(CPU_TARGETS)

@@ -86,11 +86,11 @@ def load_model(name):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_bound_model_matches_numpy_and_the_unbound_model(name, cpu_target):
+def test_bound_model_matches_numpy_and_the_unbound_model(name, schedule_target):
     mod, weights, x = load_model(name)
     oracle, tolerance = MODELS[name]
-    bound = relax.VirtualMachine(relax.build(mod, cpu_target, opt_level=2, params=weights), "cpu")
-    unbound = relax.VirtualMachine(relax.build(mod, cpu_target, opt_level=2), "cpu")
+    bound = relax.VirtualMachine(relax.build(mod, schedule_target, opt_level=2, params=weights), "cpu")
+    unbound = relax.VirtualMachine(relax.build(mod, schedule_target, opt_level=2), "cpu")
     got = bound["main"](x)
     weight_inputs = [weights[p.name_hint] for p in mod["main"].params[1:]]
     np.testing.assert_allclose(got, unbound["main"](x, *weight_inputs), rtol=1e-5, atol=1e-6)

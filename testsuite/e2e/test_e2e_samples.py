@@ -55,9 +55,9 @@ def test_sample_matches_tvm_unoptimized(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_sample_matches_tvm(name, cpu_target):
-    """At -O2 the schedules apply: at each CPU level the host runs (cpu_targets.py)."""
-    _check_sample(name, 2, cpu_target)
+def test_sample_matches_tvm(name, schedule_target):
+    """At -O2 the schedules apply: for each CPU model the host runs (cpu_targets.py)."""
+    _check_sample(name, 2, schedule_target)
 
 
 def _check_sample(name: str, opt_level: int, target: str):

@@ -1,4 +1,4 @@
-"""Every CPU schedule at every CPU level this host runs, on odd sizes, against numpy.
+"""Every CPU schedule for every CPU model this host runs, on odd sizes, against numpy.
 
 One module holds a zoo of kernels (matmul and gemv with and without epilogues,
 batched matmul, conv2d, pooling, softmax, layer_norm, row reductions, exp/erf
@@ -8,8 +8,9 @@ or 256 columns) the schedules use: 1, 2, 3, primes, one less and one more. `main
 takes the inputs, then the weights (num_input), and returns every result, so each
 configuration is one build:
 
-- at each CPU level (cpu_targets.py): x86-64, -v2, -v3 (AVX2), -v4 (AVX-512, where the
-  host has it) and the host's own CPU; the schedules size their tiles by the level;
+- for each CPU model the host runs (cpu_targets.SCHEDULE_TARGETS): x86-64 (SSE), -v3 (AVX2),
+  -v4 (AVX-512, where the host has it), and the host's own CPU where the schedules see it
+  as none of those; the schedules size their tiles by the model;
 - with the weights passed as arguments, and bound as constants (`params`, as relaxc
   --params does), so that matmul weights take the packed layouts of
   pack-constant-weights.
@@ -26,7 +27,7 @@ import pytest
 import relax
 from relax.script import parse
 
-from cpu_targets import CPU_TARGETS
+from cpu_targets import SCHEDULE_TARGETS
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ def _tolerance(case: Case):
 
 
 @pytest.mark.parametrize("weights", ["arguments", "constants"])
-@pytest.mark.parametrize("target", CPU_TARGETS)
+@pytest.mark.parametrize("target", SCHEDULE_TARGETS)
 def test_kernel_zoo_matches_numpy(target, weights):
     params = None
     args = [x for xs in INPUTS for x in xs]
@@ -216,7 +217,7 @@ class Module:
 """
 
 
-@pytest.mark.parametrize("target", CPU_TARGETS)
+@pytest.mark.parametrize("target", SCHEDULE_TARGETS)
 def test_each_level_runs_its_own_code(target):
     """A level the host has runs the objects built for it, not bitcode compiled again for the host."""
     from relax.runtime.kernels.library import load_kernel_library

@@ -101,24 +101,24 @@ CASES = [  # batch, channels, out channels, size, kernel, stride, padding, dilat
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "n{}c{}o{}s{}k{}st{}p{}d{}".format(*c))
-def test_conv2d_bias_relu_matches_numpy(case, cpu_target):
+def test_conv2d_bias_relu_matches_numpy(case, schedule_target):
     batch, channels, out_channels, size, kernel, stride, pad, dilation = case
     funcs = _conv_module(*case)
     (func,) = funcs.values()
     assert _conv_nests(func), "the conv2d rule should match this nest"
-    inputs, outputs = _run_both(funcs, target=cpu_target)
+    inputs, outputs = _run_both(funcs, target=schedule_target)
     expected = _reference(*inputs[:3], stride, pad, dilation, epilogue=True)
     np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
 
 
 @pytest.mark.parametrize("case", [(1, 3, 16, 32, 3, 1, 1, 1), (2, 7, 5, 13, 3, 2, 0, 1)])
-def test_conv2d_alone_matches_numpy(case, cpu_target):
+def test_conv2d_alone_matches_numpy(case, schedule_target):
     batch, channels, out_channels, size, kernel, stride, pad, dilation = case
     funcs = _kernels(
         f'x: R.Tensor(({batch}, {channels}, {size}, {size}), "float32"), '
         f'w: R.Tensor(({out_channels}, {channels}, {kernel}, {kernel}), "float32")',
         f"out = R.nn.conv2d(x, w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}])")
-    inputs, outputs = _run_both(funcs, target=cpu_target)
+    inputs, outputs = _run_both(funcs, target=schedule_target)
     expected = _reference(*inputs[:2], 0.0, stride, pad, dilation, epilogue=False)
     np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
 
@@ -139,37 +139,37 @@ NHWC_CASES = [CASES[0], CASES[1], CASES[2], CASES[5], CASES[9], (1, 16, 40, 13, 
 
 
 @pytest.mark.parametrize("case", NHWC_CASES, ids=lambda c: "n{}c{}o{}s{}k{}st{}p{}d{}".format(*c))
-def test_nhwc_conv2d_bias_relu_matches_numpy(case, cpu_target):
+def test_nhwc_conv2d_bias_relu_matches_numpy(case, schedule_target):
     """NHWC data with HWIO weights: the output channels are the vector axis, the weights the shared vectors."""
     batch, channels, out_channels, size, kernel, stride, pad, dilation = case
     funcs = _conv_module(*case, layout="NHWC")
     (func,) = funcs.values()
     (nest,) = _conv_nests(func)
-    inputs, outputs = _run_both(funcs, target=cpu_target)
+    inputs, outputs = _run_both(funcs, target=schedule_target)
     x, w, b = inputs[0].transpose(0, 3, 1, 2), inputs[1].transpose(3, 2, 0, 1), inputs[2].transpose(0, 3, 1, 2)
     expected = _reference(x, w, b, stride, pad, dilation, epilogue=True).transpose(0, 2, 3, 1)
     np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
 
 
 @pytest.mark.parametrize("groups,layout", [(3, "NCHW"), (3, "NHWC")], ids=["depthwise", "depthwise-nhwc"])
-def test_other_convolutions_fall_back(groups, layout, cpu_target):
+def test_other_convolutions_fall_back(groups, layout, schedule_target):
     funcs = _conv_module(1, 3, 3, 13, 3, 1, 1, 1, groups=groups, layout=layout)
     (func,) = funcs.values()
     assert not _conv_nests(func)
-    _run_both(funcs, target=cpu_target)  # still computed as the plain nest computes it
+    _run_both(funcs, target=schedule_target)  # still computed as the plain nest computes it
 
 
-def test_float64_falls_back(cpu_target):
+def test_float64_falls_back(schedule_target):
     funcs = _kernels('x: R.Tensor((1, 3, 7, 7), "float64"), w: R.Tensor((4, 3, 3, 3), "float64")',
                      "out = R.nn.conv2d(x, w)")
     (func,) = funcs.values()
     assert not _conv_nests(func)
-    _run_both(funcs, target=cpu_target)
+    _run_both(funcs, target=schedule_target)
 
 
 @pytest.mark.parametrize("padding", [(1, 1, 1, 1), (1, 0, 2, 1), (0, 2, 0, 0), (2, 2, 2, 2)],
                          ids=lambda p: "pad" + "".join(map(str, p)))
-def test_padding_stage_has_no_per_element_test(padding, cpu_target):
+def test_padding_stage_has_no_per_element_test(padding, schedule_target):
     top, left, bottom, right = padding
     funcs = _kernels('x: R.Tensor((2, 3, 7, 13), "float32"), w: R.Tensor((5, 3, 3, 3), "float32")',
                      f"out = R.nn.conv2d(x, w, padding=[{top}, {left}, {bottom}, {right}])")
@@ -177,7 +177,7 @@ def test_padding_stage_has_no_per_element_test(padding, cpu_target):
     scheduled = default_cpu_schedule(func)
     calls = [call.op for call in collect(scheduled.body, tir.Call)]
     assert "tir.if_then_else" not in calls and "tir.fma" in calls
-    inputs, outputs = _run_both(funcs, target=cpu_target)
+    inputs, outputs = _run_both(funcs, target=schedule_target)
     x = np.pad(inputs[0], ((0, 0), (0, 0), (top, bottom), (left, right)))
     expected = _reference(x, inputs[1], 0.0, 1, 0, 1, epilogue=False)
     np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
@@ -214,14 +214,14 @@ class Module:
 
 
 @pytest.mark.parametrize("read", ["conv", "added"])
-def test_stage_read_after_the_epilogue_is_still_written(read, cpu_target):
+def test_stage_read_after_the_epilogue_is_still_written(read, schedule_target):
     """An elementwise stage is fused only when nothing after it reads what it replaces."""
     (func,) = parse(_READ_AFTER.replace("READ", read)).prim_funcs().values()
     scheduled = default_cpu_schedule(func)
     written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
     assert read in written
     assert (read == "added") == ("conv" not in written)  # conv + add fused when only `added` is read later
-    inputs, outputs = _run_both({"kernel": func}, target=cpu_target)
+    inputs, outputs = _run_both({"kernel": func}, target=schedule_target)
     conv = _reference(*inputs[:2], 0.0, 1, 0, 1, epilogue=False)
     bias = conv + inputs[2]
     np.testing.assert_allclose(outputs[3], np.maximum(bias, 0), **TOLERANCE)

@@ -56,65 +56,65 @@ def _only(results):
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 7, 13), (7, 13, 1), (13, 1, 7), (1023, 13, 300), (5, 1023, 257), (13, 513, 64)])
-def test_matmul_matches_numpy(m, k, n, cpu_target):
+def test_matmul_matches_numpy(m, k, n, schedule_target):
     funcs = _module(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")',
                     "out = R.matmul(a, b)")
-    inputs, outputs = _only(_run_both(funcs, target=cpu_target))
+    inputs, outputs = _only(_run_both(funcs, target=schedule_target))
     np.testing.assert_allclose(outputs[-1], inputs[0] @ inputs[1], **TOLERANCE)
 
 
-def test_symbolic_matmul_matches_numpy(cpu_target):
+def test_symbolic_matmul_matches_numpy(schedule_target):
     funcs = _module('a: R.Tensor(("n", 13), "float32"), b: R.Tensor((13, "m"), "float32")',
                     "out = R.matmul(a, b)")
     for n, m in [(1, 1), (7, 300), (13, 513)]:
-        inputs, outputs = _only(_run_both(funcs, {"n": n, "m": m}, target=cpu_target))
+        inputs, outputs = _only(_run_both(funcs, {"n": n, "m": m}, target=schedule_target))
         np.testing.assert_allclose(outputs[-1], inputs[0] @ inputs[1], **TOLERANCE)
 
 
-def test_batched_matmul_matches_numpy(cpu_target):
+def test_batched_matmul_matches_numpy(schedule_target):
     funcs = _module('a: R.Tensor((3, 7, 13), "float32"), b: R.Tensor((3, 13, 300), "float32")',
                     "out = R.matmul(a, b)")
-    inputs, outputs = _only(_run_both(funcs, target=cpu_target))
+    inputs, outputs = _only(_run_both(funcs, target=schedule_target))
     np.testing.assert_allclose(outputs[-1], inputs[0] @ inputs[1], **TOLERANCE)
 
 
-def test_fused_matmul_bias_relu_matches_numpy(cpu_target):
+def test_fused_matmul_bias_relu_matches_numpy(schedule_target):
     funcs = _module('x: R.Tensor((7, 300), "float32"), w: R.Tensor((300, 13), "float32"), '
                     'bias: R.Tensor((13,), "float32")',
                     "lv = R.matmul(x, w)\n            lv1 = R.add(lv, bias)\n            out = R.nn.relu(lv1)",
                     level=2)
-    (name, (inputs, outputs)), = _run_both(funcs, target=cpu_target).items()
+    (name, (inputs, outputs)), = _run_both(funcs, target=schedule_target).items()
     x, w, bias = inputs[:3]
     np.testing.assert_allclose(outputs[-1], np.maximum(x @ w + bias, 0), **TOLERANCE)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (7, 13), (13, 1023)])
-def test_row_sum_and_max_match_numpy(shape, cpu_target):
+def test_row_sum_and_max_match_numpy(shape, schedule_target):
     params = f'x: R.Tensor({shape}, "float32")'
-    sums = _only(_run_both(_module(params, "out = R.sum(x, axis=[-1])"), target=cpu_target))
+    sums = _only(_run_both(_module(params, "out = R.sum(x, axis=[-1])"), target=schedule_target))
     np.testing.assert_allclose(sums[1][-1], sums[0][0].sum(axis=-1), **TOLERANCE)
-    maxima = _only(_run_both(_module(params, "out = R.max(x, axis=[-1])"), target=cpu_target))
+    maxima = _only(_run_both(_module(params, "out = R.max(x, axis=[-1])"), target=schedule_target))
     np.testing.assert_allclose(maxima[1][-1], maxima[0][0].max(axis=-1), **TOLERANCE)
 
 
-def test_column_sum_matches_numpy(cpu_target):
-    inputs, outputs = _only(_run_both(_module('x: R.Tensor((13, 300), "float32")', "out = R.sum(x, axis=[0])"), target=cpu_target))
+def test_column_sum_matches_numpy(schedule_target):
+    inputs, outputs = _only(_run_both(_module('x: R.Tensor((13, 300), "float32")', "out = R.sum(x, axis=[0])"), target=schedule_target))
     np.testing.assert_allclose(outputs[-1], inputs[0].sum(axis=0), **TOLERANCE)
 
 
-def test_softmax_and_layer_norm_agree_with_plain_nests(cpu_target):
-    _run_both(_module('x: R.Tensor((7, 1023), "float32")', "out = R.nn.softmax(x, axis=-1)", level=2), target=cpu_target)
+def test_softmax_and_layer_norm_agree_with_plain_nests(schedule_target):
+    _run_both(_module('x: R.Tensor((7, 1023), "float32")', "out = R.nn.softmax(x, axis=-1)", level=2), target=schedule_target)
     _run_both(_module('x: R.Tensor((13, 300), "float32"), g: R.Tensor((300,), "float32"), '
                       'b: R.Tensor((300,), "float32")',
-                      "out = R.nn.layer_norm(x, g, b, axes=[-1])", level=2), target=cpu_target)
+                      "out = R.nn.layer_norm(x, g, b, axes=[-1])", level=2), target=schedule_target)
 
 
-def test_big_elementwise_is_parallel_and_correct(cpu_target):
+def test_big_elementwise_is_parallel_and_correct(schedule_target):
     funcs = _module('a: R.Tensor((1023, 1023), "float32"), b: R.Tensor((1023, 1023), "float32")',
                     "out = R.add(a, b)")
     (func,) = funcs.values()
     assert [loop.kind for loop in collect(default_cpu_schedule(func).body, tir.For)] == ["parallel", "serial"]
-    inputs, outputs = _only(_run_both(funcs, target=cpu_target))
+    inputs, outputs = _only(_run_both(funcs, target=schedule_target))
     np.testing.assert_allclose(outputs[-1], inputs[0] + inputs[1], **TOLERANCE)
 
 
@@ -168,12 +168,12 @@ def test_opt_level_zero_and_config_key_leave_the_plain_nest():
         assert schedule_for_codegen(func) is not func
 
 
-def test_conv2d_agrees_with_plain_nest(cpu_target):
+def test_conv2d_agrees_with_plain_nest(schedule_target):
     _run_both(_module('x: R.Tensor((1, 3, 13, 13), "float32"), w: R.Tensor((5, 3, 3, 3), "float32")',
-                      "out = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])", level=2), target=cpu_target)
+                      "out = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])", level=2), target=schedule_target)
 
 
-def test_batched_matmul_with_broadcast_weight_matches_numpy(cpu_target):
+def test_batched_matmul_with_broadcast_weight_matches_numpy(schedule_target):
     funcs = _module('a: R.Tensor((2, 13, 40), "float32"), b: R.Tensor((40, 33), "float32")', "out = R.matmul(a, b)")
-    inputs, outputs = _only(_run_both(funcs, target=cpu_target))
+    inputs, outputs = _only(_run_both(funcs, target=schedule_target))
     np.testing.assert_allclose(outputs[-1], inputs[0] @ inputs[1], **TOLERANCE)

@@ -80,30 +80,30 @@ def _check(k, n, epilogue, target, k_name=None, rows=(1,)):
 
 
 @pytest.mark.parametrize("k,n", SIZES)
-def test_gemv_matches_plain_and_numpy(k, n, cpu_target):
-    _check(k, n, "none", cpu_target)
+def test_gemv_matches_plain_and_numpy(k, n, schedule_target):
+    _check(k, n, "none", schedule_target)
 
 
 @pytest.mark.parametrize("k,n", SIZES)
-def test_gemv_with_bias_relu_matches_plain_and_numpy(k, n, cpu_target):
-    _check(k, n, "bias_relu", cpu_target)
+def test_gemv_with_bias_relu_matches_plain_and_numpy(k, n, schedule_target):
+    _check(k, n, "bias_relu", schedule_target)
 
 
 @pytest.mark.parametrize("epilogue", ["bias", "bias_gelu"])
 @pytest.mark.parametrize("k,n", [(13, 7), (33, 1023), (784, 512), (2048, 10)])
-def test_gemv_with_other_epilogues_matches_numpy(k, n, epilogue, cpu_target):
-    _check(k, n, epilogue, cpu_target)
+def test_gemv_with_other_epilogues_matches_numpy(k, n, epilogue, schedule_target):
+    _check(k, n, epilogue, schedule_target)
 
 
 @pytest.mark.parametrize("epilogue", ["none", "bias_relu"])
 @pytest.mark.parametrize("n", [10, 33, 512])
-def test_symbolic_k_matches_numpy(n, epilogue, cpu_target):
+def test_symbolic_k_matches_numpy(n, epilogue, schedule_target):
     for k in (1, 7, 1023):
-        _check(k, n, epilogue, cpu_target, k_name="k")
+        _check(k, n, epilogue, schedule_target, k_name="k")
 
 
-def test_batched_single_row_matches_numpy(cpu_target):
-    _check(100, 70, "bias_relu", cpu_target, rows=(3, 1))
+def test_batched_single_row_matches_numpy(schedule_target):
+    _check(100, 70, "bias_relu", schedule_target, rows=(3, 1))
 
 
 def test_symbolic_batch_of_single_rows_matches_numpy():
@@ -181,8 +181,8 @@ def test_big_products_split_b_by_rows_for_the_threads():
 
 @pytest.mark.parametrize("k, n", [(784, 512), (1024, 300), (520, 1023)])
 @pytest.mark.parametrize("epilogue", ["none", "bias_relu", "bias_gelu"])
-def test_row_blocks_match_plain_and_numpy(k, n, epilogue, cpu_target):
-    _check(k, n, epilogue, cpu_target)
+def test_row_blocks_match_plain_and_numpy(k, n, epilogue, schedule_target):
+    _check(k, n, epilogue, schedule_target)
 
 
 def test_columns_left_after_the_strips_split_k():

@@ -106,11 +106,11 @@ def _gelu(y):
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 7, 13), (7, 13, 1), (13, 1, 7), (1023, 13, 33), (5, 1023, 64), (128, 256, 1024)])
-def test_matmul_gelu_epilogue_matches_numpy(m, k, n, cpu_target):
+def test_matmul_gelu_epilogue_matches_numpy(m, k, n, schedule_target):
     x, w, b = _random((m, k)), _random((k, n), seed=1), _random((n,), seed=2)
     out = _run_model(_gelu_params(m, k, n), _GELU_BODY.replace("DT", "float32"), x, w, b)
     np.testing.assert_allclose(out, _gelu(x.astype(np.float64) @ w + b), rtol=1e-4, atol=1e-4)
-    _run_both(_gelu_module(m, k, n), target=cpu_target)  # the fused kernel alone, scheduled vs unscheduled
+    _run_both(_gelu_module(m, k, n), target=schedule_target)  # the fused kernel alone, scheduled vs unscheduled
 
 
 def test_matmul_gelu_epilogue_float64():
@@ -130,12 +130,12 @@ def test_symbolic_gelu_epilogue_matches_numpy():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
 @pytest.mark.parametrize("shape", [(1,), (7, 13), (13, 1023)])
-def test_elementwise_chain_matches_numpy(dtype, shape, cpu_target):
+def test_elementwise_chain_matches_numpy(dtype, shape, schedule_target):
     params = f'a: R.Tensor({shape}, "{dtype}"), b: R.Tensor({shape}, "{dtype}")'
     body = "t = R.add(a, b)\n            u = R.multiply(t, a)\n            out = R.subtract(u, t)"
     a, b = _random(shape, dtype), _random(shape, dtype, 1)
     np.testing.assert_allclose(_run_model(params, body, a, b), (a + b) * a - (a + b), rtol=1e-6)
-    _run_both(lowered_kernels(params, body, 2), target=cpu_target)
+    _run_both(lowered_kernels(params, body, 2), target=schedule_target)
 
 
 def _softmax(x):
@@ -144,11 +144,11 @@ def _softmax(x):
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (7, 13), (13, 7), (3, 1023), (4, 128, 128)])
-def test_softmax_matches_numpy(shape, cpu_target):
+def test_softmax_matches_numpy(shape, schedule_target):
     params, body = f'x: R.Tensor({shape}, "float32")', "out = R.nn.softmax(x, axis=-1)"
     x = _random(shape)
     np.testing.assert_allclose(_run_model(params, body, x), _softmax(x), rtol=1e-5, atol=1e-6)
-    _run_both(lowered_kernels(params, body, 2), target=cpu_target)
+    _run_both(lowered_kernels(params, body, 2), target=schedule_target)
 
 
 def test_symbolic_softmax_matches_numpy():
@@ -229,12 +229,12 @@ class Module:
 """
 
 
-def test_no_inlining_that_recomputes_elements(cpu_target):
+def test_no_inlining_that_recomputes_elements(schedule_target):
     """relu read by a matmul (once per output column) and exp read in a broadcast stay in memory."""
     (func,) = parse(_PATTERNS).prim_funcs().values()
     assert inline_elementwise(func) is func
     assert reuse_output(func) is func  # the outputs are written by reductions
-    results = _run_both({"kernel": func}, target=cpu_target)
+    results = _run_both({"kernel": func}, target=schedule_target)
     (x, v, w, _, _), outputs = results["kernel"]
     relu = np.maximum(x, 0)
     np.testing.assert_allclose(outputs[3], relu @ w, rtol=1e-5, atol=1e-5)
@@ -263,13 +263,13 @@ class Module:
 """
 
 
-def test_expensive_producer_read_twice_stays_cheap_one_is_inlined(cpu_target):
+def test_expensive_producer_read_twice_stays_cheap_one_is_inlined(schedule_target):
     (func,) = parse(_TWICE).prim_funcs().values()
     inlined = inline_elementwise(func)
     assert [b.name for b in _global_allocations(inlined)] == ["e"]
     reused = reuse_output(inlined)
     assert _global_allocations(reused) == []  # exp goes to the output, read there at its own index
-    results = _run_both({"kernel": func}, target=cpu_target)
+    results = _run_both({"kernel": func}, target=schedule_target)
     (x, _), outputs = results["kernel"]
     np.testing.assert_allclose(outputs[1], np.exp(x) ** 2 + (x + 1) ** 2, rtol=1e-5)
     assert default_cpu_schedule(func) is not func

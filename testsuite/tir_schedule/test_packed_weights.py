@@ -73,19 +73,19 @@ def test_pack_array_is_panel_major():
 
 @pytest.mark.parametrize("m", [2, 7, 13, 1023])
 @pytest.mark.parametrize("k,n", [(1, 32), (13, 64), (300, 96), (7, 1024)])
-def test_packed_matmul_matches_numpy(m, k, n, cpu_target):
+def test_packed_matmul_matches_numpy(m, k, n, schedule_target):
     if m * k * n > 4_000_000:
         pytest.skip("covered by smaller shapes")
-    _check(m, k, n, target=cpu_target)
+    _check(m, k, n, target=schedule_target)
 
 
 @pytest.mark.parametrize("m,k,n", [(64, 784, 512), (13, 1023, 64)])
-def test_packed_with_bias_relu_matches_numpy(m, k, n, cpu_target):
-    _check(m, k, n, epilogue=True, target=cpu_target)
+def test_packed_with_bias_relu_matches_numpy(m, k, n, schedule_target):
+    _check(m, k, n, epilogue=True, target=schedule_target)
 
 
-def test_packed_batched_a_matches_numpy(cpu_target):
-    _check(13, 30, 64, batch=(3,), target=cpu_target)
+def test_packed_batched_a_matches_numpy(schedule_target):
+    _check(13, 30, 64, batch=(3,), target=schedule_target)
 
 
 @pytest.mark.parametrize("wide", [False, True])
@@ -135,12 +135,12 @@ def test_b_read_twice_not_packable():
 
 @pytest.mark.parametrize("k", [1, 7, 13, 1023])
 @pytest.mark.parametrize("n", [512, 768])
-def test_gemv_strips_packed_match_numpy(k, n, cpu_target):
-    _check(1, k, n, width=STRIP_WIDTH, target=cpu_target)
+def test_gemv_strips_packed_match_numpy(k, n, schedule_target):
+    _check(1, k, n, width=STRIP_WIDTH, target=schedule_target)
 
 
-def test_gemv_strips_packed_with_bias_relu_match_numpy(cpu_target):
-    _check(1, 784, 512, epilogue=True, width=STRIP_WIDTH, target=cpu_target)
+def test_gemv_strips_packed_with_bias_relu_match_numpy(schedule_target):
+    _check(1, 784, 512, epilogue=True, width=STRIP_WIDTH, target=schedule_target)
 
 
 @pytest.mark.parametrize("wide", [False, True])

@@ -42,9 +42,9 @@ def test_weight_counts_each_expensive_call():
 
 
 @pytest.mark.parametrize("rows", [1, 7, 13, 1023])
-def test_parallel_gelu_matches_numpy(rows, cpu_target):
+def test_parallel_gelu_matches_numpy(rows, schedule_target):
     funcs = lowered_kernels(f'a: R.Tensor(({rows}, 1024), "float32")', _GELU, 2)
-    (inputs, outputs), = _run_both(funcs, target=cpu_target).values()
+    (inputs, outputs), = _run_both(funcs, target=schedule_target).values()
     _check(inputs, outputs)
 
 
@@ -54,8 +54,8 @@ def _check(inputs, outputs):
     assert np.all(np.abs(outputs[-1] - expected) <= 2e-6 * (1 + np.abs(expected)))
 
 
-def test_symbolic_rows_match_numpy(cpu_target):
+def test_symbolic_rows_match_numpy(schedule_target):
     funcs = lowered_kernels('a: R.Tensor(("n", 1024), "float32")', _GELU, 2)
     for n in (1, 13, 300):
-        (inputs, outputs), = _run_both(funcs, {"n": n}, target=cpu_target).values()
+        (inputs, outputs), = _run_both(funcs, {"n": n}, target=schedule_target).values()
         _check(inputs, outputs)

@@ -63,12 +63,12 @@ def _reference(x, window, stride, pad):
 
 
 @pytest.mark.parametrize("shape,window,stride,pad", CASES)
-def test_max_pool_matches_plain_nest_and_numpy(shape, window, stride, pad, cpu_target):
+def test_max_pool_matches_plain_nest_and_numpy(shape, window, stride, pad, schedule_target):
     funcs = _pool_func(shape, window, stride, pad)
     (name, func), = funcs.items()
     with PassContext(opt_level=0):
         plain = build_host_library(funcs)
-    scheduled = build_host_library(funcs, cpu_target)
+    scheduled = build_host_library(funcs, schedule_target)
     x = np.random.default_rng(sum(shape)).standard_normal(shape).astype("float32")
     out_shape = tuple(d.value for d in func.buffer_map[-1][1].shape)
     outputs = []

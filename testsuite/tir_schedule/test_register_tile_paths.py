@@ -83,27 +83,27 @@ def _scheduled_matmul(m, k, n, wide=True):
 
 @pytest.mark.parametrize("m", [1, 7, 13, 1023])
 @pytest.mark.parametrize("k,n", [(1, 32), (13, 45), (7, 1023), (300, 70)])
-def test_matmul_matches_numpy(m, k, n, cpu_target):
+def test_matmul_matches_numpy(m, k, n, schedule_target):
     if m * k * n > 4_000_000:
         pytest.skip("covered by smaller shapes")
-    _check(m, k, n, target=cpu_target)
+    _check(m, k, n, target=schedule_target)
 
 
 @pytest.mark.parametrize("m,k,n", [(64, 784, 10), (13, 7, 1), (7, 1023, 13), (1023, 13, 31), (9, 20, 17)])
-def test_narrower_than_one_tile_matches_numpy(m, k, n, cpu_target):
-    _check(m, k, n, target=cpu_target)
+def test_narrower_than_one_tile_matches_numpy(m, k, n, schedule_target):
+    _check(m, k, n, target=schedule_target)
 
 
 @pytest.mark.parametrize("m,k,n", [(64, 784, 512), (13, 1023, 75), (1023, 7, 33)])
-def test_bias_relu_epilogue_matches_numpy(m, k, n, cpu_target):
-    _check(m, k, n, epilogue=True, target=cpu_target)
+def test_bias_relu_epilogue_matches_numpy(m, k, n, schedule_target):
+    _check(m, k, n, epilogue=True, target=schedule_target)
 
 
-def test_batched_matmul_matches_numpy(cpu_target):
-    _check(13, 30, 70, batch=(3,), target=cpu_target)
+def test_batched_matmul_matches_numpy(schedule_target):
+    _check(13, 30, 70, batch=(3,), target=schedule_target)
 
 
-def test_symbolic_k_matches_numpy(cpu_target):
+def test_symbolic_k_matches_numpy(schedule_target):
     funcs = lowered_kernels('a: R.Tensor((13, "k"), "float32"), b: R.Tensor(("k", 45), "float32")',
                             "out = R.matmul(a, b)", 2)
     rng = np.random.default_rng(3)
@@ -113,7 +113,7 @@ def test_symbolic_k_matches_numpy(cpu_target):
         with PassContext(opt_level=0):
             plain = build_host_library(funcs)
         outputs = []
-        for library in (plain, build_host_library(funcs, cpu_target)):
+        for library in (plain, build_host_library(funcs, schedule_target)):
             out = np.full((13, 45), np.nan, "float32")
             library.get_function(name)(a, b, out)
             outputs.append(out)
@@ -135,12 +135,12 @@ def test_every_block_boundary_crossed(monkeypatch, wide):
     _check(8 * 13 + 5, 50, 32 * 5 + 7, epilogue=True)
 
 
-def test_float64_is_not_claimed_and_stays_correct(cpu_target):
+def test_float64_is_not_claimed_and_stays_correct(schedule_target):
     (func,) = lowered_kernels('a: R.Tensor((64, 64), "float64"), b: R.Tensor((64, 64), "float64")',
                               "out = R.matmul(a, b)", 2).values()
     nest = next(n for n in map(match_nest, top_level(func.body)[0]) if n is not None)
     assert not register_tile.matches(nest, CpuInfo(wide_registers=True))
-    _check(13, 64, 40, dtype="float64", target=cpu_target)
+    _check(13, 64, 40, dtype="float64", target=schedule_target)
 
 
 def _fma_count(stmt) -> int:
@@ -189,7 +189,7 @@ def _has_erf(stmt) -> bool:
     return any(call.op == "tir.erf" for call in collect(stmt, tir.Call))
 
 
-def test_gelu_epilogue_stays_a_nest_and_matches_numpy(cpu_target):
+def test_gelu_epilogue_stays_a_nest_and_matches_numpy(schedule_target):
     """Stages with calls (GELU's erf) are not written into every tile slot: the nest follows the tiles."""
     from math import erf
 
@@ -203,7 +203,7 @@ def test_gelu_epilogue_stays_a_nest_and_matches_numpy(cpu_target):
     with PassContext(opt_level=0):
         plain = build_host_library(funcs)
     outputs = []
-    for library in (plain, build_host_library(funcs, cpu_target)):
+    for library in (plain, build_host_library(funcs, schedule_target)):
         out = np.full((37, 96), np.nan, "float32")
         library.get_function(name)(a, b, c, out)
         outputs.append(out)

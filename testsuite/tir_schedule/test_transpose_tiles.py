@@ -27,29 +27,29 @@ def _nest(params, body):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64"])
 @pytest.mark.parametrize("shape", [(16, 16), (64, 80), (96, 256), (784, 128), (1, 7), (13, 1023), (1023, 64)])
-def test_transpose_matches_numpy(shape, dtype, cpu_target):
+def test_transpose_matches_numpy(shape, dtype, schedule_target):
     funcs = lowered_kernels(f'a: R.Tensor({shape}, "{dtype}")', "out = R.permute_dims(a)", 2)
-    (inputs, outputs), = _run_both(funcs, target=cpu_target).values()
+    (inputs, outputs), = _run_both(funcs, target=schedule_target).values()
     np.testing.assert_array_equal(outputs[-1], inputs[0].T)
 
 
-def test_attention_key_transpose_matches_numpy(cpu_target):
+def test_attention_key_transpose_matches_numpy(schedule_target):
     body = "out = R.permute_dims(R.reshape(a, R.shape([1, 128, 4, 64])), axes=[0, 2, 3, 1])"
     funcs = lowered_kernels('a: R.Tensor((1, 128, 256), "float32")', body, 2)
-    (inputs, outputs), = _run_both(funcs, target=cpu_target).values()
+    (inputs, outputs), = _run_both(funcs, target=schedule_target).values()
     np.testing.assert_array_equal(outputs[-1], inputs[0].reshape(1, 128, 4, 64).transpose(0, 2, 3, 1))
 
 
-def test_three_axis_permutation_matches_numpy(cpu_target):
+def test_three_axis_permutation_matches_numpy(schedule_target):
     funcs = lowered_kernels('a: R.Tensor((32, 3, 80), "float32")', "out = R.permute_dims(a, axes=[1, 2, 0])", 2)
-    (inputs, outputs), = _run_both(funcs, target=cpu_target).values()
+    (inputs, outputs), = _run_both(funcs, target=schedule_target).values()
     np.testing.assert_array_equal(outputs[-1], inputs[0].transpose(1, 2, 0))
 
 
-def test_symbolic_transpose_matches_numpy(cpu_target):
+def test_symbolic_transpose_matches_numpy(schedule_target):
     funcs = lowered_kernels('a: R.Tensor(("n", 64), "float32")', "out = R.permute_dims(a)", 2)
     for n in (1, 16, 1023):
-        (inputs, outputs), = _run_both(funcs, {"n": n}, target=cpu_target).values()
+        (inputs, outputs), = _run_both(funcs, {"n": n}, target=schedule_target).values()
         np.testing.assert_array_equal(outputs[-1], inputs[0].T)
 
 
@@ -85,13 +85,13 @@ class Module:
 """
 
 
-def test_in_place_permutation_keeps_its_order(cpu_target):
+def test_in_place_permutation_keeps_its_order(schedule_target):
     from relax.script import parse
 
     (func,) = parse(_IN_PLACE).prim_funcs().values()
     (stmt,) = top_level(func.body)[0]
     assert not transpose.matches(match_nest(stmt))
-    (inputs, outputs), = _run_both({"kernel": func}, target=cpu_target).values()
+    (inputs, outputs), = _run_both({"kernel": func}, target=schedule_target).values()
     expected = inputs[0].copy()
     for i in range(64):
         for j in range(64):

@@ -32,32 +32,32 @@ def _only(funcs, sizes=None, target=None):
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 13), (3, 33), (5, 1023), (2, 3, 64)])
-def test_exp_of_difference_matches_numpy(shape, cpu_target):
+def test_exp_of_difference_matches_numpy(shape, schedule_target):
     row = shape[:-1] + (1,)
     funcs = lowered_kernels(f'a: R.Tensor({shape}, "float32"), b: R.Tensor({row}, "float32")',
                             "out = R.exp(R.subtract(a, b))", 2)
-    inputs, outputs = _only(funcs, target=cpu_target)
+    inputs, outputs = _only(funcs, target=schedule_target)
     expected = np.exp(inputs[0].astype(np.float64) - inputs[1])
     np.testing.assert_allclose(outputs[-1], expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("n", [1, 7, 13, 33, 1023])
-def test_erf_with_bias_matches_numpy(n, cpu_target):
+def test_erf_with_bias_matches_numpy(n, schedule_target):
     funcs = lowered_kernels(f'a: R.Tensor((3, {n}), "float32"), b: R.Tensor(({n},), "float32")',
                             "out = R.erf(R.add(a, b))", 2)
-    inputs, outputs = _only(funcs, target=cpu_target)
+    inputs, outputs = _only(funcs, target=schedule_target)
     np.testing.assert_allclose(outputs[-1], _erf(inputs[0].astype(np.float64) + inputs[1]), rtol=0, atol=2e-6)
 
 
-def test_symbolic_rows_match_numpy(cpu_target):
+def test_symbolic_rows_match_numpy(schedule_target):
     funcs = lowered_kernels('a: R.Tensor(("n", 35), "float32")', "out = R.exp(a)", 2)
     for n in (1, 7, 130):
-        inputs, outputs = _only(funcs, {"n": n}, target=cpu_target)
+        inputs, outputs = _only(funcs, {"n": n}, target=schedule_target)
         np.testing.assert_allclose(outputs[-1], np.exp(inputs[0].astype(np.float64)), rtol=1e-6)
 
 
-def test_softmax_rows_match_numpy(cpu_target):
-    inputs, outputs = _only(lowered_kernels('x: R.Tensor((4, 13, 129), "float32")', "out = R.nn.softmax(x, axis=-1)", 2), target=cpu_target)
+def test_softmax_rows_match_numpy(schedule_target):
+    inputs, outputs = _only(lowered_kernels('x: R.Tensor((4, 13, 129), "float32")', "out = R.nn.softmax(x, axis=-1)", 2), target=schedule_target)
     x = inputs[0].astype(np.float64)
     e = np.exp(x - x.max(-1, keepdims=True))
     np.testing.assert_allclose(outputs[-1], e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
@@ -103,13 +103,13 @@ class Module:
 """
 
 
-def test_nest_reading_another_element_of_its_output_stays_scalar(cpu_target):
+def test_nest_reading_another_element_of_its_output_stays_scalar(schedule_target):
     from relax.script import parse
 
     (func,) = parse(_READS_ITS_OUTPUT).prim_funcs().values()
     (stmt,) = top_level(func.body)[0]
     assert not vector_math_rows.matches(match_nest(stmt), WIDE)
-    (inputs, outputs), = _run_both({"kernel": func}, target=cpu_target).values()
+    (inputs, outputs), = _run_both({"kernel": func}, target=schedule_target).values()
     expected = inputs[0].astype(np.float64).copy()
     for i in range(4):
         for k in range(64):
