@@ -1,11 +1,13 @@
 """A cuda artifact without a GPU: the host/device kernel split, the link of a cuda .ko with
 a host .ko, loading it, and the clear refusals when it cannot run here."""
 
+import dataclasses
 import importlib.util
 import pathlib
 
 import pytest
 
+from elf_objects import minimal_object
 from relax.build import lower
 from relax.codegen.cuda.host_kernels import is_host_kernel, split_kernels
 from relax.codegen.build_kernels import build_kernel_object
@@ -13,7 +15,7 @@ from relax.diagnostics import DiagnosticError, UserError
 from relax.driver.compile import parse_source
 from relax.ir.module import IRModule
 from relax.runtime.kernels import container
-from relax.runtime.kernels.metadata import KernelInfo, LaunchInfo, ParamInfo
+from relax.runtime.kernels.metadata import LaunchInfo
 from relax.target import host_target
 from relax.vm import VirtualMachine
 from relax.vm.codegen.codegen_vm import generate
@@ -27,14 +29,22 @@ def lowered(name):
     return lower(parse_source(str(SAMPLES / f"{name}.relax")), 2)
 
 
-def fake_cuda_ko(names, arch="sm_90"):
-    """A cuda .ko whose manifest defines `names` (the GPU code is not looked at before loading)."""
-    kernels = tuple(KernelInfo(name, f"relaxk_{name}", 1, (ParamInfo("A", "buffer", "float32", ("n",)),), ("n",),
-                               launches=(LaunchInfo(f"relaxk_{name}", ("n", 1, 1), (1, 1, 1)),))
-                    for name in names)
+def fake_cuda_ko(funcs, arch="sm_90"):
+    """A cuda .ko whose manifest defines the kernels of `funcs` ({name: PrimFunc}) with their
+    parameters (the linker compares the calls with them); the GPU code is not looked at before loading."""
+    from relax.codegen.kernel_codegen import kernel_info
+    from relax.ir import tir
+
+    kernels = tuple(dataclasses.replace(kernel_info(name, func, [], tir.const(0, "int64"), False),
+                                        launches=(LaunchInfo(f"relaxk_{name}", (1, 1, 1), (1, 1, 1)),))
+                    for name, func in sorted(funcs.items()))
     target = container.TargetEntry("nvptx64-nvidia-cuda", arch, "", 1, "cubin")
-    return container.write(container.KernelObject((target,), kernels, {0: b"\x7fELF-not-really"}, {},
+    return container.write(container.KernelObject((target,), kernels, {0: minimal_object("nvptx64-nvidia-cuda")}, {},
                                                   ptx={0: b"// not really PTX"}))
+
+
+def _without(funcs: dict, name: str) -> dict:
+    return {key: func for key, func in funcs.items() if key != name}
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +70,7 @@ def test_static_model_has_no_host_kernels():
 def test_cuda_ko_and_host_ko_link_together(dynamic_batch):
     mod, device, _, host_ko = dynamic_batch
     result = link(LinkInput("m.vmo", generate(mod).save_to_bytes()),
-                  [LinkInput("m.cuda.ko", fake_cuda_ko(sorted(device))), LinkInput("m.host.ko", host_ko)])
+                  [LinkInput("m.cuda.ko", fake_cuda_ko(device)), LinkInput("m.host.ko", host_ko)])
     resolved = {s["name"]: s.get("kernel_objects") for s in result.info.symbols if s["resolution"] == "kernel"}
     assert resolved["shape_func"] == [1] and resolved["softmax"] == [0]
     triples = [t["triple"] for t in result.info.targets]
@@ -71,7 +81,7 @@ def test_a_kernel_missing_from_the_cuda_ko_is_undefined(dynamic_batch):
     mod, device, _, host_ko = dynamic_batch
     with pytest.raises(DiagnosticError, match="undefined reference to 'softmax'"):
         link(LinkInput("m.vmo", generate(mod).save_to_bytes()),
-             [LinkInput("m.cuda.ko", fake_cuda_ko(sorted(set(device) - {"softmax"}))),
+             [LinkInput("m.cuda.ko", fake_cuda_ko(_without(device, "softmax"))),
               LinkInput("m.host.ko", host_ko)])
 
 
@@ -79,8 +89,8 @@ def test_every_cuda_arch_must_define_every_gpu_kernel(dynamic_batch):
     mod, device, _, host_ko = dynamic_batch
     with pytest.raises(DiagnosticError, match="undefined reference to 'softmax' .* for target nvptx64-nvidia-cuda -mcpu=sm_80"):
         link(LinkInput("m.vmo", generate(mod).save_to_bytes()),
-             [LinkInput("a.ko", fake_cuda_ko(sorted(device), "sm_90")),
-              LinkInput("b.ko", fake_cuda_ko(sorted(set(device) - {"softmax"}), "sm_80")),
+             [LinkInput("a.ko", fake_cuda_ko(device, "sm_90")),
+              LinkInput("b.ko", fake_cuda_ko(_without(device, "softmax"), "sm_80")),
               LinkInput("m.host.ko", host_ko)])
 
 
@@ -88,7 +98,7 @@ def test_every_cuda_arch_must_define_every_gpu_kernel(dynamic_batch):
 def cuda_artifact(dynamic_batch):
     mod, device, _, host_ko = dynamic_batch
     result = link(LinkInput("m.vmo", generate(mod).save_to_bytes()),
-                  [LinkInput("m.cuda.ko", fake_cuda_ko(sorted(device))), LinkInput("m.host.ko", host_ko)])
+                  [LinkInput("m.cuda.ko", fake_cuda_ko(device)), LinkInput("m.host.ko", host_ko)])
     return result.data
 
 

@@ -3,6 +3,7 @@ duplicates, and fat artifacts whose every target must define every kernel."""
 
 import pytest
 
+from elf_objects import compiled_object
 from relax.diagnostics import DiagnosticError
 from relax.runtime.kernels import container
 from relax.vm import ExecBuilder
@@ -27,12 +28,16 @@ def _program():
 def _kernel_object(triple: str, names=("k",)) -> bytes:
     from relax.runtime.kernels.metadata import KernelInfo
 
+    # One buffer parameter: main calls 'k' with one argument (kernel_calls.py compares them).
+    param = {"name": "A", "kind": "buffer", "dtype": "float32", "shape": ["n"]}
     kernels = tuple(KernelInfo.from_json({
-        "name": name, "symbol": "relaxk_" + name, "abi_version": 1, "params": [], "symbolic_vars": [],
+        "name": name, "symbol": "relaxk_" + name, "abi_version": 1, "params": [param], "symbolic_vars": ["n"],
         "workspace_bytes": 0, "parallel": False, "noalias": False, "writes": [], "ret_dtype": "", "attrs": {},
     }) for name in names)
     target = container.TargetEntry(triple, "generic", "")
-    return container.write(container.KernelObject((target,), kernels, {0: b"\0object"}, {}))
+    # The native code defines each kernel's entry symbol, as elf_functions requires.
+    code = compiled_object(triple, "".join(f'define void @"relaxk_{name}"() {{\n  ret void\n}}\n' for name in names))
+    return container.write(container.KernelObject((target,), kernels, {0: code}, {}))
 
 
 def _messages(excinfo) -> list[str]:

@@ -1,9 +1,10 @@
 """Kernel loader: native CPU kernels from .ko files, linked in-process and called via one C ABI.
 
 The runtime side of codegen (relax.codegen writes what this reads): the .ko
-container (container.py), kernel metadata (metadata.py), the calling convention
-(abi.py), host detection (host.py) and the loader (library.py). It never imports
-the compiler, so artifacts run where only llvmlite and numpy are installed.
+container (container.py) with the checks of its native objects (elf_check.py),
+kernel metadata (metadata.py), the calling convention (abi.py), host detection
+(host.py) and the loader (library.py). It never imports the compiler, so
+artifacts run where only llvmlite and numpy are installed.
 """
 
 from .abi import KERNEL_ABI_VERSION, kernel_symbol

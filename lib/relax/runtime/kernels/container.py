@@ -20,9 +20,10 @@ Format 0.2 adds cuda: targets of triple CUDA_TRIPLE (all or none of a file's),
 the "ptx" section kind and KernelInfo.launches. Format 0.3 adds parts: a CPU
 target's kernels compiled as several objects (on several threads,
 codegen/object_parts.py), one object and one bitcode section per part, in part
-order. A writer writes 0.1 for a CPU object in one part (byte-identical to what
-it wrote before), 0.3 for one in several parts and 0.2 for a cuda one; a reader
-reads all three.
+order. Format 0.4 adds the manifest's "code" list: the SHA-256 of every code
+section, which binds the kernels' metadata to their code (code_hashes.py). A writer
+writes 0.4 for every .ko; a reader reads 0.1 to 0.4 and checks the code hashes of a
+0.4 file.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from dataclasses import dataclass, field
 
 from ...diagnostics import UserError
 from ...version import FORMAT_VERSIONS
+from . import code_hashes
 from .abi import KERNEL_ABI_VERSION
+from .elf_check import check_native_objects
 from .metadata import KernelInfo
 
 MAGIC = b"\x7fRLXKO\r\n"
@@ -46,10 +49,13 @@ SECTION_KINDS = {1: "manifest", 2: "object", 3: "bitcode", 4: "ptx"}
 SECTION_CODES = {name: code for code, name in SECTION_KINDS.items()}
 
 FORMAT_VERSION = tuple(int(part) for part in FORMAT_VERSIONS["ko"].split("."))
-CPU_FORMAT_VERSION = (0, 1)  # what a .ko without cuda targets, each in one part, is written as
-CUDA_FORMAT_VERSION = (0, 2)  # what a .ko of cuda targets is written as
-PARTS_FORMAT_VERSION = (0, 3)  # what a CPU .ko with a target in several parts is written as
-READABLE_VERSIONS = (CPU_FORMAT_VERSION, CUDA_FORMAT_VERSION, PARTS_FORMAT_VERSION)
+CPU_FORMAT_VERSION = (0, 1)  # a .ko without cuda targets, each in one part, as written before 0.4
+CUDA_FORMAT_VERSION = (0, 2)  # a .ko of cuda targets, as written before 0.4
+PARTS_FORMAT_VERSION = (0, 3)  # a CPU .ko with a target in several parts, as written before 0.4
+CODE_HASHES_FORMAT_VERSION = (0, 4)  # what every .ko is written as: 0.2 and 0.3 with code hashes
+READABLE_VERSIONS = (CPU_FORMAT_VERSION, CUDA_FORMAT_VERSION, PARTS_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION)
+PARTS_VERSIONS = (PARTS_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION)  # those that may cut a target in parts
+CUDA_VERSIONS = (CUDA_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION)  # those that may hold cuda targets
 
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 ELF_MAGIC = b"\x7fELF"
@@ -127,22 +133,22 @@ def _align(offset: int) -> int:
 
 def write(kernel_object: KernelObject) -> bytes:
     """The bytes of a .ko file; identical inputs give identical bytes."""
+    code = []  # (kind, target, payload) in section order
+    for index in range(len(kernel_object.targets)):
+        for kind, payloads in (("object", kernel_object.objects), ("bitcode", kernel_object.bitcode),
+                               ("ptx", kernel_object.ptx)):
+            if index in payloads:
+                code.append((kind, index, bytes(payloads[index])))
+        for native, bitcode in kernel_object.parts.get(index, ()):
+            code += [("object", index, bytes(native)), ("bitcode", index, bytes(bitcode))]
     manifest = {
         "format": "relax-kernel-object",
         "targets": [t.to_json() for t in kernel_object.targets],
         "kernels": [k.to_json() for k in sorted(kernel_object.kernels, key=lambda k: k.name)],
+        code_hashes.KEY: code_hashes.describe(code),
     }
     sections = [(SECTION_CODES["manifest"], 0, json.dumps(manifest, sort_keys=True, indent=1).encode())]
-    for index in range(len(kernel_object.targets)):
-        if index in kernel_object.objects:
-            sections.append((SECTION_CODES["object"], index, bytes(kernel_object.objects[index])))
-        if index in kernel_object.bitcode:
-            sections.append((SECTION_CODES["bitcode"], index, bytes(kernel_object.bitcode[index])))
-        if index in kernel_object.ptx:
-            sections.append((SECTION_CODES["ptx"], index, bytes(kernel_object.ptx[index])))
-        for native, code in kernel_object.parts.get(index, ()):
-            sections.append((SECTION_CODES["object"], index, bytes(native)))
-            sections.append((SECTION_CODES["bitcode"], index, bytes(code)))
+    sections += [(SECTION_CODES[kind], target, payload) for kind, target, payload in code]
     offset = _align(HEADER.size + SECTION.size * len(sections))
     table, payload = [], bytearray()
     for kind, target, data in sections:
@@ -155,9 +161,7 @@ def write(kernel_object: KernelObject) -> bytes:
     body = b"".join(table) + bytes(payload)
     size = HEADER.size + len(body)
     digest = hashlib.sha256(body).digest()
-    cuda = kernel_object.is_cuda or bool(kernel_object.ptx) or any(k.launches for k in kernel_object.kernels)
-    major, minor = CUDA_FORMAT_VERSION if cuda else PARTS_FORMAT_VERSION if kernel_object.parts \
-        else CPU_FORMAT_VERSION
+    major, minor = CODE_HASHES_FORMAT_VERSION
     header = HEADER.pack(MAGIC, major, minor, len(sections), size, digest)
     return header + body
 
@@ -185,7 +189,7 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         raise _refuse(name, "checksum mismatch (the file is corrupted)")
     if HEADER.size + SECTION.size * count > size:
         raise _refuse(name, "section table runs past the end of the file")
-    manifest, found = None, {"object": {}, "bitcode": {}, "ptx": {}}
+    manifest, found, code = None, {"object": {}, "bitcode": {}, "ptx": {}}, []
     for index in range(count):
         kind, target, offset, length = SECTION.unpack_from(data, HEADER.size + SECTION.size * index)
         if kind not in SECTION_KINDS or offset + length > size or offset < HEADER.size:
@@ -195,6 +199,7 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
             manifest = payload
         else:
             found[SECTION_KINDS[kind]].setdefault(target, []).append(payload)
+            code.append((SECTION_KINDS[kind], target, payload))
     if manifest is None:
         raise _refuse(name, "no manifest section")
     try:
@@ -209,6 +214,8 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
     objects, bitcode, ptx, parts = _parts(found, name, (major, minor))
     result = KernelObject(targets, kernels, objects, bitcode, ptx, parts)
     _check_cuda(result, name, (major, minor))
+    code_hashes.check(document, code, (major, minor) >= CODE_HASHES_FORMAT_VERSION, lambda why: _refuse(name, why))
+    check_native_objects(result, name)  # before LLVM or the CUDA driver sees them (elf_check.py)
     return result
 
 
@@ -218,7 +225,7 @@ def _parts(found: dict, name: str, version: tuple) -> tuple[dict, dict, dict, di
     objects, bitcode, ptx, parts = {}, {}, {}, {}
     for kind, sections in found.items():
         for target, payloads in sections.items():
-            if len(payloads) > 1 and (kind == "ptx" or version != PARTS_FORMAT_VERSION):
+            if len(payloads) > 1 and (kind == "ptx" or version not in PARTS_VERSIONS):
                 raise _refuse(name, f"target {target} has {len(payloads)} {kind} sections")
             {"object": objects, "bitcode": bitcode, "ptx": ptx}[kind][target] = payloads[0]
     for target in sorted(set(found["object"]) | set(found["bitcode"])):
@@ -232,7 +239,7 @@ def _parts(found: dict, name: str, version: tuple) -> tuple[dict, dict, dict, di
 
 
 def _check_cuda(kernel_object: KernelObject, name: str, version: tuple) -> None:
-    """A cuda .ko is all cuda (format 0.2): per target an ELF cubin and UTF-8 PTX, per kernel
+    """A cuda .ko is all cuda (format 0.2 or 0.4): per target an ELF cubin and UTF-8 PTX, per kernel
     its launches; a CPU .ko has neither PTX nor launches."""
     cuda = [t.triple == CUDA_TRIPLE for t in kernel_object.targets]
     if not any(cuda):
@@ -244,7 +251,7 @@ def _check_cuda(kernel_object: KernelObject, name: str, version: tuple) -> None:
         return
     if not all(cuda):
         raise _refuse(name, "it mixes cuda and CPU targets")
-    if version != CUDA_FORMAT_VERSION:
+    if version not in CUDA_VERSIONS:
         raise _refuse(name, f"cuda targets in a format {version[0]}.{version[1]} file")
     for index, target in enumerate(kernel_object.targets):
         cubin = kernel_object.objects.get(index)

@@ -8,7 +8,10 @@
 Every packed function the bytecode names is a symbol. It resolves, in this order,
 to the runtime (the vm.builtin.* table and whatever relax modules register at
 import), to a kernel, or, when it matches an --allow-undefined pattern, stays
-undefined to be registered by the user at run time. Kernel objects are grouped by
+undefined to be registered by the user at run time. Every call of a kernel is then
+compared with the kernel's metadata (kernel_calls.py: argument count, kinds, dtypes,
+ranks and static dimensions, as far as the bytecode knows them); a call that cannot
+run is an error naming both signatures. Kernel objects are grouped by
 target (triple, CPU, features): within one target a kernel defined twice is a
 duplicate symbol, and every target must define every kernel symbol, so that any
 host matching one of the targets can run the artifact. Errors are collected, all
@@ -23,6 +26,7 @@ from typing import Sequence
 
 from ...diagnostics import Diagnostic, DiagnosticError, UserError
 from . import vmx
+from .kernel_calls import check_kernel_calls
 from ..bytecode.executable import EXEC_MODES, Executable
 from ..bytecode.isa import ArgKind, FuncKind, Opcode, decode_arg
 
@@ -163,6 +167,8 @@ def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefine
             kernel_names.setdefault(kernel.name, names[index])
     symbols = _resolve(symbol_references(exe), runtime_symbols(), defined, tuple(allow_undefined),
                        kernel_names, problems)
+    problems += check_kernel_calls(exe, bytecode.name, list(zip(names, kernel_objects)),
+                                   {symbol["name"] for symbol in symbols if symbol["resolution"] == "kernel"})
     if problems:
         raise DiagnosticError([Diagnostic("error", message) for message in problems])
     flags = {"allow_undefined": list(dict.fromkeys(allow_undefined)), "target_check": bool(target_check)}
