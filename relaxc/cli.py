@@ -11,6 +11,7 @@ EPILOG = """\b
 Examples:
   relaxc model.relax -o model.vmx                   one shot: a runnable artifact for this host
   relaxc --params model.params.npz model.relax -o model.vmx    weights bound as constants
+  relaxc --sign key.pem model.relax -o model.vmx    signed (relaxld --gen-key key.pem makes the key)
   relaxc -S model.relax -o model.vms                the lowered module (input of relaxas)
   relaxc -O0 --target "llvm -mtriple=aarch64-linux-gnu" model.relax -o model.vmx
   relaxc --emit ir model.relax                      print the parsed module
@@ -55,6 +56,7 @@ def _list_callback(kind: str):
 @click.option("--exec-mode", "exec_mode", type=click.Choice(["interp", "compiled"]), default=None,
               help="With -o X.vmx: the VM exec mode the artifact asks for (interp: the dispatch loop; compiled: "
                    "a static function as one native call); relaxrun --exec-mode overrides it.")
+@options.sign_option
 @click.option("--target", "targets", metavar="TARGET", multiple=True,
               help='Target ("llvm -mcpu=native", a JSON dictionary or a tag); repeat for a fat kernel object.')
 @click.option("--list-targets", is_flag=True, expose_value=False, is_eager=True,
@@ -76,9 +78,9 @@ def _list_callback(kind: str):
               help="Build every kernel object anew: neither read nor fill the kernel cache (as RELAX_CACHE=0).")
 @options.output_file_option
 @options.common_options("relaxc")
-def command(source, emit, lowered_text, opt_level, params, allow_undefined, exec_mode, targets, passes, disabled, print_after_all,
-            print_before, print_after, verify_each, pass_config, time_passes, no_cache, output, traceback, error_limit,
-            color, verbose):
+def command(source, emit, lowered_text, opt_level, params, allow_undefined, exec_mode, sign, targets, passes, disabled,
+            print_after_all, print_before, print_after, verify_each, pass_config, time_passes, no_cache, output,
+            traceback, error_limit, color, verbose):
     """Compile TVMScript (Relax functions and TIR PrimFuncs)."""
     from relax.driver.compile import CompileOptions, choose_emit, compile_main
 
@@ -86,10 +88,12 @@ def command(source, emit, lowered_text, opt_level, params, allow_undefined, exec
         raise click.UsageError(f"-S writes the lowered module; it does not combine with --emit {emit}")
     if exec_mode is not None and choose_emit(emit, lowered_text, output) != "vmx":
         raise click.UsageError("--exec-mode is recorded in a linked artifact: use it with -o X.vmx")
+    if sign is not None and choose_emit(emit, lowered_text, output) != "vmx":
+        raise click.UsageError("--sign signs a linked artifact: use it with -o X.vmx")
     return compile_main(CompileOptions(
         source=source, emit=choose_emit(emit, lowered_text, output), output=output, verbose=verbose,
         targets=tuple(targets), opt_level=opt_level, allow_undefined=tuple(allow_undefined),
-        exec_mode=exec_mode,
+        exec_mode=exec_mode, sign=sign,
         passes=tuple(p for p in passes.split(",") if p) if passes is not None else None,
         disabled=tuple(disabled), print_after_all=print_after_all, print_before=tuple(print_before),
         print_after=tuple(print_after), verify_each=verify_each, pass_config=tuple(pass_config),

@@ -22,6 +22,7 @@ Examples:
   relaxrun model.vmx --input @inputs.npz --profile --json
   relaxrun model.vmx --list-functions
   relaxrun packed.vmx --plugin my_funcs.py --input 2x3xf32=1
+  relaxrun model.vmx --trust keys/ --input x.npy           only if signed by a key in keys/
 """
 
 
@@ -53,9 +54,12 @@ Examples:
               help="Elide printed results with more elements than this.")
 @click.option("--plugin", "plugins", metavar="FILE.py", multiple=True,
               help="Run this Python file first (it registers host functions); repeatable.")
+@click.option("--trust", "trust", metavar="PUBKEY", multiple=True,
+              help="Run only artifacts signed by this Ed25519 public key (PEM), or by a key in this directory "
+                   "(*.pub, *.pem); repeatable.")
 @options.common_options("relaxrun")
 def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, device, memory, exec_mode, repeat, warmup,
-            print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, traceback,
+            print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, trust, traceback,
             error_limit, color, verbose):
     """Run a function of a compiled artifact on inputs."""
     from relax.driver.run import RunOptions, run_main
@@ -65,6 +69,7 @@ def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, d
         expected=tuple(expected), atol=atol, rtol=rtol, device=device, memory=memory, exec_mode=exec_mode, repeat=repeat,
         warmup=warmup, print_time=print_time, profile=profile, trace=trace, json=as_json,
         list_functions=list_functions, print_max_elements=print_max_elements, plugins=tuple(plugins),
+        trust=tuple(trust),
         verbose=verbose,
     ))
 

@@ -7,6 +7,6 @@ __version__ = "0.1.0"
 # `--version` and the files agree.
 FORMAT_VERSIONS = {
     "vmo": "0.1",  # bytecode object
-    "vmx": "0.1",  # linked artifact
-    "ko": "0.3",   # kernel object (0.2 adds cuda targets, 0.3 CPU kernels in parts; one part is still 0.1)
+    "vmx": "0.2",  # linked artifact (0.2 adds the signature section; an unsigned one is still written as 0.1)
+    "ko": "0.4",   # kernel object (0.2 adds cuda targets, 0.3 CPU kernels in parts, 0.4 code hashes)
 }

@@ -40,7 +40,7 @@ def built():
 @pytest.fixture
 def relaxrun(built, monkeypatch, capsys):
     def invoke(name, *args):
-        monkeypatch.setattr(run, "load_artifact", lambda path: built(name))
+        monkeypatch.setattr(run, "load_artifact", lambda path, trust=(): built(name))
         code = main([f"{name}.vmx", *args])
         out, err = capsys.readouterr()
         return code, out, err

@@ -100,7 +100,7 @@ def test_flips_behind_a_valid_checksum_are_caught_by_the_inner_checks(linked, da
 def test_a_newer_format_version_says_so(linked):
     blob = bytearray(linked[2])
     struct.pack_into("<HH", blob, 8, 0, 9)
-    with pytest.raises(UserError, match=r"format version 0.9, newer than the supported 0.1; relink it"):
+    with pytest.raises(UserError, match=r"format version 0.9, newer than the supported 0.2; relink it"):
         vmx.read(_rehash(blob), "t.vmx")
 
 
@@ -109,6 +109,21 @@ def test_an_embedded_file_must_match_its_recorded_hash(linked):
     forged = vmx.Artifact(artifact.info, artifact.bytecode[:-1] + b"\0", artifact.kernel_objects)
     with pytest.raises(UserError, match=r"the embedded vmo 'tiny.vmo' does not match its recorded hash"):
         vmx.read(vmx.write(forged), "t.vmx")
+
+
+@pytest.mark.parametrize("version", [0, 2, 1 << 40])
+def test_a_target_the_kernel_objects_do_not_have_is_refused(linked, version):
+    # A manifest whose targets.0.abi_version was changed still ran (issue 16).
+    artifact = vmx.read(linked[2], "t.vmx")
+    targets = tuple({**target, "abi_version": version} for target in artifact.info.targets)
+    info = vmx.LinkInfo(artifact.info.producer, artifact.info.flags, artifact.info.inputs, targets,
+                        artifact.info.symbols)
+    data = vmx.write(vmx.Artifact(info, artifact.bytecode, artifact.kernel_objects))
+    vmx.read(data, "t.vmx")  # the container is sound: relaxas --dump shows it
+    with pytest.raises(UserError, match=rf"^'t.vmx' is not a valid linked artifact \(.vmx\): the manifest's target 0 "
+                                        rf"\(.*, kernel ABI version {version}\) is not one of kernel object 0's "
+                                        r"\(.* with kernel ABI version 1\)$"):
+        load_artifact(data, "t.vmx", import_kernels=False)
 
 
 def test_a_foreign_file_is_refused(tmp_path):

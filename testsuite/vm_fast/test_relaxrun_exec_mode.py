@@ -16,7 +16,7 @@ SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
 @pytest.mark.parametrize("name", ["mlp", "control_flow", "tuples"])
 def test_exec_mode_runs_the_sample(name, mode, monkeypatch, capsys):
     exe = build(parse((SAMPLES / f"{name}.relax").read_text(), f"samples/{name}.relax"))
-    monkeypatch.setattr(run, "load_artifact", lambda path: exe)
+    monkeypatch.setattr(run, "load_artifact", lambda path, trust=(): exe)
     data = SAMPLES / "data"
     code = main([f"{name}.vmx", "--exec-mode", mode, "--input", f"@{data / f'{name}.inputs.npz'}",
                  "--expected-output", f"@{data / f'{name}.expected.npz'}", "--atol", "1e-4", "-v"])

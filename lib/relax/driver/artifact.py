@@ -2,6 +2,7 @@
 
     relaxc -S model.relax -o model.vms        parse, -O pipeline, print
     relaxc model.relax -o model.vmx           ... then bytecode, kernels and link, in one process
+    relaxc --sign key.pem model.relax -o model.vmx    ... signed as relaxld --sign signs
 
 The one-shot runs exactly the staged pipeline in memory, so its .vmx is byte-identical
 to the Makefile's:
@@ -32,6 +33,7 @@ from .compile_steps import (
     CompileOptions, check_module, kernel_cache, kernel_context, parse_source, resolve_targets, run_pipeline,
 )
 from .io import write_bytes, write_text
+from .lowering_check import check_lowered, default_pipeline, reading_lowered
 from .progress import StageProgress
 
 # --emit kind -> number of stages it runs
@@ -62,6 +64,8 @@ def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: di
     passes = tuple(for_target_kind(names, target_kind))
     progress.stage(f"passes (-O{options.opt_level})")
     mod = run_pipeline(mod, options, passes)
+    if options.emit != "vms" or default_pipeline(options):  # -S after --passes may print any module
+        check_lowered(mod, passes, options)
     progress.stage("print .vms")
     with array_literals.printing(deferred):
         return script(mod)
@@ -71,7 +75,9 @@ def compile_artifact(options: CompileOptions) -> int:
     """`relaxc -S`, `--emit vmo` and the one-shot `-o model.vmx`."""
     from ..script import array_literals
     from .assemble import generate_bytecode, read_vms
+    from .link import read_signing_key
 
+    key = read_signing_key(options.sign) if options.emit == "vmx" else None  # a bad key fails before the build
     targets = resolve_targets(options.targets, options.verbose) if options.emit == "vmx" else []
     kinds = {target.kind for target in targets}
     stem = intermediate_stem(options)
@@ -83,14 +89,15 @@ def compile_artifact(options: CompileOptions) -> int:
             write_text(options.output, text)
         else:
             progress.stage("bytecode" if options.emit == "vmo" else "read .vms")
-            with array_literals.reading(deferred):
+            with array_literals.reading(deferred), reading_lowered(f"{stem}.vms", default_pipeline(options)):
                 mod = read_vms(text, f"{stem}.vms")
             kernels = None
             if options.emit == "vmx":
                 kernels = _start_kernels(mod, targets, stem, progress, options)
                 progress.stage("bytecode")
             try:
-                bytecode = generate_bytecode(mod, f"{stem}.vms").save_to_bytes()
+                with reading_lowered(f"{stem}.vms", default_pipeline(options)):
+                    bytecode = generate_bytecode(mod, f"{stem}.vms").save_to_bytes()
             except BaseException:
                 if kernels is not None:
                     kernels.cancel()
@@ -98,7 +105,7 @@ def compile_artifact(options: CompileOptions) -> int:
             if options.emit == "vmo":
                 write_bytes(options.output, bytecode, "a bytecode object")
             else:
-                _link(options, bytecode, kernels, stem, progress)
+                _link(options, bytecode, kernels, stem, progress, key)
     if options.verbose:
         sys.stderr.write(progress.report())
     return 0
@@ -134,17 +141,17 @@ def _start_kernels(mod, targets, stem: str, progress, options: CompileOptions) -
         return _PendingKernels(error=error)
 
 
-def _link(options: CompileOptions, bytecode: bytes, kernels: _PendingKernels, stem: str, progress) -> None:
-    """Stage 6: waiting for LLVM, then the link (relaxld's checks and all)."""
+def _link(options: CompileOptions, bytecode: bytes, kernels: _PendingKernels, stem: str, progress, key) -> None:
+    """Stage 6: waiting for LLVM, then the link (relaxld's checks and all), signed with `key` if given."""
     from ..vm.artifact.linker import LinkInput, link
-    from .link import describe_link
+    from .link import describe_link, signed
 
     progress.stage("LLVM")
     kernel_inputs = kernels.result()
     progress.stage("link")
-    result = link(LinkInput(f"{stem}.vmo", bytecode), kernel_inputs, options.allow_undefined,
-                  exec_mode=options.exec_mode)
+    result = signed(link(LinkInput(f"{stem}.vmo", bytecode), kernel_inputs, options.allow_undefined,
+                         exec_mode=options.exec_mode), key)
     write_bytes(options.output, result.data, "a linked artifact")
     if options.verbose:
         names = [f"{stem}.vmo"] + [item.name for item in kernel_inputs]
-        sys.stderr.write(describe_link(result, options.verbose, options.output or "<stdout>", names, "relaxc"))
+        sys.stderr.write(describe_link(result, options.verbose, options.output or "<stdout>", names, "relaxc", key))

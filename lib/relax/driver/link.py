@@ -1,6 +1,7 @@
 """What `relaxld` does: read a .vmo and .ko files, link them, write the .vmx.
 
-    relaxld A.vmo K.ko [K2.ko ...] -o X.vmx [--allow-undefined NAME]... [--target-check] [-v]
+    relaxld A.vmo K.ko [K2.ko ...] -o X.vmx [--allow-undefined NAME]... [--target-check] [--sign KEY] [-v]
+    relaxld --gen-key KEY                  a new Ed25519 key pair: KEY (private, 0600) and KEY.pub
 
 Inputs are told apart by their magic number, not their names; exactly one must be a
 bytecode object. The linking itself is relax.vm.artifact.linker.link; this module reads and
@@ -9,6 +10,7 @@ writes files and says what was linked.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 
@@ -25,6 +27,7 @@ class LinkOptions:
     allow_undefined: tuple[str, ...] = ()
     target_check: bool = False
     exec_mode: str | None = None
+    sign: str | None = None  # a private key file: the artifact is signed with it
     verbose: int = 0
 
 
@@ -68,7 +71,8 @@ def read_inputs(paths: tuple[str, ...]):
     return bytecode[0], kernels
 
 
-def describe_link(result, verbose: int, output: str, names: list[str], tool: str = "relaxld") -> str:
+def describe_link(result, verbose: int, output: str, names: list[str], tool: str = "relaxld",
+                  signer=None) -> str:
     """The -v lines: inputs, targets, symbol counts, the output (-vv: every symbol)."""
     info = result.info
     exe = result.executable
@@ -85,18 +89,47 @@ def describe_link(result, verbose: int, output: str, names: list[str], tool: str
             where = {"runtime": "runtime", "undefined": "undefined (allowed; registered at run time)"}.get(
                 symbol["resolution"], ", ".join(f"'{names[1 + i]}'" for i in symbol.get("kernel_objects", [])))
             lines.append(f"{tool}:   {symbol['name']} -> {where}")
+    if signer is not None:
+        lines.append(f"{tool}: signed with ed25519 key {signer.fingerprint} ('{signer.path}')")
     lines.append(f"{tool}: wrote '{output}' ({len(result.data)} bytes)")
     return "\n".join(lines) + "\n"
+
+
+def read_signing_key(path: str | None):
+    """The key of --sign (read before any work, so that a bad key fails fast), or None."""
+    from ..vm.artifact.signing import SigningKey
+
+    return SigningKey.read(path) if path is not None else None
+
+
+def signed(result, key):
+    """The link result with its artifact signed by `key` (unchanged when `key` is None)."""
+    from ..vm.artifact import vmx
+
+    return result if key is None else dataclasses.replace(result, data=vmx.sign(result.data, key))
 
 
 def relaxld_main(options: LinkOptions) -> int:
     from ..vm.artifact.linker import link
 
+    key = read_signing_key(options.sign)
     bytecode, kernels = read_inputs(options.inputs)
-    result = link(bytecode, kernels, options.allow_undefined, options.target_check, options.exec_mode)
+    result = signed(link(bytecode, kernels, options.allow_undefined, options.target_check, options.exec_mode), key)
     output = options.output or DEFAULT_OUTPUT
     write_bytes(output, result.data, "a linked artifact")
     if options.verbose:
         names = [bytecode.name] + [item.name for item in kernels]
-        sys.stderr.write(describe_link(result, options.verbose, "<stdout>" if output == "-" else output, names))
+        sys.stderr.write(describe_link(result, options.verbose, "<stdout>" if output == "-" else output, names,
+                                       signer=key))
+    return 0
+
+
+def generate_key_main(path: str, verbose: int = 0) -> int:
+    """`relaxld --gen-key KEY`: KEY (the private key, mode 0600) and KEY.pub, never over existing files."""
+    from ..vm.artifact.signing import generate_key
+
+    key = generate_key(path)
+    if verbose:
+        sys.stderr.write(f"relaxld: wrote '{path}' (private key) and '{path}.pub' (public key): "
+                         f"ed25519 {key.fingerprint}\n")
     return 0

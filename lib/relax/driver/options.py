@@ -35,6 +35,13 @@ def output_file_option(f):
     return click.option("-o", "output", metavar="FILE", default=None, help="Write the result to FILE ('-' for stdout).")(f)
 
 
+def sign_option(f):
+    return click.option(
+        "--sign", "sign", metavar="KEY", default=None,
+        help="Sign the artifact with this Ed25519 private key (PEM, PKCS#8; docs/signing.md).",
+    )(f)
+
+
 def verbose_option(f):
     return click.option("-v", "--verbose", count=True, help="Say what is done, on stderr.")(f)
 

@@ -53,13 +53,14 @@ class RunOptions:
     list_functions: bool = False
     print_max_elements: int = 1024
     plugins: tuple[str, ...] = ()
+    trust: tuple[str, ...] = ()  # public key files or directories: only artifacts they signed run
     verbose: int = 0
 
 
 def run_main(options: RunOptions) -> int:
     for plugin in options.plugins:
         load_plugin(plugin)
-    exe = load_artifact(options.artifact)
+    exe = load_artifact(options.artifact, options.trust)
     if options.list_functions:
         sys.stdout.write(list_functions_text(exe))
         return 0
@@ -108,13 +109,19 @@ def load_plugin(path: str) -> None:
         raise UserError(f"--plugin '{path}' failed: {type(error).__name__}: {error}") from None
 
 
-def load_artifact(path: str):
+def load_artifact(path: str, trust: tuple[str, ...] = ()):
+    """The executable of `path`; with `trust` (--trust), only if one of those keys signed it."""
     from ..vm.bytecode.loader import load, load_bytes
 
+    keys = None
+    if trust:
+        from ..vm.artifact.signing import trusted_keys
+
+        keys = trusted_keys(trust)  # the keys first: a bad --trust is reported whatever the artifact
     if path == "-":
-        return load_bytes(sys.stdin.buffer.read(), "<stdin>")
+        return load_bytes(sys.stdin.buffer.read(), "<stdin>", keys)
     try:
-        return load(path)
+        return load(path, keys)
     except UserError as error:
         if path.endswith((".relax", ".py", ".vms")):
             raise UserError(f"{error} (relaxrun runs compiled artifacts: "

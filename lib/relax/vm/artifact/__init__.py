@@ -1,3 +1,3 @@
 """The linked artifact: the .vmx format, the linker behind relaxld (a .vmo and kernel
-objects in, one checked .vmx out), and loading and exporting a .vmx.
+objects in, one checked .vmx out), loading and exporting a .vmx, and signing one.
 """

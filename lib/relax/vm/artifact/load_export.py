@@ -2,9 +2,11 @@
 
     exe = relax.vm.load("model.vmx")      # relax.vm.artifact.vmx registers load_artifact for the magic
 
-Everything is checked before anything runs: the container (vmx.read), the embedded
-.vmo (its reader and the verifier) and every embedded .ko (its reader; the kernel
-loader refuses ABI versions it does not speak). Kernel objects are then imported in link order,
+Everything is checked before anything runs: the container (vmx.read) and, when trusted
+keys are given, its signature (signing.py), then the embedded .vmo (its reader and the
+verifier) and every embedded .ko (its reader; the kernel loader refuses ABI versions it
+does not speak) against the manifest's record of its targets, then every kernel call of the bytecode against the kernels that
+define it (kernel_calls.py, as relaxld does). Kernel objects are then imported in link order,
 skipping those with nothing that runs here, until every kernel symbol of the
 manifest is provided. An artifact with no kernels for this host says which targets
 it has and what the host is. Embedded files are named `model.vmx(mlp.ko)` in
@@ -16,8 +18,9 @@ from __future__ import annotations
 import os
 
 from ...diagnostics import UserError
-from . import vmx
+from . import signing, vmx
 from ..bytecode.executable import Executable
+from .kernel_calls import refuse_mismatched_calls
 
 
 def member_name(source: str, entry: dict, kind: str, index: int) -> str:
@@ -82,14 +85,18 @@ def import_host_kernels(exe: Executable, artifact: vmx.Artifact, kernel_objects:
         raise _no_kernels_here(source, kernel_objects, needed)
 
 
-def load_artifact(data: bytes, source: str = "<bytes>", import_kernels: bool = True) -> Executable:
-    """The Executable of a .vmx; with `import_kernels`, ready to run on this host."""
-    artifact = vmx.read(data, source)
+def load_artifact(data: bytes, source: str = "<bytes>", import_kernels: bool = True, trust=None) -> Executable:
+    """The Executable of a .vmx; with `import_kernels`, ready to run on this host. With `trust`
+    (signing.trusted_keys takes it), the signature is checked before any bytecode or kernel is read."""
+    artifact = vmx.read(data, source, signing.trusted_keys(trust) if trust is not None else None)
     exe = Executable.load_from_bytes(artifact.bytecode, member_name(source, artifact.info.inputs[0], "vmo", 0))
     kernel_objects = read_kernel_objects(artifact, source)
-    if import_kernels:
+    vmx.check_targets(artifact.info, kernel_objects, source)
+    if import_kernels:  # to run it: its calls must fit its kernels (relaxas --dump shows any artifact)
+        refuse_mismatched_calls(exe, artifact, kernel_objects, source)
         import_host_kernels(exe, artifact, kernel_objects, source)
     exe.link_info = artifact.info
+    exe.signature = artifact.signature
     exe.kernel_objects = list(artifact.kernel_objects)
     return exe
 

@@ -15,11 +15,15 @@ Layout (little-endian; docs/file-format-vmx.md is the prose version):
 Sections (SECTION_KINDS): one manifest (UTF-8 JSON, keys sorted: producer, link
 flags, inputs with their SHA-256, targets, symbol resolutions), one bytecode
 section (the .vmo bytes, unchanged) and one kernel-object section per linked .ko
-(its bytes, unchanged; `index` is its position on the link line).
+(its bytes, unchanged; `index` is its position on the link line). A signed artifact
+(format 0.2) has one more, last, at the very end of the file: the signature
+(signing.py). An unsigned one is written as format 0.1, byte for byte as before
+signatures existed.
 
 `read` checks everything before anything is used: the header, the checksum, the
-section table, the manifest, that each embedded input still has the hash the
-manifest records, and the embedded .vmo and .ko files with their own readers.
+section table, the signature when trusted keys are given, the manifest, that each
+embedded input still has the hash the manifest records, and the embedded .vmo and .ko
+files with their own readers.
 Importing this module registers the .vmx loader with relax.vm.load and the .vmx
 exporter with Executable.export.
 """
@@ -34,16 +38,19 @@ from dataclasses import dataclass
 from ...version import FORMAT_VERSIONS, __version__
 from ..bytecode.binary import FormatError
 from ..bytecode.executable import EXEC_MODES
+from . import signing
 
 MAGIC = b"\x7fRLXVX\r\n"
 HEADER = struct.Struct("<8sHHIQ32s")
+CHECKSUM_AT = 24  # the header's SHA-256 field: [24, 56)
 SECTION = struct.Struct("<IIQQ")
 PAYLOAD_ALIGNMENT = 16
-FORMAT_VERSION = tuple(int(part) for part in FORMAT_VERSIONS["vmx"].split("."))
+FORMAT_VERSION = tuple(int(part) for part in FORMAT_VERSIONS["vmx"].split("."))  # what a signed file is
+UNSIGNED_VERSION = (0, 1)  # unsigned files keep the version (and bytes) they had before signatures
 FORMAT_NAME = "relax-linked-artifact"
 PRODUCER = f"relax {__version__}"
 
-SECTION_KINDS = {1: "manifest", 2: "bytecode", 3: "kernel object"}
+SECTION_KINDS = {1: "manifest", 2: "bytecode", 3: "kernel object", 4: "signature"}
 SECTION_CODES = {name: code for code, name in SECTION_KINDS.items()}
 
 # How a symbol the bytecode calls was resolved, as the manifest spells it.
@@ -106,9 +113,11 @@ class LinkInfo:
     def symbols_resolved_as(self, resolution: str) -> list[str]:
         return [s["name"] for s in self.symbols if s["resolution"] == resolution]
 
-    def describe(self) -> str:
-        """The link metadata as `relaxas --dump stats` prints it after the executable's statistics."""
-        lines = [f"Link metadata (.vmx format {FORMAT_VERSIONS['vmx']}, produced by {self.producer}):"]
+    def describe(self, signature: signing.Signature | None = None) -> str:
+        """The link metadata as `relaxas --dump stats` prints it after the executable's statistics,
+        with the signer (`signature` of the file, or None: unsigned)."""
+        version = ".".join(map(str, FORMAT_VERSION if signature is not None else UNSIGNED_VERSION))
+        lines = [f"Link metadata (.vmx format {version}, produced by {self.producer}):"]
         allowed = self.flags.get("allow_undefined", [])
         mode = f" exec_mode={self.flags['exec_mode']}" if "exec_mode" in self.flags else ""
         lines.append(f"  Flags: allow_undefined={json.dumps(allowed)} target_check={str(self.flags.get('target_check', False)).lower()}{mode}")
@@ -127,6 +136,7 @@ class LinkInfo:
             len(self.symbols), counts["kernel"], counts["runtime"], counts["undefined"]))
         for name in self.symbols_resolved_as("undefined"):
             lines.append(f"    undefined: {name}")
+        lines.append(f"  Signer: {signature.describe() if signature is not None else 'unsigned'}")
         return "\n".join(lines) + "\n"
 
 
@@ -137,6 +147,7 @@ class Artifact:
     info: LinkInfo
     bytecode: bytes
     kernel_objects: tuple[bytes, ...]
+    signature: signing.Signature | None = None  # of a signed file as read; write() signs anew
 
 
 def _align(offset: int) -> int:
@@ -147,12 +158,15 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write(artifact: Artifact) -> bytes:
-    """The bytes of a .vmx; the same artifact always gives the same bytes."""
+def write(artifact: Artifact, key: signing.SigningKey | None = None) -> bytes:
+    """The bytes of a .vmx, signed with `key` when one is given (format 0.2; unsigned: 0.1).
+    The same artifact and key always give the same bytes."""
     manifest = json.dumps(artifact.info.to_json(), sort_keys=True, indent=1).encode("utf-8")
     sections = [(SECTION_CODES["manifest"], 0, manifest), (SECTION_CODES["bytecode"], 0, bytes(artifact.bytecode))]
     sections += [(SECTION_CODES["kernel object"], index, bytes(data))
                  for index, data in enumerate(artifact.kernel_objects)]
+    if key is not None:  # last, so that it ends the file (its size is a multiple of the alignment)
+        sections.append((SECTION_CODES["signature"], 0, key.public_key + bytes(signing.SIGNATURE_SIZE)))
     table_end = HEADER.size + SECTION.size * len(sections)
     offset = _align(table_end)
     table, body = [], bytearray()
@@ -161,23 +175,32 @@ def write(artifact: Artifact) -> bytes:
         body += b"\0" * (offset - table_end - len(body)) + data
         offset = _align(offset + len(data))
     body += b"\0" * (offset - table_end - len(body))
-    tail = b"".join(table) + bytes(body)
-    header = HEADER.pack(MAGIC, FORMAT_VERSION[0], FORMAT_VERSION[1], len(sections), HEADER.size + len(tail),
-                         hashlib.sha256(tail).digest())
-    return header + tail
+    tail = bytearray(b"".join(table)) + body
+    version = FORMAT_VERSION if key is not None else UNSIGNED_VERSION
+    prefix = HEADER.pack(MAGIC, version[0], version[1], len(sections), HEADER.size + len(tail), b"")[:CHECKSUM_AT]
+    if key is not None:
+        signed = memoryview(tail)[:-signing.SIGNATURE_SIZE]
+        tail[-signing.SIGNATURE_SIZE:] = key.sign(signing.signed_message(prefix, signed))
+        signed.release()
+    return prefix + hashlib.sha256(tail).digest() + bytes(tail)
+
+
+def sign(data: bytes, key: signing.SigningKey, source: str = "<bytes>") -> bytes:
+    """The .vmx `data` signed with `key` (a signature it had is replaced)."""
+    return write(read(data, source), key)
 
 
 def _refuse(source: str, why: str) -> FormatError:
     return FormatError(f"'{source}' is not a valid linked artifact (.vmx): {why}")
 
 
-def _check_header(data: bytes, source: str) -> int:
+def _check_header(data: bytes, source: str) -> tuple[int, tuple[int, int]]:
     if len(data) < len(MAGIC) or data[:len(MAGIC)] != MAGIC:
         raise _refuse(source, "bad magic number")
     if len(data) < HEADER.size:
         raise _refuse(source, f"truncated header ({len(data)} bytes)")
     _, major, minor, count, size, digest = HEADER.unpack_from(data)
-    if (major, minor) != FORMAT_VERSION:
+    if (major, minor) not in (UNSIGNED_VERSION, FORMAT_VERSION):
         newer = (major, minor) > FORMAT_VERSION
         raise FormatError(f"'{source}' is a .vmx of format version {major}.{minor}, "
                           f"{'newer than' if newer else 'different from'} the supported {FORMAT_VERSIONS['vmx']}; "
@@ -188,35 +211,52 @@ def _check_header(data: bytes, source: str) -> int:
         raise _refuse(source, "checksum mismatch (the file is corrupted)")
     if HEADER.size + SECTION.size * count > size:
         raise _refuse(source, "the section table runs past the end of the file")
-    return count
+    return count, (major, minor)
 
 
-def _sections(data: bytes, count: int, source: str) -> tuple[bytes, bytes, list[bytes]]:
-    manifest, bytecode, kernels = [], [], {}
-    end_of_table = HEADER.size + SECTION.size * count
-    previous_end = end_of_table
+def _section_table(data: bytes, count: int, signed: bool, source: str) -> dict[str, dict[int, bytes]]:
+    """Section name -> {index -> payload}; kinds, bounds, order and overlaps checked."""
+    found: dict[str, dict[int, bytes]] = {name: {} for name in SECTION_KINDS.values()}
+    previous_end = HEADER.size + SECTION.size * count
     for number in range(count):
         kind, index, offset, length = SECTION.unpack_from(data, HEADER.size + SECTION.size * number)
-        if kind not in SECTION_KINDS:
+        name = SECTION_KINDS.get(kind)
+        if name is None or (name == "signature" and not signed):
             raise _refuse(source, f"section {number} has unknown kind {kind}")
         if offset < previous_end or offset % PAYLOAD_ALIGNMENT or offset + length > len(data):
             raise _refuse(source, f"section {number} lies outside the file or overlaps another")
+        if name == "signature" and (number != count - 1 or offset + length != len(data)
+                                    or length != signing.PAYLOAD_SIZE):
+            raise _refuse(source, f"the signature (section {number}) is not the last {signing.PAYLOAD_SIZE} "
+                                  "bytes of the file")
         previous_end = offset + length
-        payload = data[offset:offset + length]
-        name = SECTION_KINDS[kind]
-        if name == "kernel object":
-            if index in kernels:
-                raise _refuse(source, f"kernel object {index} appears twice")
-            kernels[index] = payload
-        elif index != 0:
-            raise _refuse(source, f"the {name} section has index {index}, not 0")
-        else:
-            (manifest if name == "manifest" else bytecode).append(payload)
-    if len(manifest) != 1 or len(bytecode) != 1:
-        raise _refuse(source, f"it needs one manifest and one bytecode section, has {len(manifest)} and {len(bytecode)}")
+        if index in found[name]:
+            raise _refuse(source, f"{name} {index} appears twice")
+        found[name][index] = data[offset:offset + length]
+    return found
+
+
+def _sections(data: bytes, count: int, signed: bool, source: str):
+    """The manifest, bytecode and kernel-object payloads, and the signature (or None)."""
+    found = _section_table(data, count, signed, source)
+    for name in ("manifest", "bytecode", "signature"):
+        if any(index != 0 for index in found[name]):
+            raise _refuse(source, f"the {name} section has index {max(found[name])}, not 0")
+    if len(found["manifest"]) != 1 or len(found["bytecode"]) != 1:
+        raise _refuse(source, f"it needs one manifest and one bytecode section, has {len(found['manifest'])} "
+                              f"and {len(found['bytecode'])}")
+    kernels = found["kernel object"]
     if sorted(kernels) != list(range(len(kernels))):
         raise _refuse(source, "kernel objects are not numbered 0..N-1")
-    return manifest[0], bytecode[0], [kernels[index] for index in range(len(kernels))]
+    signature = None
+    if signed:
+        if not found["signature"]:
+            raise _refuse(source, "a format 0.2 artifact ends with a signature section; this one has none")
+        payload = found["signature"][0]
+        with memoryview(data) as view:
+            message = signing.signed_message(data[:CHECKSUM_AT], view[HEADER.size:len(data) - signing.SIGNATURE_SIZE])
+        signature = signing.Signature(payload[:signing.PUBLIC_KEY_SIZE], payload[signing.PUBLIC_KEY_SIZE:], message)
+    return found["manifest"][0], found["bytecode"][0], [kernels[i] for i in range(len(kernels))], signature
 
 
 def _check_inputs(info: LinkInfo, bytecode: bytes, kernels: list[bytes], source: str) -> None:
@@ -231,27 +271,46 @@ def _check_inputs(info: LinkInfo, bytecode: bytes, kernels: list[bytes], source:
             raise _refuse(source, f"a target names kernel object {target['kernel_object']}, there are {len(kernels)}")
 
 
-def read(data: bytes, source: str = "<bytes>") -> Artifact:
-    """Decodes and checks the container of a .vmx (load_export checks the embedded .vmo and .ko files)."""
+def check_targets(info: LinkInfo, kernel_objects: list, source: str) -> None:
+    """Each target the manifest records is one of its kernel object's (decoded), as the linker
+    records them: a triple or kernel ABI version changed in the manifest alone would describe
+    kernels that are not there (each .ko's own ABI check reads the .ko)."""
+    for index, entry in enumerate(info.targets):
+        recorded = {field: entry[field] for field in TARGET_FIELDS if field != "kernel_object"}
+        targets = kernel_objects[entry["kernel_object"]].targets  # an index in range: _check_inputs
+        if not any(recorded == {field: getattr(target, field) for field in recorded} for target in targets):
+            have = ", ".join(f"{target.triple} with kernel ABI version {target.abi_version}" for target in targets)
+            raise _refuse(source, f"the manifest's target {index} ({str(entry['triple'])[:60]}, kernel ABI version "
+                                  f"{entry['abi_version']}) is not one of kernel object {entry['kernel_object']}'s "
+                                  f"({have or 'none'})")
+
+
+def read(data: bytes, source: str = "<bytes>", trust: signing.TrustedKeys | None = None) -> Artifact:
+    """Decodes and checks the container of a .vmx (load_export checks the embedded .vmo and .ko files).
+
+    With `trust`, an artifact that a trusted key did not sign, exactly as it is, is refused
+    right after the section table is read: before its manifest, bytecode or kernels are."""
     data = bytes(data)
-    count = _check_header(data, source)
-    manifest, bytecode, kernels = _sections(data, count, source)
+    count, version = _check_header(data, source)
+    manifest, bytecode, kernels, signature = _sections(data, count, version != UNSIGNED_VERSION, source)
+    if trust is not None:
+        trust.check(signature, source)
     try:
         info = LinkInfo.from_json(json.loads(manifest.decode("utf-8")))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise _refuse(source, f"unreadable manifest ({exc})") from None
     _check_inputs(info, bytecode, kernels, source)
-    return Artifact(info, bytecode, tuple(kernels))
+    return Artifact(info, bytecode, tuple(kernels), signature)
 
 
 def is_vmx(data: bytes) -> bool:
     return bytes(data[:len(MAGIC)]) == MAGIC
 
 
-def _load(data: bytes, source: str):
+def _load(data: bytes, source: str, trust=None):
     from .load_export import load_artifact
 
-    return load_artifact(data, source)
+    return load_artifact(data, source, trust=trust)
 
 
 def _export(exe, path: str) -> None:
@@ -264,10 +323,10 @@ def _register() -> None:
     from ..bytecode.executable import EXPORTERS
     from ..bytecode.loader import register_loader
 
-    register_loader(MAGIC, _load)
+    register_loader(MAGIC, _load, signed=True)
     EXPORTERS[".vmx"] = _export
 
 
 _register()
 
-__all__ = ["Artifact", "LinkInfo", "MAGIC", "is_vmx", "read", "sha256_hex", "write"]
+__all__ = ["Artifact", "LinkInfo", "MAGIC", "is_vmx", "read", "sha256_hex", "sign", "write"]

@@ -53,11 +53,13 @@ class Executable:
     # What a build or a .vmx brings beside the bytecode, in memory only: the kernel objects
     # (.ko bytes, for export) with the role of each ("" CPU kernels, "cuda", "host": they
     # name the files, model.cuda.ko), the GPU ones read for a cuda VM as (name, KernelObject),
-    # and the link record of a .vmx (vmx.LinkInfo).
+    # and the link record of a .vmx (vmx.LinkInfo) with its signature (signing.Signature, or
+    # None: unsigned).
     kernel_objects: list[bytes] = field(default_factory=list)
     kernel_object_roles: list[str] = field(default_factory=list)
     device_kernel_objects: list[tuple[str, Any]] = field(default_factory=list)
     link_info: Any = None
+    signature: Any = None
 
     # ---- questions -----------------------------------------------------------------
 

@@ -4,6 +4,10 @@ Files are told apart by their magic number, never by their name. Formats other t
 .vmo register a loader here (the linker adds .vmx), so that this module does not
 depend on them. A file of unknown magic first gets the modules named in
 OPTIONAL_FORMATS imported (each registers its loader on import, if it exists).
+
+`trust` (relaxrun --trust): only artifacts signed by one of these keys load. A format
+that can be signed registers its loader with `signed=True`, and the loader checks the
+signature (vm/artifact/signing.py); a file of any other format is unsigned, so refused.
 """
 
 from __future__ import annotations
@@ -19,21 +23,26 @@ from .vmo import MAGIC_BYTES, load_executable
 # magic bytes (little-endian, as at the start of the file) -> loader(data, source)
 LOADERS: dict[bytes, Callable[[bytes, str], Executable]] = {MAGIC_BYTES: load_executable}
 OPTIONAL_FORMATS = ("relax.vm.artifact.vmx",)
+SIGNED_FORMATS: set[bytes] = set()  # magics whose loader takes `trust=`
 
 
-def register_loader(magic: bytes, loader: Callable[[bytes, str], Executable]) -> None:
+def register_loader(magic: bytes, loader: Callable[..., Executable], signed: bool = False) -> None:
     LOADERS[bytes(magic)] = loader
+    if signed:
+        SIGNED_FORMATS.add(bytes(magic))
 
 
 def _find_loader(data: bytes):
     for magic, loader in LOADERS.items():
         if data[:len(magic)] == magic:
-            return loader
-    return None
+            return loader, magic
+    return None, None
 
 
-def load_bytes(data: bytes, source: str = "<bytes>") -> Executable:
-    loader = _find_loader(data)
+def load_bytes(data: bytes, source: str = "<bytes>", trust=None) -> Executable:
+    """The executable in `data`; with `trust` (key files, directories of them, or a
+    signing.TrustedKeys), only if a trusted key signed it."""
+    loader, magic = _find_loader(data)
     if loader is None:
         for module in OPTIONAL_FORMATS:
             try:
@@ -41,7 +50,12 @@ def load_bytes(data: bytes, source: str = "<bytes>") -> Executable:
             except ModuleNotFoundError as error:
                 if error.name != module:
                     raise
-        loader = _find_loader(data)
+        loader, magic = _find_loader(data)
+    if loader is not None and trust is not None:
+        if magic not in SIGNED_FORMATS:
+            raise UserError(f"'{source}' is unsigned: only a linked artifact (.vmx) carries a signature "
+                            "(link it with relaxld --sign KEY)")
+        return loader(data, source, trust=trust)
     if loader is not None:
         return loader(data, source)
     if len(data) < 8:
@@ -50,7 +64,8 @@ def load_bytes(data: bytes, source: str = "<bytes>") -> Executable:
         f"'{source}': not a relax executable: unknown magic number 0x{int.from_bytes(data[:8], 'little'):016X}")
 
 
-def load(path: str) -> Executable:
+def load(path: str, trust=None) -> Executable:
+    """The executable in the file `path` (.vmo or .vmx, told by its magic); `trust`: see load_bytes."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -58,4 +73,4 @@ def load(path: str) -> Executable:
         raise UserError(f"'{path}': no such file or directory") from None
     except IsADirectoryError:
         raise UserError(f"'{path}': is a directory") from None
-    return load_bytes(data, path)
+    return load_bytes(data, path, trust)

@@ -16,7 +16,9 @@ where SI, the struct info of a value, is one of
 and a dimension is an int, a symbolic variable's name, an expression
 ["add"|"sub"|"mul"|"floordiv"|"floormod"|"min"|"max", A, B], or null (unknown).
 `dtype` "void" means any. The runtime reads the records with `function_signatures`;
-only the runtime's side lives here (the compiler side is in codegen.py).
+only the runtime's side lives here (the compiler side is in codegen.py). A record is
+data from the file: one that is not of this form (a key missing, a type wrong, nesting
+deeper than MAX_DEPTH, a number beyond 64 bits) is not used, as if it were absent.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 from typing import Any
 
 PREFIX = "relax.signature/1 "
+MAX_DEPTH = 64  # nested tuples in a struct info, nested operators in a dimension
 
 _OPERATORS = {
     "add": (" + ", lambda a, b: a + b), "sub": (" - ", lambda a, b: a - b), "mul": (" * ", lambda a, b: a * b),
@@ -46,11 +49,48 @@ def function_signatures(exe) -> dict[str, dict]:
         if isinstance(value, str) and value.startswith(PREFIX):
             try:
                 record = json.loads(value[len(PREFIX):])
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, a number of thousands of digits, deep nesting
                 continue
-            if isinstance(record, dict) and isinstance(record.get("name"), str):
+            if well_formed(record):
                 signatures[record["name"]] = record
     return signatures
+
+
+def well_formed(record) -> bool:
+    """Whether a decoded record has the form the module docstring gives."""
+    if not isinstance(record, dict) or not isinstance(record.get("name"), str):
+        return False
+    params = record.get("params")
+    return (isinstance(params, list) and _info_ok(record.get("ret", {"kind": "object"}), 0)
+            and all(isinstance(p, dict) and isinstance(p.get("name"), str) and _info_ok(p.get("info"), 0)
+                    for p in params))
+
+
+def _int_ok(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < 1 << 63
+
+
+def _dim_ok(dim, depth: int = 0) -> bool:
+    if dim is None or isinstance(dim, str) or _int_ok(dim):
+        return True
+    return (isinstance(dim, list) and len(dim) == 3 and dim[0] in _OPERATORS and depth < MAX_DEPTH
+            and _dim_ok(dim[1], depth + 1) and _dim_ok(dim[2], depth + 1))
+
+
+def _info_ok(info, depth: int) -> bool:
+    if not isinstance(info, dict) or depth > MAX_DEPTH or not _int_ok(info.get("ndim", -1)) \
+            or not isinstance(info.get("dtype", "void"), str):
+        return False
+    kind = info.get("kind")
+    if kind in ("tensor", "shape"):
+        dims = info.get("shape" if kind == "tensor" else "values")
+        return dims is None or isinstance(dims, list) and all(_dim_ok(dim) for dim in dims)
+    if kind == "prim":
+        return _dim_ok(info.get("value"))
+    if kind == "tuple":
+        fields = info.get("fields", [])
+        return isinstance(fields, list) and all(_info_ok(field, depth + 1) for field in fields)
+    return kind in ("object", "func")
 
 
 def is_signature_constant(value: Any) -> bool:
