@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv samples test budget pytest lit fuzz cross-check clean
+.PHONY: all venv samples test budget pytest lit fuzz fuzz-differential cross-check clean
 
 all: samples
 
@@ -35,10 +35,19 @@ test: $(STAMP) budget
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -n auto --dist worksteal testsuite
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv testsuite
 
-# Differential fuzzing: random programs for about SECONDS seconds, every build configuration
-# against the others and numpy; a failing program is saved under testsuite/differential/found/.
+# Fuzzing for about SECONDS seconds (make test runs a short fixed budget of each).
+# fuzz: robustness, the tools on mutated sources, artifacts and inputs (testsuite/robustness/);
+#   fails on exit 70, a traceback, a signal or a hang, each saved with a reproducer under
+#   build/fuzz-findings/. SEED=N repeats a run (default: a new seed, printed).
+# fuzz-differential: random programs, every build configuration against the others and numpy;
+#   a failing program is saved under testsuite/differential/found/.
 SECONDS ?= 60
+SEED ?=
 fuzz: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python testsuite/robustness/fuzz_robustness.py --seconds $(SECONDS) \
+		$(if $(SEED),--seed $(SEED))
+
+fuzz-differential: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python testsuite/differential/fuzz.py --seconds $(SECONDS)
 
 # aarch64 artifacts built here, run under qemu-user in a Debian arm64 sysroot cached under
