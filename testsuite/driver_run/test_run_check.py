@@ -45,6 +45,22 @@ def test_mismatches_name_function_parameter_struct_info_and_origin(inputs, messa
     assert message in str(error.value)
 
 
+def test_huge_inline_inputs_are_checked_before_anything_is_allocated():
+    # A MemoryError (exit 70) before: the array was made before the check (issue 16).
+    with pytest.raises(UserError, match=r"got 100000x100000x100000xf32 from --input 100000x100000x100000xf32=1: "
+                                        r"rank 3, expected 2"):
+        bind_inputs("main", PARAMS, parse_values(("100000x100000x100000xf32=1", "4x5xf32", "6x5xf32")))
+    with pytest.raises(UserError, match=r"parameter 'w'.*got 100000x5xf32.*shape\[0\] is 100000, expected 4"):
+        bind_inputs("main", PARAMS, parse_values(("3x4xf32", "100000x5xf32", "6x5xf32")))
+    dynamic = [("x", tensor(["a", "b", "c"]))]
+    with pytest.raises(UserError, match="an inline value takes at most 1073741824"):
+        bind_inputs("main", dynamic, parse_values(("100000x100000x100000xf32=1",)))
+    (array,) = bind_inputs("main", dynamic, parse_values(("2x1x2xf32=1.5",)))
+    assert array.flags.writeable and array.tolist() == [[[1.5, 1.5]], [[1.5, 1.5]]]
+    with pytest.raises(UserError, match="a shape of 100000 values"):
+        bind_inputs("f", [("s", {"kind": "shape", "ndim": -1})], parse_values(("100000xi64",)))
+
+
 def test_shape_prim_and_tuple_parameters():
     params = [("s", {"kind": "shape", "values": ["n", 2]}), ("p", {"kind": "prim", "dtype": "int64"}),
               ("t", {"kind": "tuple", "fields": [tensor(["n"]), {"kind": "tuple", "fields": [tensor([2], "int32")]}]})]

@@ -39,3 +39,23 @@ def test_dimension_expressions():
     assert evaluate_dim(["mul", "n", ["add", "m", 1]], {"n": 3, "m": 4}) == 15
     assert evaluate_dim(["floordiv", "n", 0], {"n": 3}) is None
     assert evaluate_dim("k", {"n": 3}) is None
+
+
+def test_malformed_records_are_not_used():
+    # A record whose parameter had lost its "name" made relaxrun exit 70 with KeyError: 'name' (issue 16).
+    class Exe:
+        constants = []
+
+    good = '{"name":"f","params":[{"info":{"kind":"tensor","dtype":"float32","shape":[2,"n"]},"name":"x"}]}'
+    bad = ['{"name":"g","params":[{"info":{"kind":"object"},"":"x"}]}',
+           '{"name":"g","params":{}}',
+           '{"name":"g","params":[{"name":"x","info":{"kind":"tensor","shape":[' + "9" * 5000 + ']}}]}',
+           '{"name":"g","params":[{"name":"x","info":{"kind":"tensor","shape":[1e400]}}]}',
+           '{"name":"g","params":[{"name":"x","info":{"kind":"tensor","shape":[' + '["add",' * 100 + '1' + ',1]' * 100
+           + ']}}]}',
+           '{"name":"g","params":[],"ret":' + '{"kind":"tuple","fields":[' * 100 + ']}' * 100 + '}',
+           '{"name":"g","params":[{"name":"x","info":{"kind":"prim","dtype":7}}]}',
+           '{"name":"g","params":[{"name":"x","info":{"kind":"tensor","ndim":true}}]}',
+           '[' * 50000 + ']' * 50000]
+    Exe.constants = ["relax.signature/1 " + text for text in [good, *bad]]
+    assert list(function_signatures(Exe)) == ["f"]

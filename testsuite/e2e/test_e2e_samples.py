@@ -93,5 +93,5 @@ def test_a_wrong_input_shape_names_the_parameter():
     vm = VirtualMachine(build(mod), "cpu")
     args = [inputs[p.name_hint] for p in mod["main"].params]
     args[0] = np.zeros((1, 783), "float32")
-    with pytest.raises(Exception, match=r"param=x.*expected 784, got 783"):
+    with pytest.raises(Exception, match=r"parameter 'x'.*expected 784, got 783"):
         vm["main"](*args)

@@ -29,6 +29,21 @@ def test_dump_and_assemble_exit_codes(tmp_path, capsys):
     assert "no such file or directory" in capsys.readouterr().err
 
 
+def test_empty_and_magic_only_files_are_refused(tmp_path, capsys):
+    # An empty file dumped as an empty executable; the 8 magic bytes of a .vmx (whose loader
+    # registers on import) were read as a listing (issue 16).
+    from relax.vm.artifact.vmx import MAGIC
+    cases = {b"": "empty file", MAGIC: "not a valid linked artifact (.vmx): truncated header (8 bytes)",
+             MAGIC[:5]: "file too short to be a relax executable (5 bytes)", GOOD[:8]: "truncated or corrupted .vmo"}
+    for index, (data, message) in enumerate(cases.items()):
+        path = tmp_path / f"{index}.vmo"
+        path.write_bytes(data)
+        for dump in ("text", "stats"):
+            assert main(["--dump", dump, str(path)]) == 1
+            captured = capsys.readouterr()
+            assert captured.out == "" and f"relaxas: error: '{path}'" in captured.err and message in captured.err
+
+
 def test_vms_input_is_dispatched(tmp_path, capsys):
     source = tmp_path / "m.vms"
     source.write_text("@I.ir_module\nclass Module:\n    @R.function\n"

@@ -32,6 +32,15 @@ def test_dtype_codes_are_dlpacks():
         DataType.parse("bfloat16").numpy
 
 
+@pytest.mark.parametrize("name", ["float" + "9" * 5000, "float256", "float32x65536", "int8x" + "1" * 5000])
+def test_dtype_bits_and_lanes_fit_dlpack(name):
+    # A 5000-digit width was a ValueError from int() (an internal error), a width of 256 a
+    # struct.error when the constant was written (issue 16).
+    with pytest.raises(UserError, match=r"unknown data type '.{1,40}': at most 255 bits and 65535 lanes$"):
+        DataType.parse(name)
+    assert DataType.parse_or_none(name) is None
+
+
 def test_devices():
     assert Device.parse("cpu") == Device(1, 0)
     assert Device.parse("cuda:1") == Device(2, 1)
@@ -100,6 +109,17 @@ def test_pooled_allocator_reuses_only_unreferenced_buffers():
     third = pool.alloc(90)  # same rounded size: the first buffer is free again
     assert third.buffer.ctypes.data == address
     assert pool.allocated_bytes == 2 * 128
+
+
+def test_pooled_allocator_scans_a_bounded_pool():
+    # Deep recursion holds one buffer per frame: a pool of all of them made every request
+    # scan every live buffer (quadratic time, minutes for a runaway recursion; issue 16).
+    pool = PooledAllocator(Device(1))
+    held = [pool.alloc(100) for _ in range(PooledAllocator.MAX_POOLED + 10)]
+    assert len(pool._pool[128]) == PooledAllocator.MAX_POOLED
+    address = held[3].buffer.ctypes.data
+    del held[3]
+    assert pool.alloc(100).buffer.ctypes.data == address  # a pooled buffer is still reused
 
 
 def test_naive_allocator_never_reuses():

@@ -213,3 +213,19 @@ def test_string_offset_and_tuple_reset_builtins():
     compact = _run("vm.builtin.ensure_zero_offset", [reg(0)], [strided])
     assert compact.flags.c_contiguous and np.array_equal(compact, [1.0, 5.0, 9.0])
     assert _run("vm.builtin.tuple_reset_item", [reg(0), imm(1)], [(1, 2)]) is None
+
+
+@pytest.mark.parametrize("context, where", [
+    ('ErrorContext(fn=main, loc=match_cast, var=b, annotation=R.Tensor((), dtype="float32")) ',
+     "function 'main', match_cast of 'b' to R.Tensor((), dtype=\"float32\")"),
+    ('ErrorContext(fn=main, loc=param[1], param=y, annotation=R.Tensor((5,), dtype="float32")) ',
+     "function 'main', parameter 'y' (R.Tensor((5,), dtype=\"float32\"))"),
+    ('ErrorContext(fn=f, loc=return, annotation=R.Tensor((5,), dtype="float32")) ',
+     "function 'f', its result (R.Tensor((5,), dtype=\"float32\"))"),
+])
+def test_error_contexts_are_put_in_words(context, where):
+    # relaxrun printed "error: ValueError: ErrorContext(fn=main, loc=match_cast, ...)  expected ..." (issue 16).
+    check_tensor = get_global_func("vm.builtin.check_tensor_info")
+    with pytest.raises(VMError) as info:
+        check_tensor(np.zeros(5, np.float32), 0, DataType.parse("float32"), context)
+    assert info.value.message == f"{where}: expected Tensor with ndim 0 but got 1 (shape (5,))"

@@ -154,6 +154,35 @@ def test_assembled_listing_is_verified():
         assemble(text)
 
 
+_LISTING = ("@f packed_func;\n\n@main:\n  call  f in: %0, i1, c[0] dst: %1\n  ret   %1\n\n.functions\n"
+            "  @main num_inputs=1 registers=2 params=[\"x\"]\n.constants\n  c[0] = int 5\n")
+_HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("old, new, where, message", [
+    # Python refuses int() of more than 4300 digits: an internal error before (issue 16).
+    ("c[0] dst", f"c[{_HUGE}] dst", (4, 25), "99999999999999999999... (5000 digits) does not fit in 64 bits"),
+    ("i1,", f"i{_HUGE},", (4, 20), "99999999999999999999... (5000 digits) does not fit in 64 bits"),
+    ("%1\n  ret", f"%{_HUGE}\n  ret", (4, 34), "99999999999999999999... (5000 digits) does not fit in 64 bits"),
+    ("registers=2", f"registers={_HUGE}", (8, 32), "99999999999999999999... (5000 digits) does not fit in 64 bits"),
+    ("  c[0] = int", f"  c[{_HUGE}] = int", (10, 5), "99999999999999999999... (5000 digits) does not fit in 64 bits"),
+    ("int 5", f"int {_HUGE}", (10, 10), "bad int constant: 99999999999999999999... (5000 characters) does not fit in "
+                                        "64 bits"),
+    ("int 5", "int 9223372036854775808", (10, 10), "bad int constant: 9223372036854775808 does not fit in 64 bits"),
+    ("int 5", f"shape [2, {_HUGE}]", (10, 10), "bad shape constant: 99999999999999999999... (5000 characters)"),
+    ("int 5", "tensor int8 [2] = [1, 300]", (10, 10), "bad tensor constant: 300 does not fit in int8"),
+    ("int 5", f"tensor int64 [] = {_HUGE}", (10, 10), "bad tensor constant: 99999999999999999999... (5000"),
+    ("int 5", f"tensor float32 [1] = {'[' * 5000}1{']' * 5000}", (10, 10), "values nest deeper than 64 brackets"),
+    ("int 5", f"dtype float{_HUGE}", None, "unknown dtype 'float999999999"),
+    ("int 5", "dtype code=0 bits=256 lanes=1", None, "bad dtype constant: 256 does not fit in a dtype's bits (8 bits)"),
+    ("[\"x\"]", "[" * 50000 + "]" * 50000, (8, 41), "params must be a list of quoted names"),
+])
+def test_listing_integers_are_range_checked_where_they_are_written(old, new, where, message):
+    line, column, found = _listing_error(_LISTING.replace(old, new, 1))
+    assert message in found and len(found) < 200
+    assert where is None or (line, column) == where
+
+
 def test_constant_text_round_trips_awkward_values():
     ib = ExecBuilder()
     values = [np.array([1e-45, 3.4028235e38, -0.0], dtype=np.float32), np.array([65504, 6e-8], dtype=np.float16),

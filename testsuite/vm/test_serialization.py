@@ -116,6 +116,12 @@ def _base():
     (lambda e: e.func_table.__setitem__(0, dataclasses.replace(e.func_table[0], register_file_size=0)),
      "cannot hold 1 arguments"),
     (lambda e: e.func_table.__setitem__(1, dataclasses.replace(e.func_table[0])), "defined twice"),
+    # A few bytes must not declare a huge register file or argument list (issue 16).
+    (lambda e: e.func_table.__setitem__(0, dataclasses.replace(e.func_table[0], register_file_size=1 << 20)),
+     r"register file size 1048576 is more than .* \(limit 73: arguments \+ instructions \+ 64"),
+    (lambda e: e.func_table.__setitem__(0, dataclasses.replace(e.func_table[0], num_args=65, param_names=(),
+                                                               register_file_size=70)),
+     "65 arguments without parameter names"),
     (lambda e: e.memory_scopes.__setitem__(4, "global"), r"constant c\[4\], which does not exist"),
     (lambda e: e.source_locations.__setitem__(99, "m.relax:1:1"), "instruction 99, which does not exist"),
     (lambda e: e.source_locations.__setitem__(0, "two\nlines"), "bad source location"),

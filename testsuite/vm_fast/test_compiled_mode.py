@@ -2,6 +2,7 @@
 recursion, closures, loops written by hand, and errors that still name the function."""
 
 import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -120,6 +121,21 @@ def test_errors_name_the_function_and_instruction_as_the_interpreter_does(arithm
     assert compiled.format_backtrace() == interp.format_backtrace()
 
 
+def test_runaway_recursion_is_the_same_error_in_both_modes(arithmetic):
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)  # relaxrun's; the compiler raises it
+    try:
+        messages = []
+        for mode in ("interp", "compiled"):
+            with pytest.raises(VMError) as info:
+                VirtualMachine(recursion(), "cpu", exec_mode=mode)["fact"](10**9)
+            messages.append(str(info.value))
+    finally:
+        sys.setrecursionlimit(limit)
+    assert messages == ["call stack overflow: more than 10000 nested calls",
+                        "call stack overflow: more than 1000 nested calls (Python's recursion limit)"]
+
+
 def test_check_failures_keep_their_message(arithmetic):
     mod = parse_source(str(SAMPLES / "mlp.relax"))
     inputs = np.load(SAMPLES / "data" / "mlp.inputs.npz")
@@ -138,3 +154,52 @@ def test_check_failures_keep_their_message(arithmetic):
 def test_unknown_exec_mode_is_refused():
     with pytest.raises(UserError, match="exec_mode"):
         VirtualMachine(counting_loop(), "cpu", exec_mode="jit")
+
+
+def _emit(ib, ops):
+    for op in ops:
+        if op[0] == "if":
+            ib.emit_if(ib.r(0), op[1])
+        elif op[0] == "goto":
+            ib.emit_goto(op[1])
+        else:
+            ib.emit_call("vm.builtin.copy", args=[ib.r(op[1])], dst=ib.r(2))
+
+
+def _nested_ifs(depth):
+    """`if c: (if c: ... r2 = x ...) else: r2 = x`, nested `depth` deep, in the code generator's shape."""
+    ops = [("copy", 1)]
+    for _ in range(depth):
+        ops = [("if", len(ops) + 2)] + ops + [("goto", 2), ("copy", 1)]
+    return ops
+
+
+def _program(ops):
+    ib = ExecBuilder()
+    with ib.function("main", num_inputs=2, param_names=["c", "x"]):
+        _emit(ib, ops)
+        ib.emit_ret(ib.r(2))
+    return ib.get()
+
+
+@pytest.mark.parametrize("ops,when_false", [
+    (_nested_ifs(150), 7),                       # Python refuses 100 indentation levels
+    ([("if", 2), ("copy", 1)] * 1600, None),     # 3200 basic blocks: too long an elif chain to compile
+], ids=["nested", "many-blocks"])
+def test_generated_code_nests_no_deeper_than_a_bound(ops, when_false):
+    exe = _program(ops)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)  # relaxrun's (the compiler raises it; compile() scales its own limits by it)
+    try:
+        vms = [VirtualMachine(exe, "cpu", exec_mode=mode) for mode in ("interp", "compiled")]
+        for cond, expected in ((True, 7), (False, when_false)):
+            assert [vm["main"](cond, 7) for vm in vms] == [expected, expected]
+    finally:
+        sys.setrecursionlimit(limit)
+    source = vms[1]._compiled[0].source
+    assert max(len(line) - len(line.lstrip()) for line in source.splitlines()) <= 4 * 40
+
+
+def test_shallow_code_stays_structured():
+    source = VirtualMachine(_program(_nested_ifs(20)), "cpu", exec_mode="compiled")._compiled[0].source
+    assert "while True" not in source

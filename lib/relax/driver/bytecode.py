@@ -44,7 +44,11 @@ INPUT_KINDS: dict[str, Callable[[str, str], Executable]] = {"vmasm": assemble, "
 
 
 def _is_binary(data: bytes) -> bool:
-    return any(data.startswith(magic) for magic in LOADERS) or b"\0" in data[:64]
+    """A file that starts with a magic number, or is cut short inside one, is binary."""
+    from ..vm.artifact.vmx import MAGIC as VMX_MAGIC  # its loader registers only once imported
+
+    magics = (*LOADERS, VMX_MAGIC)
+    return any(data.startswith(magic) or magic.startswith(data) for magic in magics) or b"\0" in data[:64]
 
 
 def _text_kind(text: str, source: str) -> str:
@@ -60,6 +64,8 @@ def read_executable(source: str) -> tuple[Executable, bool]:
     an artifact built for another machine."""
     data = read_bytes(source)
     name = "<stdin>" if source == "-" else source
+    if not data:
+        raise UserError(f"'{name}': empty file (neither a relax executable nor a listing)")
     if _is_binary(data):
         from ..vm.artifact.vmx import is_vmx
 
@@ -85,7 +91,7 @@ def _dump(exe: Executable, options: AssembleOptions) -> str:
     text = {"text": exe.as_text, "python": exe.as_python, "stats": exe.stats}[options.dump]()
     link_info = exe.link_info  # set on executables read from a .vmx
     if options.dump == "stats" and link_info is not None:
-        text += link_info.describe()
+        text += link_info.describe(exe.signature)
     return text
 
 

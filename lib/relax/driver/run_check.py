@@ -4,9 +4,10 @@ Parameters are flattened into leaves: a tensor, shape or prim parameter is one l
 named after it; a tuple parameter `t` gives leaves `t.0`, `t.1.0`, ... depth first.
 Named inputs bind their leaf; the others fill the remaining leaves in order. Every
 leaf is then checked against its struct info (dtype, rank, sizes; symbolic sizes are
-bound at their first occurrence and must agree everywhere after), and converted to
-what the VM holds: a tensor stays an array, a shape becomes a ShapeTuple (from a 1-D
-integer array), a prim value a Python scalar (from a 0-d array), a tuple a tuple.
+bound at their first occurrence and must agree everywhere after), and only then made
+into what the VM holds (so an inline splat is allocated only now, run_inputs.py): a
+tensor stays an array, a shape becomes a ShapeTuple (from a 1-D integer array), a
+prim value a Python scalar (from a 0-d array), a tuple a tuple.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from ..diagnostics import UserError
 from ..runtime.dtype import DataType, dtype_name
 from ..runtime.objects import ShapeTuple
 from ..vm.bytecode.signature import evaluate_dim, format_dim, format_struct_info
-from .run_inputs import Supplied, type_spec
+from .run_inputs import Supplied, materialize, type_spec
 
 ANY = {"kind": "object"}
+MAX_SHAPE_VALUES = 1 << 16  # a ShapeTuple holds Python ints: about 40 bytes each
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,21 @@ def bind_inputs(func: str, params: list[tuple[str, dict]], supplied: list[Suppli
     leaves = [leaf for name, info in params for leaf in leaves_of(name, info)]
     bound = _assign(func, params, leaves, supplied)
     checker = _Checker(func)
-    values = {leaf.name: checker.leaf(leaf, bound[leaf.name]) for leaf in leaves}
+    for leaf in leaves:
+        checker.leaf(leaf, bound[leaf.name])
     checker.finish()
+    values = {leaf.name: _value(leaf, bound[leaf.name]) for leaf in leaves}
     return [_assemble(name, info, values) for name, info in params]
+
+
+def _value(leaf: Leaf, item: Supplied):
+    """What the VM holds for a checked leaf: an array, a ShapeTuple or a scalar."""
+    kind = leaf.info.get("kind")
+    if kind == "shape":
+        return ShapeTuple(int(v) for v in item.value)
+    if kind == "prim":
+        return item.value.item()
+    return materialize(item)
 
 
 def _assign(func: str, params, leaves: list[Leaf], supplied: list[Supplied]) -> dict[str, Supplied]:
@@ -110,10 +124,10 @@ class _Checker:
         raise UserError(f"function '{self.func}', parameter '{leaf.name}': expected "
                         f"{format_struct_info(leaf.info)}, got {type_spec(item.value)} from {item.origin}: {problem}")
 
-    def leaf(self, leaf: Leaf, item: Supplied):
-        kind = leaf.info.get("kind")
-        check = {"tensor": self.tensor, "shape": self.shape, "prim": self.prim}.get(kind)
-        return check(leaf, item) if check else item.value
+    def leaf(self, leaf: Leaf, item: Supplied) -> None:
+        check = {"tensor": self.tensor, "shape": self.shape, "prim": self.prim}.get(leaf.info.get("kind"))
+        if check is not None:
+            check(leaf, item)
 
     def tensor(self, leaf: Leaf, item: Supplied):
         array, info = item.value, leaf.info
@@ -126,19 +140,19 @@ class _Checker:
             self.fail(leaf, item, f"rank {array.ndim}, expected {ndim}")
         for axis, dim in enumerate(dims or ()):
             self.dim(leaf, item, f"shape[{axis}]", dim, array.shape[axis])
-        return array
 
     def shape(self, leaf: Leaf, item: Supplied):
         array = item.value
         if array.ndim != 1 or array.dtype.kind not in "iu":
             self.fail(leaf, item, "a shape is given as a 1-D integer array (e.g. 2xi64=3,4)")
+        if array.shape[0] > MAX_SHAPE_VALUES:
+            self.fail(leaf, item, f"a shape of {array.shape[0]} values (at most {MAX_SHAPE_VALUES})")
         values = leaf.info.get("values")
         ndim = len(values) if values is not None else leaf.info.get("ndim", -1)
         if ndim != -1 and array.shape[0] != ndim:
             self.fail(leaf, item, f"{array.shape[0]} values, expected {ndim}")
         for axis, dim in enumerate(values or ()):
             self.dim(leaf, item, f"value[{axis}]", dim, int(array[axis]))
-        return ShapeTuple(int(v) for v in array)
 
     def prim(self, leaf: Leaf, item: Supplied):
         array, dtype = item.value, leaf.info.get("dtype", "void")
@@ -147,10 +161,8 @@ class _Checker:
         expected = _np_dtype(dtype)
         if dtype != "void" and (expected is None or array.dtype.kind != expected.kind):
             self.fail(leaf, item, f"element type {_dtype_name(array)}, expected {dtype}")
-        value = array.item()
         if "value" in leaf.info:
-            self.dim(leaf, item, "value", leaf.info["value"], int(value))
-        return value
+            self.dim(leaf, item, "value", leaf.info["value"], int(array.item()))
 
     def dim(self, leaf: Leaf, item: Supplied, where: str, dim, actual: int) -> None:
         if dim is None:

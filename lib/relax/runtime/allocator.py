@@ -3,7 +3,9 @@
 Storage is a 64-byte aligned numpy uint8 buffer; tensors are views into it. The
 pooled allocator keeps every buffer it handed out and gives one back out again only
 when nothing but the pool refers to it any more: a tensor view keeps its base
-buffer alive, so a buffer still seen by a live result is never reused.
+buffer alive, so a buffer still seen by a live result is never reused. It keeps at
+most MAX_POOLED buffers of one size: past that (deep recursion holds one buffer per
+frame), requests get fresh buffers, and a request never scans more than that many.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class PooledAllocator:
 
     kind = "pooled"
     PAGE = 64
+    MAX_POOLED = 64
 
     def __init__(self, device: Device):
         _check_device(device)
@@ -71,7 +74,8 @@ class PooledAllocator:
             if sys.getrefcount(buffer.base) <= 2 and sys.getrefcount(buffer) <= 3:
                 return Storage(buffer[:nbytes], self.device)
         buffer = aligned_buffer(size)
-        buffers.append(buffer)
+        if len(buffers) < self.MAX_POOLED:
+            buffers.append(buffer)
         self.allocated_bytes += size
         return Storage(buffer[:nbytes], self.device)
 

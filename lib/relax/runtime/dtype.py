@@ -40,9 +40,13 @@ class DataType:
             return DataType(HANDLE, 0, 0)
         match = _PATTERN.fullmatch(text)
         if match is None:
-            raise UserError(f"unknown data type '{text}'")
-        lanes = int(match.group(3)) if match.group(3) else 1
-        return DataType(_NAME_CODES[match.group(1)], int(match.group(2)), lanes)
+            raise UserError(f"unknown data type '{text[:40]}'")
+        bits, lanes = match.group(2), match.group(3) or "1"
+        # DLPack holds the bits in 8 bits and the lanes in 16; the lengths are checked before
+        # int() reads the digits (Python refuses to convert more than 4300)
+        if len(bits) > 3 or len(lanes) > 5 or int(bits) > 255 or int(lanes) > 65535:
+            raise UserError(f"unknown data type '{text[:40]}': at most 255 bits and 65535 lanes")
+        return DataType(_NAME_CODES[match.group(1)], int(bits), int(lanes))
 
     @staticmethod
     def parse_or_none(text: str) -> "DataType | None":

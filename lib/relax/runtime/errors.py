@@ -25,11 +25,21 @@ class Frame(NamedTuple):
 
 
 class VMError(UserError):
+    SHOWN_FRAMES = 10  # format_backtrace shows this many outermost and innermost frames
+
     def __init__(self, message: str, backtrace: tuple[Frame, ...] = ()):
         super().__init__(message)
         self.message = message
         self.backtrace = tuple(backtrace)
 
     def format_backtrace(self) -> str:
-        """`  [0] main+0004  model.relax:7:5` lines, outermost frame first."""
-        return "".join(f"  [{depth}] {frame}\n" for depth, frame in enumerate(self.backtrace))
+        """`  [0] main+0004  model.relax:7:5` lines, outermost frame first; a deep stack (a
+        runaway recursion) shows its ends and the number of frames left out between them."""
+        frames = list(enumerate(self.backtrace))
+        shown = self.SHOWN_FRAMES
+        if len(frames) <= 2 * shown + 1:
+            return "".join(f"  [{depth}] {frame}\n" for depth, frame in frames)
+        outer, inner = frames[:shown], frames[-shown:]
+        return ("".join(f"  [{depth}] {frame}\n" for depth, frame in outer)
+                + f"  ... {len(frames) - 2 * shown} frames left out ...\n"
+                + "".join(f"  [{depth}] {frame}\n" for depth, frame in inner))

@@ -7,7 +7,9 @@
 
 Every form reads back to exactly the same bits: values are printed in numpy's
 shortest round-trip form and checked; anything that would not come back exactly is
-written as base64 of its little-endian bytes.
+written as base64 of its little-endian bytes. Integers are range-checked for where
+they go (an int or shape value in 64 bits, a tensor element in its dtype, a dtype's
+code and bits in 8, its lanes in 16) before anything is built from them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from ...runtime.objects import ShapeTuple
 from .constant_pool import MAX_NESTING, canonical_constant
 
 MAX_PRINTED_ELEMENTS = 256
+INT64 = (-(1 << 63), (1 << 63) - 1)
+MAX_TENSOR_RANK = 64  # numpy's NPY_MAXDIMS: tensor values nest in at most this many brackets
 
 
 class ConstantSyntaxError(ValueError):
@@ -172,6 +176,16 @@ def _parse_float(scanner: _Scanner) -> float:
     return float(word)
 
 
+def bounded_int(word: str, limits: tuple[int, int] = INT64, what: str = "64 bits") -> int:
+    """The integer `word` within `limits`, else a ValueError saying so. The characters are
+    counted before int() reads them: Python refuses to convert more than 4300 digits."""
+    value = int(word) if len(word) <= 24 else None
+    if value is None or not limits[0] <= value <= limits[1]:
+        shown = word if len(word) <= 24 else f"{word[:20]}... ({len(word)} characters)"
+        raise ValueError(f"{shown} does not fit in {what}")
+    return value
+
+
 def _parse_str(scanner: _Scanner) -> str:
     word = scanner.next("a string")
     if not word.startswith('"'):
@@ -183,16 +197,16 @@ def _parse_dtype(scanner: _Scanner) -> DataType:
     word = scanner.next("a dtype")
     if word.startswith("code"):
         scanner.expect("=")
-        code = int(scanner.next())
+        code = bounded_int(scanner.next(), (0, 255), "a dtype code (8 bits)")
         scanner.expect("bits")
         scanner.expect("=")
-        bits = int(scanner.next())
+        bits = bounded_int(scanner.next(), (0, 255), "a dtype's bits (8 bits)")
         scanner.expect("lanes")
         scanner.expect("=")
-        return DataType(code, bits, int(scanner.next()))
+        return DataType(code, bits, bounded_int(scanner.next(), (0, 65535), "a dtype's lanes (16 bits)"))
     dtype = DataType.parse_or_none(word)
     if dtype is None:
-        raise scanner.error(f"unknown dtype '{word}'")
+        raise scanner.error(f"unknown dtype '{word[:40]}'")
     return dtype
 
 
@@ -202,7 +216,7 @@ def _parse_int_list(scanner: _Scanner) -> list[int]:
     while scanner.peek() != "]":
         if values:
             scanner.expect(",")
-        values.append(int(scanner.next("an integer")))
+        values.append(bounded_int(scanner.next("an integer")))
     scanner.expect("]")
     return values
 
@@ -252,24 +266,24 @@ def _parse_values(text: str, dtype: np.dtype, shape: tuple) -> np.ndarray:
     elif dtype.kind == "f":
         convert = float
     else:
-        convert = int
-    values = _map(nested, convert)
-    array = np.array(values, dtype=dtype)
+        limits = np.iinfo(dtype)
+        convert = lambda word: bounded_int(word, (int(limits.min), int(limits.max)), str(dtype))  # noqa: E731
+    array = np.array(_map(nested, convert), dtype=dtype)
     if array.shape != tuple(shape):
         raise ValueError(f"values have shape {array.shape}, expected {tuple(shape)}")
-    if dtype.kind in "iu" and not np.array_equal(array.astype(object), np.array(values, dtype=object)):
-        raise ValueError(f"a value is out of range for {dtype}")
     return array
 
 
-def _nest(words: list[str], position: int):
+def _nest(words: list[str], position: int, depth: int = 0):
     if position >= len(words):
         raise ValueError("missing values")
     if words[position] != "[":
         return words[position], position + 1
+    if depth == MAX_TENSOR_RANK:
+        raise ValueError(f"values nest deeper than {MAX_TENSOR_RANK} brackets (the most dimensions a tensor has)")
     items, position = [], position + 1
     while position < len(words) and words[position] != "]":
-        item, position = _nest(words, position)
+        item, position = _nest(words, position, depth + 1)
         items.append(item)
     if position >= len(words):
         raise ValueError("unbalanced brackets")
@@ -300,7 +314,7 @@ def _parse_tuple(scanner: _Scanner, depth: int) -> tuple:
 _PARSERS = {
     "null": lambda scanner, depth: None,
     "bool": lambda scanner, depth: _parse_bool(scanner),
-    "int": lambda scanner, depth: int(scanner.next("an integer")),
+    "int": lambda scanner, depth: bounded_int(scanner.next("an integer")),
     "float": lambda scanner, depth: _parse_float(scanner),
     "str": lambda scanner, depth: _parse_str(scanner),
     "dtype": lambda scanner, depth: _parse_dtype(scanner),

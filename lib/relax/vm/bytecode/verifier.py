@@ -21,6 +21,11 @@ from .isa import (
 )
 
 MAX_REGISTERS = 1 << 20  # a register file is a Python list made at every call
+# Each instruction writes at most one register, so a function can use no more registers
+# than its arguments and instructions; a register file is bounded by that plus a margin
+# (which also bounds the arguments of a function that does not name them). Without it
+# a file of a few bytes makes every call build a huge register file.
+REGISTER_MARGIN = 64
 # Names appear bare in listings (`call  NAME in: ...`, `f[NAME]`), so they must not
 # hold the characters that delimit them there.
 _NAME = re.compile(r"[^\s,\[\]\";:=()]+")
@@ -77,6 +82,7 @@ def _verify_table(exe: Executable) -> None:
         if not info.num_args <= info.register_file_size <= MAX_REGISTERS:
             raise VerificationError(
                 f"{where}: register file size {info.register_file_size} cannot hold {info.num_args} arguments")
+        _verify_sizes(info, where)
         if info.kind == FuncKind.VM_TIR_FUNC:
             if info.start_instr != 0 or info.end_instr != 0:
                 raise VerificationError(f"{where}: a compiled-TIR function has no bytecode")
@@ -89,6 +95,20 @@ def _verify_table(exe: Executable) -> None:
     if next_instr != len(exe.instr_offset):
         raise VerificationError(
             f"the functions hold {next_instr} instructions but the bytecode has {len(exe.instr_offset)}")
+
+
+def _verify_sizes(info: FuncInfo, where: str) -> None:
+    """Register file and argument count within what the function's code and names can use."""
+    if not info.param_names and info.num_args > REGISTER_MARGIN:
+        raise VerificationError(f"{where}: {info.num_args} arguments without parameter names "
+                                f"(at most {REGISTER_MARGIN}; name the parameters to take more)")
+    instructions = max(info.end_instr - info.start_instr, 0)
+    limit = info.num_args + instructions + REGISTER_MARGIN
+    if info.register_file_size > limit:
+        raise VerificationError(
+            f"{where}: register file size {info.register_file_size} is more than its {info.num_args} "
+            f"argument(s) and {instructions} instruction(s) can use (limit {limit}: arguments + "
+            f"instructions + {REGISTER_MARGIN}; each instruction writes at most one register)")
 
 
 def _verify_offsets(exe: Executable) -> None:

@@ -37,6 +37,14 @@ class _Line:
             column = len(self.text) - len(self.text.lstrip()) + 1
         return DiagnosticError([Diagnostic("error", message, Span(self.source, self.number, column))])
 
+    def integer(self, text: str) -> int:
+        """The decimal `text` of this line as a 64-bit integer, else an error at it. The
+        digits are counted before int() reads them: Python refuses to convert more than 4300."""
+        if len(text.lstrip("-").lstrip("0")) <= 19 and -(1 << 63) <= (value := int(text)) < 1 << 63:
+            return value
+        shown = text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
+        raise self.error(f"{shown} does not fit in 64 bits", self.text.find(text) + 1)
+
 
 class _Function:
     def __init__(self, line: _Line, kind: FuncKind, name: str, num_args: int = -1):
@@ -94,10 +102,11 @@ def _location_line(line: _Line, stripped: str, exe: Executable) -> None:
     if not match:
         raise line.error('expected \'NAME+OFFSET "location"\'')
     info = next((f for f in exe.func_table if f.name == match.group(1) and f.kind == FuncKind.VM_FUNC), None)
-    if info is None or int(match.group(2)) >= info.end_instr - info.start_instr:
+    offset = line.integer(match.group(2))
+    if info is None or offset >= info.end_instr - info.start_instr:
         raise line.error(f"'{match.group(1)}+{match.group(2)}' is not an instruction of this listing")
     try:
-        exe.source_locations[info.start_instr + int(match.group(2))] = json.loads(match.group(3))
+        exe.source_locations[info.start_instr + offset] = json.loads(match.group(3))
     except json.JSONDecodeError:
         raise line.error("bad quoted source location") from None
 
@@ -108,7 +117,7 @@ def _code_line(line: _Line, stripped: str, functions: list[_Function]) -> None:
                               (_BYTECODE, FuncKind.VM_FUNC)):
             match = pattern.fullmatch(stripped)
             if match:
-                num_args = int(match.group(2)) if kind == FuncKind.VM_TIR_FUNC else -1
+                num_args = line.integer(match.group(2)) if kind == FuncKind.VM_TIR_FUNC else -1
                 if any(function.name == match.group(1) for function in functions):
                     raise line.error(f"function '{match.group(1)}' is defined twice")
                 functions.append(_Function(line, kind, match.group(1), num_args))
@@ -128,15 +137,15 @@ def _metadata_line(line: _Line, stripped: str, functions: list[_Function]) -> No
         raise line.error(f"'{match.group(1)}' is not a bytecode or compiled-TIR function of this listing")
     try:
         params = json.loads(match.group(4))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # brackets nested thousands deep
         params = None
     if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
         raise line.error("params must be a list of quoted names", line.text.index("params=") + 8)
-    num_args = int(match.group(2))
+    num_args = line.integer(match.group(2))
     if function.kind == FuncKind.VM_TIR_FUNC and num_args != function.num_args:
         raise line.error(f"num_inputs={num_args} disagrees with the function's line ({function.num_args})")
     function.num_args = num_args
-    function.metadata = (num_args, int(match.group(3)), tuple(params))
+    function.metadata = (num_args, line.integer(match.group(3)), tuple(params))
 
 
 def _scope_line(line: _Line, stripped: str, exe: Executable) -> None:
@@ -144,7 +153,7 @@ def _scope_line(line: _Line, stripped: str, exe: Executable) -> None:
     if not match:
         raise line.error("expected 'c[INDEX] \"scope\"'")
     try:
-        exe.memory_scopes[int(match.group(1))] = json.loads(match.group(2))
+        exe.memory_scopes[line.integer(match.group(1))] = json.loads(match.group(2))
     except json.JSONDecodeError:
         raise line.error("bad quoted memory scope") from None
 
@@ -153,7 +162,7 @@ def _constant_line(line: _Line, stripped: str, exe: Executable) -> None:
     match = _CONSTANT.match(stripped)
     if not match:
         raise line.error("expected 'c[INDEX] = CONSTANT'")
-    if int(match.group(1)) != len(exe.constants):
+    if line.integer(match.group(1)) != len(exe.constants):
         raise line.error(f"expected constant c[{len(exe.constants)}] here (constants are listed in order)")
     indent = len(line.text) - len(line.text.lstrip())
     try:
@@ -242,10 +251,10 @@ def _argument(line: _Line, text: str, names: dict[str, int]) -> int:
         return encode_arg(ArgKind.REGISTER, register)
     try:
         if re.fullmatch(r"i-?\d+", text):
-            return encode_arg(ArgKind.IMMEDIATE, int(text[1:]))
+            return encode_arg(ArgKind.IMMEDIATE, line.integer(text[1:]))
         match = re.fullmatch(r"c\[(\d+)\]", text)
         if match:
-            return encode_arg(ArgKind.CONST_INDEX, int(match.group(1)))
+            return encode_arg(ArgKind.CONST_INDEX, line.integer(match.group(1)))
     except ValueError as error:
         raise line.error(str(error), column) from None
     match = re.fullmatch(r"f\[(.+)\]", text)
@@ -269,7 +278,7 @@ def _register(line: _Line, text: str, allow_vm: bool = False, allow_void: bool =
         if not allow_void:
             raise line.error("%void is not allowed here", column)
         return VOID_REGISTER
-    register = int(match.group(1))
+    register = line.integer(match.group(1))
     if register >= VOID_REGISTER:
         raise line.error(f"register %{register} is too large", column)
     return register
@@ -278,7 +287,4 @@ def _register(line: _Line, text: str, allow_vm: bool = False, allow_void: bool =
 def _integer(line: _Line, text: str) -> int:
     if not _INT.fullmatch(text):
         raise line.error(f"expected an integer, not '{text}'", line.text.find(text) + 1 if text else None)
-    value = int(text)
-    if not -(1 << 63) <= value < (1 << 63):
-        raise line.error(f"{value} does not fit in 64 bits")
-    return value
+    return line.integer(text)

@@ -2,8 +2,9 @@
 
 The BUILTINS table is the vocabulary: name -> function. Functions that need the VM
 take it first (the bytecode passes %vm). A check that fails raises a VMError whose
-message starts with the error context the code generator put in the constant pool
-(it names the function and the parameter), then says what was expected and what came.
+message starts with the error context the code generator put in the constant pool,
+in words (it names the function and the parameter: `_context`), then says what was
+expected and what came.
 
 Shape matching codes (MatchShapeCode): 0 assert equal to immediate, 1 store to heap,
 2 no-op, 3 assert equal to a heap value. Shape making codes (MakeShapeCode): 0 use
@@ -13,6 +14,7 @@ immediate, 1 load from heap.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -27,8 +29,29 @@ ASSERT_EQUAL_TO_IMM, STORE_TO_HEAP, NO_OP, ASSERT_EQUAL_TO_LOAD = range(4)
 USE_IMM, LOAD_SHAPE = range(2)
 
 
+# The error context vm_shape_lower (and TVM) writes into the constant pool:
+# ErrorContext(fn=main, loc=param[0], param=x, annotation=R.Tensor((n, 4), dtype="float32"))
+_ERROR_CONTEXT = re.compile(r"ErrorContext\(fn=(?P<fn>[^,]*), loc=(?P<loc>[^,]*)(?:, (?:param|var)=(?P<name>[^,]*))?"
+                            r", annotation=(?P<annotation>.*)\)\s*", re.DOTALL)
+
+
 def _context(err_ctx) -> str:
-    return f"{err_ctx} " if err_ctx else ""
+    """What a check's message starts with: where the value came from, in words
+    ("function 'main', parameter 'x' (R.Tensor((n, 4), dtype="float32")): "); an
+    error context of another form as it is."""
+    match = _ERROR_CONTEXT.fullmatch(err_ctx) if isinstance(err_ctx, str) else None
+    if match is None:
+        return f"{err_ctx} " if err_ctx else ""
+    name, annotation = match["name"], match["annotation"]
+    if match["loc"].startswith("param[") and name:
+        where = f"parameter '{name}' ({annotation})"
+    elif match["loc"] == "match_cast" and name:
+        where = f"match_cast of '{name}' to {annotation}"
+    elif match["loc"] == "return":
+        where = f"its result ({annotation})"
+    else:
+        where = f"{match['loc']} ({annotation})"
+    return f"function '{match['fn']}', {where}: "
 
 
 def data_type(value) -> DataType:
@@ -41,9 +64,9 @@ def data_type(value) -> DataType:
 
 def _heap_slot(heap, index: int, err_ctx) -> int:
     if heap is None:
-        raise VMError(f"RuntimeError: {_context(err_ctx)}the shape heap is needed but none was allocated")
+        raise VMError(f"{_context(err_ctx)}the shape heap is needed but none was allocated")
     if not 0 <= index < len(heap):
-        raise VMError(f"RuntimeError: {_context(err_ctx)}shape heap index {index} is outside the heap "
+        raise VMError(f"{_context(err_ctx)}shape heap index {index} is outside the heap "
                       f"(size {len(heap)})")
     return index
 
@@ -59,24 +82,24 @@ def match_shape(value, heap, size: int, *codes):
     shape = value.shape if isinstance(value, np.ndarray) else value
     if not isinstance(shape, tuple):
         if not is_device_array(value):
-            raise VMError(f"TypeError: {_context(err_ctx)}match_cast expects a Tensor or Shape, got {type_key(value)}")
+            raise VMError(f"{_context(err_ctx)}match_cast expects a Tensor or Shape, got {type_key(value)}")
         shape = value.shape  # a tensor on the GPU
     if len(shape) != size:
-        raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast shape size mismatch: "
+        raise VMError(f"{_context(err_ctx)}match_cast shape size mismatch: "
                       f"expected {size} dimensions, got {len(shape)} (shape {tuple(shape)})")
     for axis in range(size):
         code, operand = codes[2 * axis], codes[2 * axis + 1]
         actual = int(shape[axis])
         if code == ASSERT_EQUAL_TO_IMM:
             if actual != operand:
-                raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast error: shape[{axis}] mismatch to "
+                raise VMError(f"{_context(err_ctx)}match_cast error: shape[{axis}] mismatch to "
                               f"specified constant: expected {operand}, got {actual} (shape {tuple(shape)})")
         elif code == STORE_TO_HEAP:
             heap[_heap_slot(heap, operand, err_ctx)] = actual
         elif code == ASSERT_EQUAL_TO_LOAD:
             expected = int(heap[_heap_slot(heap, operand, err_ctx)])
             if actual != expected:
-                raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast error: shape[{axis}] mismatch to "
+                raise VMError(f"{_context(err_ctx)}match_cast error: shape[{axis}] mismatch to "
                               f"a previous populated value: expected {expected}, got {actual} "
                               f"(shape {tuple(shape)})")
         elif code != NO_OP:
@@ -100,14 +123,14 @@ def match_prim_value(value, heap, code: int, operand: int, err_ctx=None) -> None
     value = int(value)
     if code == ASSERT_EQUAL_TO_IMM:
         if value != operand:
-            raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast error: PrimValue mismatch to "
+            raise VMError(f"{_context(err_ctx)}match_cast error: PrimValue mismatch to "
                           f"specified constant: expected {operand}, got {value}")
     elif code == STORE_TO_HEAP:
         heap[_heap_slot(heap, operand, err_ctx)] = value
     elif code == ASSERT_EQUAL_TO_LOAD:
         expected = int(heap[_heap_slot(heap, operand, err_ctx)])
         if value != expected:
-            raise VMError(f"RuntimeError: {_context(err_ctx)}match_cast error: PrimValue mismatch to a "
+            raise VMError(f"{_context(err_ctx)}match_cast error: PrimValue mismatch to a "
                           f"previous populated value: expected {expected}, got {value}")
     elif code != NO_OP:
         raise VMError(f"unknown match_prim_value code {code}")
@@ -122,22 +145,22 @@ def make_prim_value(heap, code: int, operand: int) -> int:
 def check_tensor_info(arg, ndim: int, *rest) -> None:
     dtype, err_ctx = (None, rest[0] if rest else None) if len(rest) < 2 else (rest[0], rest[1])
     if not isinstance(arg, np.ndarray) and not is_device_array(arg):
-        raise VMError(f"TypeError: {_context(err_ctx)}expected a Tensor but got {type_key(arg)}")
+        raise VMError(f"{_context(err_ctx)}expected a Tensor but got {type_key(arg)}")
     if ndim != -1 and arg.ndim != ndim:
-        raise VMError(f"ValueError: {_context(err_ctx)}expected Tensor with ndim {ndim} but got {arg.ndim} "
+        raise VMError(f"{_context(err_ctx)}expected Tensor with ndim {ndim} but got {arg.ndim} "
                       f"(shape {arg.shape})")
     if dtype is not None:
         expected = data_type(dtype)
         actual = DataType.from_numpy(arg.dtype)
         if expected != DataType(3, 0, 0) and actual != expected:
-            raise VMError(f"ValueError: {_context(err_ctx)}expected Tensor with dtype {expected} but got {actual}")
+            raise VMError(f"{_context(err_ctx)}expected Tensor with dtype {expected} but got {actual}")
 
 
 def check_shape_info(arg, ndim: int, err_ctx=None) -> None:
     if not isinstance(arg, ShapeTuple):
-        raise VMError(f"TypeError: {_context(err_ctx)}expected a Shape but got {type_key(arg)}")
+        raise VMError(f"{_context(err_ctx)}expected a Shape but got {type_key(arg)}")
     if ndim != -1 and len(arg) != ndim:
-        raise VMError(f"ValueError: {_context(err_ctx)}expected Shape with ndim {ndim} but got {len(arg)}")
+        raise VMError(f"{_context(err_ctx)}expected Shape with ndim {ndim} but got {len(arg)}")
 
 
 def check_prim_value_info(arg, dtype, err_ctx=None) -> None:
@@ -145,26 +168,26 @@ def check_prim_value_info(arg, dtype, err_ctx=None) -> None:
     kinds = {0: (int, np.integer), 1: (int, np.integer), 2: (float, int, np.floating, np.integer)}
     accepted = kinds.get(expected.code, (int, float, np.generic))
     if isinstance(arg, (np.ndarray, tuple, str)) or not isinstance(arg, accepted):
-        raise VMError(f"TypeError: {_context(err_ctx)}expected a PrimValue of dtype {expected} "
+        raise VMError(f"{_context(err_ctx)}expected a PrimValue of dtype {expected} "
                       f"but got {type_key(arg)}")
 
 
 def check_tuple_info(arg, size: int, err_ctx=None) -> None:
     if not isinstance(arg, tuple) or isinstance(arg, ShapeTuple):
-        raise VMError(f"TypeError: {_context(err_ctx)}expected a Tuple but got {type_key(arg)}")
+        raise VMError(f"{_context(err_ctx)}expected a Tuple but got {type_key(arg)}")
     if len(arg) != size:
-        raise VMError(f"ValueError: {_context(err_ctx)}expected a Tuple with {size} elements but got a Tuple "
+        raise VMError(f"{_context(err_ctx)}expected a Tuple with {size} elements but got a Tuple "
                       f"with {len(arg)} elements")
 
 
 def check_string_info(arg, err_ctx=None) -> None:
     if not isinstance(arg, str):
-        raise VMError(f"TypeError: {_context(err_ctx)}expected a String but got {type_key(arg)}")
+        raise VMError(f"{_context(err_ctx)}expected a String but got {type_key(arg)}")
 
 
 def check_func_info(arg, err_ctx=None) -> None:
     if not (isinstance(arg, Closure) or callable(arg)) or isinstance(arg, (np.ndarray, type)):
-        raise VMError(f"TypeError: {_context(err_ctx)}expected a Function but got {type_key(arg)}")
+        raise VMError(f"{_context(err_ctx)}expected a Function but got {type_key(arg)}")
 
 
 # ---- memory ----------------------------------------------------------------------------------

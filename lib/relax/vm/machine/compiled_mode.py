@@ -14,6 +14,11 @@ sites, builtins); a call to another bytecode function calls its compiled functio
     Goto end                   generator emits; other jumps use a small block machine)
     Ret %3                     return r3
 
+Generated code nests no deeper than a fixed bound, whatever the program: structured
+code deeper than MAX_NESTED_IFS falls back to the block machine, whose dispatch is a
+chain of at most DISPATCH_CHAIN tests under a balanced tree of `if block < n` tests
+(Python refuses about 100 indentation levels, and an elif chain of a few thousand).
+
 Errors are reported as the interpreter reports them: a failing line is mapped back to
 its instruction through the traceback (no bookkeeping while running), and the VMError
 carries Frame(function, pc, location) entries, outermost first. Bytecode calling
@@ -27,6 +32,10 @@ from ...runtime.errors import Frame, VMError
 from ...runtime.objects import Closure
 from .decoder import CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1
 from ..bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
+
+MAX_NESTED_IFS = 32
+DISPATCH_CHAIN = 32
+_BODY_INDENT = 3  # def make > def f > try
 
 
 class _Writer:
@@ -100,6 +109,8 @@ class _Writer:
 
     def block(self, start: int, end: int, indent: int) -> bool:
         """Writes instructions [start, end) as structured code; False if the jumps do not allow it."""
+        if indent > _BODY_INDENT + MAX_NESTED_IFS:
+            return False
         pc = start
         while pc < end:
             instr = self.instructions[pc]
@@ -150,25 +161,40 @@ class _Writer:
         starts = sorted(s for s in starts if s < len(self.instructions))
         self.emit(indent, "block = 0")
         self.emit(indent, "while True:")
-        for number, start in enumerate(starts):
+        self.dispatch(starts, 0, len(starts), indent + 1)
+
+    def dispatch(self, starts: list, first: int, last: int, indent: int) -> None:
+        """Blocks starts[first:last]: an if/elif chain, or `if block < n` halves when there are many."""
+        if last - first > DISPATCH_CHAIN:
+            middle = (first + last) // 2
+            self.emit(indent, f"if block < {starts[middle]}:")
+            self.dispatch(starts, first, middle, indent + 1)
+            self.emit(indent, "else:")
+            self.dispatch(starts, middle, last, indent + 1)
+            return
+        for number in range(first, last):
+            start = starts[number]
             end = starts[number + 1] if number + 1 < len(starts) else len(self.instructions)
-            self.emit(indent + 1, f"{'if' if number == 0 else 'elif'} block == {start}:")
-            for pc in range(start, end):
-                instr = self.instructions[pc]
-                if instr.opcode == Opcode.CALL:
-                    self.emit(indent + 2, self.call(pc), pc)
-                elif instr.opcode == Opcode.RET:
-                    self.emit(indent + 2, f"return r{instr.field('result')}", pc)
-                elif instr.opcode == Opcode.GOTO:
-                    self.emit(indent + 2, f"block = {pc + instr.field('pc_offset')}", pc)
-                    self.emit(indent + 2, "continue")
-                elif instr.opcode == Opcode.IF:
-                    self.emit(indent + 2, f"block = {pc + 1} if r{instr.field('cond')} else "
-                                          f"{pc + instr.field('false_offset')}", pc)
-                    self.emit(indent + 2, "continue")
-            self.emit(indent + 2, f"block = {end}")
-        self.emit(indent + 1, "else:")
-        self.emit(indent + 2, "raise IndexError(f'jump to {block}, outside the function')")
+            self.emit(indent, f"{'if' if number == first else 'elif'} block == {start}:")
+            self.basic_block(start, end, indent + 1)
+        self.emit(indent, "else:")
+        self.emit(indent + 1, "raise IndexError(f'jump to {block}, outside the function')")
+
+    def basic_block(self, start: int, end: int, indent: int) -> None:
+        for pc in range(start, end):
+            instr = self.instructions[pc]
+            if instr.opcode == Opcode.CALL:
+                self.emit(indent, self.call(pc), pc)
+            elif instr.opcode == Opcode.RET:
+                self.emit(indent, f"return r{instr.field('result')}", pc)
+            elif instr.opcode == Opcode.GOTO:
+                self.emit(indent, f"block = {pc + instr.field('pc_offset')}", pc)
+                self.emit(indent, "continue")
+            elif instr.opcode == Opcode.IF:
+                self.emit(indent, f"block = {pc + 1} if r{instr.field('cond')} else "
+                                  f"{pc + instr.field('false_offset')}", pc)
+                self.emit(indent, "continue")
+        self.emit(indent, f"block = {end}")
 
     # -- the whole function ------------------------------------------------------------
     def source(self) -> str:

@@ -5,12 +5,15 @@ function pool (packed functions resolved from the executable's imports, then the
 global registry; bytecode functions as Closures), loads the constants once, and
 decodes every bytecode function (decoder.py). The dispatch loop keeps its own frame
 stack, so bytecode calling bytecode never recurses in Python: deep recursion in a
-program is bounded by MAX_FRAMES, not by Python's recursion limit.
+program is bounded by MAX_FRAMES, not by Python's recursion limit. Compiled mode
+recurses in Python and stops at Python's limit; both report a call stack overflow
+(`call_stack_overflow`).
 """
 
 from __future__ import annotations
 
 import enum
+import sys
 from typing import Any, Callable
 
 from ...diagnostics import UserError
@@ -31,7 +34,12 @@ from .compiled_mode import compile_functions
 from .native_mode import native_function
 from ..bytecode.isa import FuncKind
 
-MAX_FRAMES = 200_000
+MAX_FRAMES = 10_000  # a runaway recursion stops in well under a second
+
+
+def call_stack_overflow(limit: int, what: str = "") -> str:
+    """The message of both exec modes when calls nest deeper than their limit."""
+    return f"call stack overflow: more than {limit} nested calls{what}"
 
 
 class VMInstrumentReturnKind(enum.IntEnum):
@@ -219,7 +227,7 @@ class VirtualMachine(FunctionAPI):
                     pc = pc + 1 if regs[instr[1]] else instr[2]
                 elif op == CALL_VM1:
                     if len(stack) >= max_frames:
-                        raise VMError(f"call stack overflow: more than {max_frames} nested calls")
+                        raise VMError(call_stack_overflow(max_frames))
                     stack.append((code, pc, regs, instr[3]))
                     value = regs[instr[2]]
                     regs = instr[4].copy()
@@ -228,7 +236,7 @@ class VirtualMachine(FunctionAPI):
                     pc = 0
                 elif op == CALL_VM:
                     if len(stack) >= max_frames:
-                        raise VMError(f"call stack overflow: more than {max_frames} nested calls")
+                        raise VMError(call_stack_overflow(max_frames))
                     stack.append((code, pc, regs, instr[3]))
                     values = instr[2](regs)
                     regs = instr[4].copy()
@@ -247,7 +255,7 @@ class VirtualMachine(FunctionAPI):
                             raise VMError(f"closure of '{callee.name}' called with {len(args)} arguments, "
                                           f"it takes {callee.num_args}")
                         if len(stack) >= max_frames:
-                            raise VMError(f"call stack overflow: more than {max_frames} nested calls")
+                            raise VMError(call_stack_overflow(max_frames))
                         stack.append((code, pc, regs, instr[3]))
                         regs = callee.template.copy()
                         regs[:callee.num_args] = args
@@ -280,8 +288,8 @@ class VirtualMachine(FunctionAPI):
         if isinstance(error, VMError):  # keeps its class (kernels raise subclasses), gains the frames
             error.backtrace = frames + error.backtrace
             return error
-        if isinstance(error, RecursionError):
-            message = "Python recursion limit reached (calls through packed functions nest too deeply)"
+        if isinstance(error, RecursionError):  # compiled mode's bytecode calls, or packed functions calling back
+            message = call_stack_overflow(sys.getrecursionlimit(), " (Python's recursion limit)")
         elif isinstance(error, UserError):
             message = str(error)
         else:
