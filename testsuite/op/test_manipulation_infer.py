@@ -73,3 +73,16 @@ def test_expand_squeeze_flatten_take_tile():
     assert dims(infer("broadcast_to", tensor((3, 1)), shape(2, 3, 4))) == [2, 3, 4]
     with pytest.raises(DiagnosticError, match=r"cannot broadcast \(3, 2\) to \(3, 4\)"):
         infer("broadcast_to", tensor((3, 2)), shape(3, 4))
+
+
+@pytest.mark.parametrize("op, attrs, bad", [
+    ("permute_dims", {"axes": (1, -0.0)}, "axes"),
+    ("expand_dims", {"axis": 0.0}, "axis"),
+    ("split", {"indices_or_sections": 2.0, "axis": 1}, "indices_or_sections"),
+])
+def test_a_float_where_an_axis_or_count_is_expected_is_an_error(op, attrs, bad):
+    """`axes=[1, -0.0]` reached inference as a float index: a TypeError, exit 70 (issue 16)."""
+    with pytest.raises(DiagnosticError) as caught:
+        infer(op, tensor((2, 4)), **attrs)
+    assert caught.value.diagnostics[0].message == (
+        f"R.{op}: bad value {attrs[bad]!r} for '{bad}': expected None, an int or a list of ints")

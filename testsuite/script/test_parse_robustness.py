@@ -51,3 +51,29 @@ def test_damaged_inputs_give_diagnostics(seed):
             for diagnostic in error.diagnostics:
                 assert diagnostic.message and not diagnostic.message.endswith(".")
                 assert diagnostic.span is None or 1 <= diagnostic.span.line <= line_count
+
+
+def test_shape_of_many_dimensions_is_refused_before_its_dimensions_are_read():
+    """A shape literal of 100000s of dimensions ran the compiler into a RecursionError after
+    a minute (issue 16); it is refused where the parser meets it, each dimension unread."""
+    dims = ", ".join(["1"] * 20000)
+    text = ("# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n"
+            "@I.ir_module\nclass Module:\n    @R.function\n"
+            f"    def main(x: R.Tensor(({dims}), \"float32\")):\n        return x\n")
+    with pytest.raises(DiagnosticError) as caught:
+        parse(text, "huge.relax")
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.message.startswith("a shape of 20000 dimensions: tensors have at most 64 dimensions")
+    assert (diagnostic.span.line, diagnostic.span.column) == (7, 26)
+
+
+def test_an_integer_literal_past_pythons_digit_limit_is_located():
+    """Python's message named sys.set_int_max_str_digits, at column 1 (issue 16)."""
+    text = ("# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n"
+            "@I.ir_module\nclass Module:\n    @R.function\n"
+            f"    def main(x: R.Tensor(({'9' * 5000},), \"float32\")):\n        return x\n")
+    with pytest.raises(DiagnosticError) as caught:
+        parse(text, "digits.relax")
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.message == "an integer literal of 5000 digits; at most 4300 are read"
+    assert (diagnostic.span.line, diagnostic.span.column) == (7, 27)

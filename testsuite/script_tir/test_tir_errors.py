@@ -73,3 +73,37 @@ def test_a_failed_declaration_is_reported_once():
         x = T.expp(A[0, 0])
         A[0, 0] = x + B[1]
     ''') == [("3:30", "unknown data type 'float33'"), ("5:9", "unknown TIR function 'T.expp'; did you mean 'T.exp'?")]
+
+
+def test_a_handle_is_not_a_number():
+    """A handle (a pointer) in arithmetic, or converted to or from a number, made LLVM code
+    generation fail (`uitofp ptr`): relaxc exited 70 (issue 16). Comparing handles stays."""
+    handles = 'A: T.Buffer((4,), "handle"), B: T.Buffer((4,), "handle"), C: T.Buffer((4,), "float32")'
+    assert errors_of("""
+        C[0] = A[0] + C[1]
+        A[0] = A[1] + B[1]
+        C[0] = A[0]
+        A[0] = T.Cast("handle", C[0])
+        A[0] = -B[0]
+        A[0] = A[1] & B[1]
+        C[0] = T.Select(A[0] == B[0], C[1], C[2])
+    """, signature=handles) == [
+        ("3:12", "a handle (a pointer) cannot be combined with a value of type float32"),
+        ("4:12", "arithmetic cannot take a handle (a pointer)"),
+        ("5:12", "a value of type handle cannot be converted to float32: a handle (a pointer) is not a number"),
+        ("6:12", "a value of type float32 cannot be converted to handle: a handle (a pointer) is not a number"),
+        ("7:12", "negation cannot take a handle (a pointer)"),
+        ("8:12", "operator '&' cannot take a handle (a pointer)"),
+    ]
+
+
+def test_a_float_literal_beyond_float64_is_refused():
+    """Python reads 1e999 (or a float of thousands of digits) as inf: it compiled silently
+    to infinity (issue 16). Infinity is written T.float32("inf")."""
+    message = ("the float literal does not fit in float64 (largest finite value 1.7976931348623157e+308);"
+               " Python reads it as inf")
+    assert errors_of(f"""
+        A[0, 0] = T.float32(1{"0" * 400}.0)
+        A[0, 1] = 1e999
+        A[0, 2] = T.float32("inf")
+    """) == [("3:25", message), ("4:15", message)]

@@ -8,7 +8,8 @@ arguments against the signature, fills attribute defaults and runs their checks.
 
 from __future__ import annotations
 
-from ..diagnostics import DiagnosticError, error
+from ..diagnostics import DiagnosticError, error, note
+from ..ir import dtype as dt
 from ..ir import expr as rx
 from ..ir import tir
 from ..ir.node import FrozenDict
@@ -111,10 +112,9 @@ def _bind_attrs(op, call: rx.Call, attrs_given: dict) -> dict:
             raise error(f"{op.script_name} needs attribute '{spec.name}'", call.span)
         else:
             value = spec.default
-        if spec.check is not None:
-            problem = spec.check(value)
-            if problem:
-                raise error(f"{op.script_name}: bad value {value!r} for '{spec.name}': {problem}", call.span)
+        problem = spec.problem(value)
+        if problem:
+            raise error(f"{op.script_name}: bad value {value!r} for '{spec.name}': {problem}", call.span)
         attrs[spec.name] = value
     return attrs
 
@@ -129,13 +129,32 @@ def infer_call(call: rx.Call, module=None) -> StructInfo:
     callee = call.op
     if isinstance(callee, rx.Op):
         bound = bind_call(call, module)
-        return bound.op.infer(bound)
+        try:
+            return bound.op.infer(bound)
+        except ValueError:  # an operand of a data type the parser reads but ir.dtype does not know
+            _refuse_unknown_dtype(call)
+            raise
     if isinstance(callee, rx.ExternFunc):
         return call.sinfo_args[0] if call.sinfo_args else ObjectStructInfo()
     callee_info = struct_info_of(callee, module)
     if isinstance(callee_info, FuncStructInfo):
         return callee_info.ret
     return ObjectStructInfo()
+
+
+def _refuse_unknown_dtype(call: rx.Call) -> None:
+    """The error for an operand whose data type TVM spells but relaxc cannot compute on
+    (R.Tensor((4,), "float8_e4m3fn")), at the call, with a note at the annotation."""
+    operands = [item for arg in call.args for item in (arg.fields if isinstance(arg, rx.Tuple) else (arg,))]
+    for var in operands:
+        info = var.struct_info if isinstance(var, rx.Var) else None
+        for leaf in info.fields if isinstance(info, TupleStructInfo) else (info,):
+            if isinstance(leaf, (TensorStructInfo, PrimStructInfo)) and leaf.dtype != "void" \
+                    and not dt.is_valid(leaf.dtype):
+                name = "R." + _op_name(call).removeprefix("relax.")
+                raise error(f"{name} cannot compute on the data type '{leaf.dtype}' of '{var.name_hint}';"
+                            f" the supported ones are {', '.join(dt.SUPPORTED_NUMPY)}", call.span,
+                            [note(f"'{var.name_hint}' is declared here", leaf.span)] if leaf.span else [])
 
 
 def struct_info_of(expr: rx.Expr, module=None) -> StructInfo:

@@ -32,6 +32,31 @@ class AttrSpec:
     check: Callable[[Any], str | None] | None = None
     doc: str = ""
 
+    def problem(self, value) -> str | None:
+        """What is wrong with `value` for this attribute (None if nothing): its own check,
+        or for an integer attribute (INTEGER_ATTRS) that it is None, an int or ints."""
+        if self.check is not None:
+            return self.check(value)
+        return ints_check(value) if self.name in INTEGER_ATTRS else None
+
+
+# Attributes that hold axes, counts or indices in every operator that has them (TVM
+# declares them as integers). Checked so that a float (axis=-0.0) is an error at the
+# call, not a TypeError where inference indexes with it.
+INTEGER_ATTRS = frozenset({
+    "axis", "axes", "repeats", "indices_or_sections", "k", "depth", "axis_separators",
+    "input_axis_separators", "inplace_indices", "cubic_exclude", "device_type", "index",
+})
+
+
+def ints_check(value) -> str | None:
+    def is_int(item) -> bool:
+        return isinstance(item, int) and not isinstance(item, bool)
+
+    if value is None or is_int(value) or isinstance(value, tuple) and all(is_int(v) for v in value):
+        return None
+    return "expected None, an int or a list of ints"
+
 
 @dataclass(frozen=True)
 class OpDef:

@@ -111,6 +111,8 @@ def extract(text: str) -> tuple[str, dict[str, list]]:
             value = json.loads(literal)
         except ValueError:
             continue
+        if not _all_finite(value):
+            continue  # the parser's own reading reports the number at its place
         name = f"{PLACEHOLDER_PREFIX}{len(table)}"
         table[name] = value
         pieces.append(text[done:start])
@@ -120,6 +122,15 @@ def extract(text: str) -> tuple[str, dict[str, list]]:
         return text, deferred_table
     pieces.append(text[done:])
     return "".join(pieces), {**deferred_table, **table}
+
+
+def _all_finite(value) -> bool:
+    """Whether json read only finite numbers: the text has no `inf`, so an infinity is a
+    float beyond float64 (1e999), which Python's reading would turn into inf too."""
+    try:
+        return bool(np.isfinite(np.asarray(value, dtype=np.float64)).all())
+    except (OverflowError, ValueError):  # an int beyond float64, ragged lists
+        return False
 
 
 def _literal_starts(text: str):

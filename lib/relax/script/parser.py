@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import re
 import warnings
 
 from .. import ir
@@ -50,7 +51,7 @@ def _parse_module(text: str, source_name: str) -> ir.IRModule:
             warnings.simplefilter("ignore")
             tree = ast.parse(ast_text, filename=source_name)
     except SyntaxError as error:
-        raise DiagnosticError([_syntax_error(error, source_name)]) from None
+        raise DiagnosticError([_syntax_error(error, source_name, ast_text)]) from None
     except (ValueError, RecursionError, MemoryError) as error:  # NUL bytes, absurd nesting
         raise DiagnosticError([Diagnostic("error", f"cannot read {source_name}: {error}")]) from None
     try:
@@ -64,12 +65,17 @@ def _parse_module(text: str, source_name: str) -> ir.IRModule:
     return module
 
 
-def _syntax_error(error: SyntaxError, source_name: str) -> Diagnostic:
+def _syntax_error(error: SyntaxError, source_name: str, text: str) -> Diagnostic:
     message = (error.msg or "invalid syntax").rstrip(".")
     if not message.startswith("invalid syntax"):
         message = f"invalid syntax: {message}"
     line = error.lineno or 1
     column = max(error.offset or 1, 1)
+    source_line = "".join(text.split("\n")[line - 1:line]) if "integer string conversion" in message else ""
+    literal = re.search(r"\d{4301,}", source_line)
+    if literal:  # Python's own message names sys.set_int_max_str_digits, which is not the user's to call
+        message = f"an integer literal of {len(literal.group())} digits; at most 4300 are read"
+        column = literal.start() + 1
     return Diagnostic("error", message, Span(source_name, line, column, line, column + 1))
 
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..ir import tir
-from . import tir_ops
+from . import literal_limits, tir_ops
 from .context import ParseAbort, ParseContext, Scope
+from .literal_limits import LiteralError
 from .tir_ops import Operand
 from .tir_prim_calls import (  # noqa: F401 - the dtype-name helpers are used from here too
     PrimCallParser, _describe, is_dtype_name, is_known_dtype, known_call_names, unknown_name_message,
@@ -120,7 +121,11 @@ class PrimExprParser(PrimCallParser):
 
     # -- entry points ------------------------------------------------------------
     def parse(self, node: ast.expr) -> tir.PrimExpr:
-        return self.finish(self.value(node))
+        value = self.value(node)
+        try:
+            return self.finish(value)
+        except LiteralError as error:
+            raise self.ctx.fail(str(error), node) from None
 
     def finish(self, value: Operand) -> tir.PrimExpr:
         return tir_ops.as_expr(value, self.default_int_dtype)
@@ -129,7 +134,10 @@ class PrimExprParser(PrimCallParser):
         visitor = self._visitors.get(type(node))
         if visitor is None:
             raise self.ctx.fail(f"'{_describe(node)}' is not a TIR expression", node)
-        result = visitor(node)
+        try:
+            result = visitor(node)
+        except (LiteralError, OverflowError) as error:  # where a literal meets its type: at the innermost node
+            raise self.ctx.fail(str(error), node) from None
         if isinstance(result, tir.PrimExpr) and result.span is None:
             result = _with_span(result, self.ctx.span(node))
         return result
@@ -152,6 +160,7 @@ class PrimExprParser(PrimCallParser):
     # -- leaves ----------------------------------------------------------------
     def _constant(self, node: ast.Constant) -> Operand:
         if isinstance(node.value, (bool, int, float)):
+            literal_limits.check_float_text(node.value)  # 1e999: read by Python as inf
             return node.value
         if isinstance(node.value, str):
             return tir.StringImm(node.value)
@@ -193,13 +202,16 @@ class PrimExprParser(PrimCallParser):
         if node_type is not None:
             return tir_ops.binary(node_type, a, b)
         if isinstance(node.op, ast.Pow) and not isinstance(a, tir.PrimExpr) and not isinstance(b, tir.PrimExpr):
-            return a**b  # plain Python arithmetic on literals, as evaluating the text would
+            return literal_limits.power(a, b)  # plain Python arithmetic on literals, as evaluating the text would
         intrinsic = _BITWISE_OPERATORS.get(type(node.op))
         if intrinsic is None:
             raise self.ctx.fail(f"operator '{_describe_op(node.op)}' is not supported in TIR", node)
         if not isinstance(a, tir.PrimExpr) and not isinstance(b, tir.PrimExpr):
+            if isinstance(a, float) or isinstance(b, float):
+                raise self.ctx.fail(f"operator '{_describe_op(node.op)}' needs integers, not floats", node)
             return _PYTHON_BITWISE[intrinsic](a, b)
         a, b = tir_ops.match_types(a, b)
+        tir_ops.require_number(a, f"operator '{_describe_op(node.op)}'")
         return tir.Call(a.dtype, f"tir.{intrinsic}", (a, b))
 
     def _unaryop(self, node: ast.UnaryOp) -> Operand:
@@ -211,7 +223,10 @@ class PrimExprParser(PrimCallParser):
         if isinstance(node.op, ast.Not):
             return tir_ops.logical_not(operand)
         if not isinstance(operand, tir.PrimExpr):
+            if isinstance(operand, float):
+                raise self.ctx.fail("operator '~' needs an integer, not a float", node)
             return ~operand
+        tir_ops.require_number(operand, "operator '~'")
         return tir.Call(operand.dtype, "tir.bitwise_not", (operand,))
 
     def _boolop(self, node: ast.BoolOp) -> Operand:
@@ -300,8 +315,8 @@ _PYTHON_BITWISE: dict[str, Callable] = {
     "bitwise_and": lambda a, b: a & b,
     "bitwise_or": lambda a, b: a | b,
     "bitwise_xor": lambda a, b: a ^ b,
-    "shift_left": lambda a, b: a << b,
-    "shift_right": lambda a, b: a >> b,
+    "shift_left": literal_limits.shift_left,
+    "shift_right": literal_limits.shift_right,
 }
 
 
@@ -327,6 +342,7 @@ def _with_span(expr: tir.PrimExpr, span) -> tir.PrimExpr:
 
 
 def _describe_op(op: ast.AST) -> str:
-    return {ast.Pow: "**", ast.MatMult: "@", ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}.get(
+    return {ast.Pow: "**", ast.MatMult: "@", ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not",
+            ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}.get(
         type(op), type(op).__name__
     )

@@ -39,6 +39,8 @@ class RelaxPrinter:
         self.body_info = StructInfoPrinter(ctx, self.body_exprs, False, self.expr)
         self.sig_info = StructInfoPrinter(ctx, self.sig_exprs, True, self.expr)
         self.depth = 0  # nesting of Relax functions; 1 is a module's function
+        self.top_function = None
+        self._var_counts: dict[int, int] | None = None  # occurrences of each Var in top_function
 
     # -- symbolic variables --------------------------------------------------------
     def _signature_var(self, var) -> str:
@@ -67,6 +69,8 @@ class RelaxPrinter:
         saved = (ctx.function_header, ctx.module_alias_printed)
         header: list[str] = []
         ctx.function_header, ctx.module_alias_printed = header, False
+        if self.depth == 0:
+            self.top_function, self._var_counts = func, None
         self.depth += 1
         try:
             with ctx.signature_vars(), ctx.scope():
@@ -130,13 +134,27 @@ class RelaxPrinter:
             return self.if_lines(value, f"{name}: {annotation}" if annotation else name)
         if isinstance(value, ir.Function):
             return self._local_function(var, value)
-        if _is_void_binding(var, value):
+        if _is_void_binding(var, value) and not self._is_used(var):
             # TVM prints a binding of nothing as a bare statement; its variable gets a
             # name only if something refers to it later.
             return [self.expr(value)]
         rhs = self.expr(value, top_level_tuple=True)
         annotation = self._annotation(var, value)
         return [self._assign(self.ctx.define(var, var.name_hint), annotation, rhs)]
+
+    def _is_used(self, var) -> bool:
+        """Whether `var` occurs anywhere but where it is bound (counted once per
+        function, and only when a binding of nothing asks)."""
+        if self.top_function is None:
+            return True  # an expression printed on its own: keep every name
+        if self._var_counts is None:
+            from ..ir.visitor import pre_order
+
+            self._var_counts = {}
+            for node in pre_order(self.top_function):
+                if isinstance(node, ir.Var):
+                    self._var_counts[id(node)] = self._var_counts.get(id(node), 0) + 1
+        return self._var_counts.get(id(var), 0) > 1
 
     @staticmethod
     def _assign(name: str, annotation: str | None, rhs: str) -> str:

@@ -17,6 +17,7 @@ import ast
 from .. import ir
 from ..ir import tir
 from .context import ModuleRef, ParseAbort
+from .literal_limits import require_fits
 from .relax_literals import attr_value
 from .relax_special import SPECIAL_FORMS, bind_arguments
 from .relax_struct_info import METADATA_MESSAGE, StructInfoParser, describe, is_metadata
@@ -60,6 +61,7 @@ class ExprParser(StructInfoParser):
         if isinstance(value, bool):
             return ir.PrimValue(tir.IntImm("bool", int(value), span=span), span=span)
         if isinstance(value, int):
+            require_fits(self.ctx, node, value, "int64")
             return ir.PrimValue(tir.IntImm("int64", value, span=span), span=span)
         if isinstance(value, float):
             return ir.PrimValue(tir.FloatImm("float64", value, span=span), span=span)

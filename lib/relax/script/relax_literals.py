@@ -16,14 +16,17 @@ import math
 
 from ..ir import FrozenDict
 from .context import ParseContext
+from .literal_limits import LiteralError, check_float_text
 
 
 class NotALiteral(Exception):
-    """The node is not a plain Python literal; the caller may read it another way."""
+    """The node is not a plain Python literal; the caller may read it another way.
+    With a message, it is one that cannot be read (a float literal beyond float64)."""
 
-    def __init__(self, node: ast.AST):
-        super().__init__(type(node).__name__)
+    def __init__(self, node: ast.AST, message: str | None = None):
+        super().__init__(message or type(node).__name__)
         self.node = node
+        self.message = message
 
 
 _NON_FINITE_NAMES = {"inf": math.inf, "nan": math.nan, "infinity": math.inf}
@@ -32,6 +35,10 @@ _NON_FINITE_NAMES = {"inf": math.inf, "nan": math.nan, "infinity": math.inf}
 def number_or_list(node: ast.expr):
     """The data of `R.const(...)`: a number, a bool, or nested lists of them."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float)):
+        try:
+            check_float_text(node.value)
+        except LiteralError as error:
+            raise NotALiteral(node, str(error)) from None
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = number_or_list(node.operand)
@@ -84,6 +91,10 @@ def attr_value(node: ast.expr, ctx: ParseContext, other=None):
     handed to `other(node)` (the Relax parser reads IR values there); without it,
     such a node is an error."""
     if isinstance(node, ast.Constant):
+        try:
+            check_float_text(node.value)
+        except LiteralError as error:
+            raise ctx.fail(str(error), node) from None
         if node.value is None or isinstance(node.value, (bool, int, float, str)):
             return node.value
         raise ctx.fail(f"unsupported literal {node.value!r}", node)

@@ -24,6 +24,8 @@ import ast
 
 from .. import ir
 from ..ir import tir
+from ..ir.struct_info_check import describe as describe_struct_info
+from ..ir.structural import structural_equal
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .prim_expr import is_known_dtype
 from .relax_control import BindingBlocks, ControlFlowParser, DataflowState
@@ -255,6 +257,12 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         span = self.ctx.span(stmt)
         if isinstance(value_node, ast.Call) and self.ctx.dialect_of(value_node.func) == ("relax", "match_cast"):
             value, cast_info = self._match_cast(value_node)
+            if info is not None and not structural_equal(info, cast_info):
+                # TVM's rule: the annotation would otherwise name symbolic variables that
+                # nothing defines, R.Tensor((n, m)) = R.match_cast(x, R.Tensor((1, 1, 1)))
+                raise self.ctx.fail(f"the annotation of '{target.id}' differs from the struct info of its"
+                                    f" R.match_cast, {describe_struct_info(cast_info)}; write the same or"
+                                    " leave the annotation out", annotation)
             var = self._make_var(target.id, info if info is not None else cast_info, target, dataflow)
             return ir.MatchCast(var, value, cast_info, span=span)
         value = self.expr(value_node)

@@ -23,6 +23,7 @@ import ast
 import numpy as np
 
 from .. import ir
+from .literal_limits import LiteralError, check_constant, check_literal
 from .relax_literals import NotALiteral, number_or_list
 
 
@@ -184,11 +185,23 @@ def const(parser, node: ast.Call) -> ir.Constant:
         else:
             value = number_or_list(value_node)
     except NotALiteral as error:
-        raise parser.ctx.fail("the value of R.const must be a number or a nested list of numbers", error.node) from None
+        raise parser.ctx.fail(error.message or "the value of R.const must be a number or a nested list of numbers",
+                              error.node) from None
     try:
-        return ir.const(value, dtype).with_fields(span=parser.ctx.span(node))
+        if dtype is not None and isinstance(value, (int, float)):
+            check_literal(value, dtype)  # numpy's messages name no range
+        with np.errstate(over="ignore"):  # an overflow is reported below, at the value
+            constant = ir.const(value, dtype)
+    except LiteralError as error:
+        raise parser.ctx.fail(str(error), value_node) from None
     except (ValueError, TypeError, OverflowError) as error:
         raise parser.ctx.fail(f"invalid constant: {str(error).rstrip('.')}", node) from None
+    if not isinstance(value, np.ndarray):  # an array literal of the fast path is already typed
+        try:
+            check_constant(value, constant.data)
+        except LiteralError as error:
+            raise parser.ctx.fail(str(error), value_node) from None
+    return constant.with_fields(span=parser.ctx.span(node))
 
 
 def shape(parser, node: ast.Call) -> ir.ShapeExpr:
@@ -196,7 +209,7 @@ def shape(parser, node: ast.Call) -> ir.ShapeExpr:
     values = bound["values"]
     if not isinstance(values, (ast.List, ast.Tuple)):
         raise parser.ctx.fail("R.shape takes a list of dimensions such as [n, 4]", values)
-    return ir.ShapeExpr(tuple(parser.shape_dim(d) for d in values.elts), span=parser.ctx.span(node))
+    return ir.ShapeExpr(parser.shape_dims(values), span=parser.ctx.span(node))
 
 
 def prim_value(parser, node: ast.Call) -> ir.PrimValue:
@@ -217,7 +230,7 @@ def shape_expr(parser, node: ast.Call) -> ir.ShapeExpr:
     values = bound["values"]
     if not isinstance(values, (ast.List, ast.Tuple)):
         raise parser.ctx.fail("R.ShapeExpr takes a list of dimensions such as [n, 4]", values)
-    return ir.ShapeExpr(tuple(parser.shape_dim(d) for d in values.elts), span=parser.ctx.span(node))
+    return ir.ShapeExpr(parser.shape_dims(values), span=parser.ctx.span(node))
 
 
 def tuple_get_item(parser, node: ast.Call) -> ir.TupleGetItem:

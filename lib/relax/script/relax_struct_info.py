@@ -30,6 +30,7 @@ from ..ir.struct_info import (
 )
 from ..diagnostics import Diagnostic
 from .context import ParseAbort, ParseContext, Scope
+from .literal_limits import MAX_RANK, describe_int, rank_error, require_fits
 from .prim_expr import is_known_dtype, parse_prim_expr
 
 STRUCT_INFO_NAMES = ("Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable")
@@ -161,7 +162,7 @@ class StructInfoParser:
         if isinstance(node, ast.Constant) and node.value is None:
             return None
         if isinstance(node, (ast.Tuple, ast.List)):
-            return ShapeExpr(tuple(self.shape_dim(d) for d in node.elts), span=self.ctx.span(node))
+            return ShapeExpr(self.shape_dims(node), span=self.ctx.span(node))
         # A variable of shape struct info: `R.Tensor(s, dtype="float32")`.
         if isinstance(node, ast.Name):
             found = self.scope.lookup(node.id)
@@ -177,7 +178,7 @@ class StructInfoParser:
         if values_node is not None and not (isinstance(values_node, ast.Constant) and values_node.value is None):
             if not isinstance(values_node, (ast.List, ast.Tuple)):
                 raise self.ctx.fail("the values of R.Shape must be a list of dimensions such as [n, 4]", values_node)
-            values = tuple(self.shape_dim(d) for d in values_node.elts)
+            values = self.shape_dims(values_node)
             if "ndim" in kwargs and self._ndim(kwargs["ndim"]) not in (-1, len(values)):
                 raise self.ctx.fail(f"ndim does not match the {len(values)} values of the shape", kwargs["ndim"])
             return ShapeStructInfo(values, span=span)
@@ -223,6 +224,14 @@ class StructInfoParser:
         return FuncStructInfo(params, ret, purity, span=span)
 
     # -- pieces ----------------------------------------------------------------------
+    def shape_dims(self, node: ast.Tuple | ast.List) -> tuple[tir.PrimExpr, ...]:
+        """The dimensions of a shape literal, refused before any is read when there are
+        more than a tensor can have."""
+        too_many = rank_error(len(node.elts))
+        if too_many is not None:
+            raise self.ctx.fail(too_many, node)
+        return tuple(self.shape_dim(d) for d in node.elts)
+
     def shape_dim(self, node: ast.expr) -> tir.PrimExpr:
         """One dimension: an int, a string naming a symbolic variable, or an integer
         PrimExpr over the symbolic variables in scope."""
@@ -235,6 +244,7 @@ class StructInfoParser:
         """A value known at compile time or symbolically (R.Prim(value=...), R.prim_value)."""
         if isinstance(node, ast.Constant):
             if isinstance(node.value, int) and not isinstance(node.value, bool):
+                require_fits(self.ctx, node, node.value, "int64")
                 return tir.IntImm("int64", node.value, span=self.ctx.span(node))
             if isinstance(node.value, str):
                 return self._string_dim(node)
@@ -250,14 +260,25 @@ class StructInfoParser:
     def declare_shape_strings(self, annotation: ast.expr) -> None:
         """Defines the symbolic variables that identifier strings name in an annotation,
         so that `x: R.Tensor(("m + 1",)), y: R.Tensor(("m",))` reads in either order."""
-        for call in ast.walk(annotation):
-            dialect = self.ctx.dialect_of(call.func) if isinstance(call, ast.Call) else None
+        pending = [annotation]
+        while pending:
+            call = pending.pop()
+            if isinstance(call, (ast.Tuple, ast.List)):
+                pending.extend(call.elts)
+            if not isinstance(call, ast.Call):
+                continue
+            dialect = self.ctx.dialect_of(call.func)
             if dialect is None or dialect[0] != "relax" or dialect[1] not in _SHAPE_ARGUMENTS:
+                pending.extend(call.args)  # R.Tuple(...), R.Callable(...): struct infos inside
+                pending.extend(k.value for k in call.keywords)
                 continue
             index, keyword = _SHAPE_ARGUMENTS[dialect[1]]
             dims = call.args[index] if index is not None and len(call.args) > index else None
             dims = next((k.value for k in call.keywords if k.arg == keyword), dims)
-            for element in dims.elts if isinstance(dims, (ast.Tuple, ast.List)) else [dims]:
+            elements = dims.elts if isinstance(dims, (ast.Tuple, ast.List)) else [dims]
+            if len(elements) > MAX_RANK:
+                continue  # refused where the shape is read
+            for element in elements:
                 if isinstance(element, ast.Constant) and isinstance(element.value, str) \
                         and element.value.strip().isidentifier():
                     self._string_dim(element)
@@ -308,6 +329,8 @@ class StructInfoParser:
             sign, value = -1, value.operand
         if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
             ndim = sign * value.value
+            if ndim > MAX_RANK:
+                raise self.ctx.fail(rank_error(ndim, f"ndim={describe_int(ndim)}"), node)
             if ndim >= -1:
                 return ndim
         raise self.ctx.fail("ndim must be a non-negative integer, or -1 for unknown", node)

@@ -22,6 +22,7 @@ from ..ir import EMPTY, FrozenDict, tir
 from ..ir import dtype as dt
 from . import tir_ops
 from .context import Scope
+from .literal_limits import LiteralError
 from .prim_expr import LocalScalar, is_dtype_name, unknown_name_message
 from .tir_block_parser import ALLOC_NAMES, AXIS_KINDS
 from .tir_buffer import BufferParser
@@ -255,7 +256,10 @@ class AssignmentParser:
         """The value as the buffer's element type: TVM casts what is stored, as C does."""
         lanes = max([dt.lanes(i.dtype) for i in indices] + [1])
         expected = dt.with_lanes(buffer.dtype, lanes) if lanes > 1 else buffer.dtype
-        return tir_ops.cast(expected, value)
+        try:
+            return tir_ops.cast(expected, value)
+        except LiteralError as error:
+            raise self.ctx.fail(str(error), node) from None
 
     def _aug_assign(self, stmt: ast.AugAssign, scope: Scope) -> tir.Stmt:
         """`A[i] += v` is `A[i] = A[i] + v`."""

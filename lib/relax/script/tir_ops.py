@@ -21,9 +21,30 @@ from typing import Callable, Union
 
 from ..ir import dtype as dt
 from ..ir import tir
+from .literal_limits import LiteralError, check_literal
 
 Number = Union[bool, int, float]
 Operand = Union[tir.PrimExpr, Number]
+
+
+class HandleError(LiteralError):
+    """A handle (a pointer) where a number is needed: in arithmetic, or converted to or
+    from a number. TVM builds such nodes and its LLVM code generation then fails; the
+    parser reports it where a LiteralError is, at the expression."""
+
+
+def _is_handle(value: Operand) -> bool:
+    return isinstance(value, tir.PrimExpr) and value.dtype == "handle"
+
+
+def require_number(value: Operand, what: str) -> None:
+    """HandleError if `value` is a handle (`what` says where it was used)."""
+    if _is_handle(value):
+        raise HandleError(f"{what} cannot take a handle (a pointer)")
+
+
+def handle_conversion_message(source: str, target: str) -> str:
+    return f"a value of type {source} cannot be converted to {target}: a handle (a pointer) is not a number"
 
 
 def make_const(value: Number, dtype: str) -> tir.PrimExpr:
@@ -35,6 +56,12 @@ def make_const(value: Number, dtype: str) -> tir.PrimExpr:
     if dt.is_bool(dtype):
         return tir.IntImm("bool", int(bool(value)))
     return tir.IntImm(dtype, int(value))
+
+
+def literal(value: Number, dtype: str) -> tir.PrimExpr:
+    """A literal of the source as a constant of `dtype`; LiteralError if it does not fit."""
+    check_literal(value, dtype)
+    return make_const(value, dtype)
 
 
 def literal_dtype(value: Number, default_int_dtype: str = "int32") -> str:
@@ -51,17 +78,19 @@ def literal_dtype(value: Number, default_int_dtype: str = "int32") -> str:
 def as_expr(value: Operand, default_int_dtype: str = "int32") -> tir.PrimExpr:
     if isinstance(value, tir.PrimExpr):
         return value
-    return make_const(value, literal_dtype(value, default_int_dtype))
+    return literal(value, literal_dtype(value, default_int_dtype))
 
 
 def cast(dtype: str, value: Operand) -> tir.PrimExpr:
     """`value` as `dtype`: constants are converted, equal types are left alone."""
     if not isinstance(value, tir.PrimExpr):
-        return make_const(value, dtype)
+        return literal(value, dtype)
     if value.dtype == dtype:
         return value
+    if "handle" in (value.dtype, dtype):  # no LLVM conversion turns a pointer into a number or back
+        raise HandleError(handle_conversion_message(value.dtype, dtype))
     if isinstance(value, (tir.IntImm, tir.FloatImm)) and dt.lanes(dtype) == 1:
-        return make_const(value.value, dtype)
+        return literal(value.value, dtype)
     if isinstance(value, tir.Broadcast) and dt.lanes(dtype) > 1:
         return tir.Broadcast(cast(dt.element(dtype), value.value), dt.lanes(dtype))
     return tir.Cast(dtype, value)
@@ -83,6 +112,9 @@ def match_types(a: Operand, b: Operand) -> tuple[tir.PrimExpr, tir.PrimExpr]:
         b = as_expr(b)
     if a.dtype == b.dtype:
         return a, b
+    if "handle" in (a.dtype, b.dtype):
+        other = b.dtype if a.dtype == "handle" else a.dtype
+        raise HandleError(f"a handle (a pointer) cannot be combined with a value of type {other}")
     lanes_a, lanes_b = dt.lanes(a.dtype), dt.lanes(b.dtype)
     if lanes_a != lanes_b:
         if lanes_a == 1:
@@ -186,8 +218,12 @@ def binary(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | Number:
             return folded
     if cls in (tir.And, tir.Or):
         a, b = cast_bool(a), cast_bool(b)
+        require_number(a, "'and' or 'or'")
+        require_number(b, "'and' or 'or'")
     else:
         a, b = match_types(a, b)
+        if not issubclass(cls, tir.CompareOp):  # pointers compare, they do not compute
+            require_number(a, "arithmetic")
     if cls in _NEVER_FOLDED:
         return cls(a, b)
     ca, cb = _constant(a), _constant(b)
@@ -225,8 +261,8 @@ def _literal_like(value: Operand, other: Operand) -> tir.PrimExpr:
         return value
     scalar = dt.element(other.dtype)
     if isinstance(value, float) and not dt.is_float(scalar):
-        return make_const(value, "float32")
-    return make_const(value, scalar)
+        return literal(value, "float32")
+    return literal(value, scalar)
 
 
 def cast_bool(value: Operand) -> tir.PrimExpr:
@@ -246,6 +282,7 @@ def negate(value: Operand) -> tir.PrimExpr | Number:
     """`-value`: a constant is negated in place; otherwise `x * -1` as TVM's ExprOp does."""
     if not isinstance(value, tir.PrimExpr):
         return -value
+    require_number(value, "negation")
     constant = _constant(value)
     if constant is not None:
         return make_const(-constant, value.dtype)

@@ -17,6 +17,7 @@ from typing import Callable
 from ..ir import dtype as dt
 from ..ir import tir
 from . import tir_ops
+from .literal_limits import LiteralError
 from .tir_intrinsics import BINARY_MATH, INTRINSICS, Intrinsic, describe_arity
 from .tir_ops import Operand
 
@@ -119,7 +120,11 @@ class PrimCallParser:
             if text not in ("inf", "-inf", "nan", "+inf") or not dt.is_float(dtype):
                 raise self.ctx.fail(f"'{argument.value}' is not a {dtype} constant", argument)
             return tir_ops.make_const(float(text), dtype)
-        return tir_ops.cast(dtype, self.value(argument))
+        value = self.value(argument)
+        try:
+            return tir_ops.cast(dtype, value)
+        except LiteralError as error:
+            raise self.ctx.fail(str(error), argument) from None
 
     def _intrinsic(self, intrinsic: Intrinsic, node: ast.Call) -> tir.PrimExpr:
         self.check_arity(node, intrinsic.name, intrinsic.min_args, intrinsic.max_args)
@@ -147,7 +152,10 @@ class PrimCallParser:
     # Handlers of the calls that build nodes other than tir.Call.
     def _cast(self, node: ast.Call) -> tir.PrimExpr:
         self.check_arity(node, "Cast", 2, 2)
-        return tir.Cast(self.dtype_string(node.args[0]), self.parse(node.args[1]))
+        dtype, value = self.dtype_string(node.args[0]), self.parse(node.args[1])
+        if "handle" in (dtype, value.dtype) and dtype != value.dtype:
+            raise self.ctx.fail(tir_ops.handle_conversion_message(value.dtype, dtype), node)
+        return tir.Cast(dtype, value)
 
     def _select(self, node: ast.Call) -> tir.PrimExpr:
         self.check_arity(node, "Select", 3, 3)

@@ -19,6 +19,7 @@ from typing import Callable
 from ..ir import EMPTY, tir
 from . import tir_ops
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
+from .literal_limits import LiteralError
 from .prim_expr import METADATA_MESSAGE, POISONED, PrimExprParser, _is_metadata
 from .tir_assign_parser import LOCAL_SCALAR_ANNOTATION, AssignmentParser, Scoped  # noqa: F401 - re-exported
 from .tir_block_parser import BLOCK_NAMES, BlockFrame, BlockHeaderParser, block_name
@@ -70,7 +71,9 @@ class StmtParser(AssignmentParser):
                 continue
             try:
                 result = self.statement(stmt, scope)
-            except ParseAbort:
+            except (ParseAbort, LiteralError) as error:
+                if isinstance(error, LiteralError):  # a literal met its type outside an expression
+                    self.ctx.error(str(error), stmt)
                 _poison_targets(stmt, scope)
                 continue
             if isinstance(result, Scoped):

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..diagnostics import error
+from ..ir import dtype as dt
 from ..ir import expr as rx
+from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator
 from ..op import registry
@@ -38,10 +41,26 @@ class _Legalizer(ExprMutator):
         op = registry.get(value.op.name)
         if op is None or op.legalize is None:
             return binding
+        _refuse_unsupported_result(binding)
         legalized = op.legalize(bind_call(value, self.mod), self.context)
         if legalized is None:
             return binding
         return dataclasses.replace(binding, value=dataclasses.replace(legalized, span=value.span))
+
+
+def _refuse_unsupported_result(binding: rx.VarBinding) -> None:
+    """An attribute such as dtype="float32x4" or "handle" asks for a tensor the runtime
+    cannot hold: its tensors are numpy arrays, of scalars of the types numpy has."""
+    info = binding.var.struct_info
+    for leaf in info.fields if isinstance(info, TupleStructInfo) else (info,):
+        if not isinstance(leaf, TensorStructInfo) or leaf.dtype == "void" or leaf.dtype in dt.SUPPORTED_NUMPY:
+            continue
+        name = "R." + binding.value.op.name.removeprefix("relax.")
+        if dt.is_valid(leaf.dtype) and dt.lanes(leaf.dtype) > 1:
+            raise error(f"{name} would give a tensor of the vector data type '{leaf.dtype}', which relax"
+                        f" tensors cannot have; use \"{dt.element(leaf.dtype)}\"", binding.value.span)
+        raise error(f"{name} would give a tensor of the data type '{leaf.dtype}', which relax tensors cannot"
+                    f" have; the supported ones are {', '.join(dt.SUPPORTED_NUMPY)}", binding.value.span)
 
 
 @register_pass

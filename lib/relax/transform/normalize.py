@@ -19,7 +19,7 @@ from ..diagnostics import Diagnostic, DiagnosticError
 from ..ir import expr as rx
 from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
-from ..ir.struct_info import ObjectStructInfo
+from ..ir.struct_info import INT64_MAX, MAX_NESTING, ObjectStructInfo, nesting_depth, oversized_tensor
 from ..ir.struct_info_check import conflict, describe
 from ..op.infer import struct_info_of
 from ..ir.pass_infra import Pass, register_pass
@@ -47,13 +47,31 @@ class _FunctionNormalizer:
 
     def infer(self, value: rx.Expr, fallback=None):
         """The struct info of `value`, or `fallback` after recording why it has none."""
-        if any(id(v) in self.failed for v in free_vars(value)):
+        returned = value.body if isinstance(value, rx.SeqExpr) else value  # a function's result: at its return
+        if any(id(v) in self.failed for v in (*free_vars(value), *free_vars(returned))):
             return None
         try:
-            return struct_info_of(value, self.mod)
+            info = struct_info_of(value, self.mod)
         except DiagnosticError as error:
             self.errors.extend(error.diagnostics)
             return None
+        return info if self.allowed(info, returned.span or value.span) else None
+
+    def allowed(self, info, span) -> bool:
+        """Whether `info` nests few enough tuples and callables to be printed (MAX_NESTING)
+        and its tensors' sizes fit in int64; else the error, at `span` (where the value or
+        annotation is written)."""
+        if nesting_depth(info) > MAX_NESTING:
+            self.errors.append(Diagnostic("error", f"tuples or callables nest more than {MAX_NESTING} levels deep"
+                                                   f" here; at most {MAX_NESTING} are supported", span))
+            return False
+        oversized = oversized_tensor(info)
+        if oversized is not None:
+            tensor, size = oversized
+            self.errors.append(Diagnostic("error", f"the size of {describe(tensor)}, {_describe_size(size)} bytes,"
+                                                   f" does not fit in int64 (at most {INT64_MAX})", span))
+            return False
+        return True
 
     # -- values -----------------------------------------------------------------------
     def leaf(self, expr: rx.Expr) -> rx.Expr:
@@ -117,9 +135,15 @@ class _FunctionNormalizer:
     def binding(self, binding: rx.Binding) -> rx.Binding:
         if isinstance(binding, rx.MatchCast):
             value = self.leaf(binding.value)
+            if not self.allowed(binding.struct_info, binding.struct_info.span or binding.span):
+                self.failed.add(id(binding.var))
             var = self.define(binding.var, binding.struct_info)
             return dataclasses.replace(binding, var=var, value=value)
         value = self.value(binding.value)
+        written = binding.var.struct_info
+        if written is not None and not self.allowed(written, written.span or binding.var.span):
+            self.failed.add(id(binding.var))  # refused where it is written; its value is not checked again
+            return dataclasses.replace(binding, value=value)
         if binding.var.struct_info is not None and not isinstance(value, rx.Call):
             return dataclasses.replace(binding, value=value)
         # Calls are inferred even when annotated: that is where operator errors show.
@@ -150,11 +174,20 @@ class _FunctionNormalizer:
 
     def function(self, func: rx.Function) -> rx.Function:
         params = tuple(p if p.struct_info is not None else self.define(p, ObjectStructInfo()) for p in func.params)
+        for param in func.params:
+            if param.struct_info is not None and not self.allowed(param.struct_info, param.struct_info.span or func.span):
+                self.failed.add(id(param))  # what is computed from it is not checked again
+        if func.ret_struct_info is not None:
+            self.allowed(func.ret_struct_info, func.ret_struct_info.span or func.span)
         body = self.seq(func.body)
         ret = func.ret_struct_info or self.infer(body) or ObjectStructInfo()
         if params == func.params and body is func.body and ret is func.ret_struct_info:
             return func
         return dataclasses.replace(func, params=params, body=body, ret_struct_info=ret)
+
+
+def _describe_size(size: int) -> str:
+    return str(size) if size < 10**30 else f"more than 2**{size.bit_length() - 1}"
 
 
 @register_pass

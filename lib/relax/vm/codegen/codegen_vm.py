@@ -30,6 +30,7 @@ from ...runtime.objects import ShapeTuple
 from ..bytecode.exec_builder import ExecBuilder
 from ..bytecode.executable import Executable
 from ..bytecode import signature
+from ..bytecode.isa import VALUE_MAX, VALUE_MIN
 
 # Relax operators that survive to code generation, and the builtin each becomes.
 # `True` in the second place: the builtin takes the VM as its first argument.
@@ -82,12 +83,7 @@ class _FunctionCodegen:
                 raise error("a symbolic shape reached code generation (run vm-shape-lower first)", expr.span)
             return b.convert_constant(ShapeTuple(v.value for v in expr.values))
         if isinstance(expr, rx.PrimValue):
-            value = expr.value
-            if isinstance(value, tir.IntImm):
-                return b.imm(value.value)
-            if isinstance(value, tir.FloatImm):
-                return b.convert_constant(float(value.value))
-            raise error("a symbolic value reached code generation (run vm-shape-lower first)", expr.span)
+            return self.prim_word(expr)
         if isinstance(expr, rx.StringImm):
             return b.convert_constant(expr.value)
         if isinstance(expr, rx.DataTypeImm):
@@ -100,6 +96,16 @@ class _FunctionCodegen:
             self.emit_call("vm.builtin.make_tuple", [self.word(f) for f in expr.fields], register)
             return b.r(register)
         raise error(f"cannot pass a {type(expr).__name__} as an argument here", expr.span)
+
+    def prim_word(self, expr: rx.PrimValue) -> int:
+        value = expr.value
+        if isinstance(value, tir.IntImm):
+            if VALUE_MIN <= value.value <= VALUE_MAX:
+                return self.builder.imm(value.value)
+            return self.builder.convert_constant(int(value.value))  # wider than a word: from the pool, as TVM does
+        if isinstance(value, tir.FloatImm):
+            return self.builder.convert_constant(float(value.value))
+        raise error("a symbolic value reached code generation (run vm-shape-lower first)", expr.span)
 
     def emit_call(self, name: str, args: list[int], dst: int | None) -> None:
         self.code.append(("call", name, args, dst, self.location))
