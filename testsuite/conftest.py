@@ -26,8 +26,9 @@ def kernel_builds_directory(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def shared_kernel_builds(request, kernel_builds_directory):
     """Library kernel builds shared across the session's tests (shared_kernel_builds.py),
-    except in tests that patch the library or are marked fresh_builds."""
-    if "monkeypatch" in request.fixturenames or request.node.get_closest_marker("fresh_builds"):
+    except in tests that patch the library (unless marked shared_builds) or are marked fresh_builds."""
+    patches = "monkeypatch" in request.fixturenames and not request.node.get_closest_marker("shared_builds")
+    if patches or request.node.get_closest_marker("fresh_builds"):
         yield
         return
     from shared_kernel_builds import sharing

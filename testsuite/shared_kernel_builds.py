@@ -8,7 +8,8 @@ read; here it stands behind every library build that names no cache, in a direct
 lives as long as the session and is never the user's.
 
 A test that patches the library (it takes `monkeypatch`) or is marked `fresh_builds` builds
-everything itself: a patch could change a kernel without changing its key.
+everything itself: a patch could change a kernel without changing its key. A test marked
+`shared_builds` patches only the runtime (what runs, not what builds) and shares them.
 """
 
 from __future__ import annotations

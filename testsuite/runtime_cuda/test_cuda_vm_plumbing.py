@@ -18,6 +18,9 @@ from relax.runtime.cuda.allocator import CUDA_ALLOCATORS
 from relax.runtime.cuda.tensors import is_device_array
 from relax.vm import VirtualMachine
 
+# The stand-in cupy and kernel library patch the runtime only: the builds are the session's.
+pytestmark = pytest.mark.shared_builds
+
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.relax"))
 
