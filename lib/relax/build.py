@@ -13,6 +13,7 @@ attached as `exe.kernel_objects` for export.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 
@@ -23,9 +24,13 @@ def lower(mod: IRModule, opt_level: int = 2, context=None, target=None) -> IRMod
     """The module after the -O pipeline for `target`'s kind: VM-ready Relax functions and
     every kernel."""
     from .ir.pass_infra import PassContext, run_passes
+    from .transform.pack_constant_weights import TARGET_KEY
     from .transform.pipeline import pipeline
 
     context = context or PassContext(opt_level=opt_level)
+    if target is not None and target.kind == "llvm" and TARGET_KEY not in context.config:
+        # constant weights packed in the layouts of the kernels built for `target`
+        context = dataclasses.replace(context, config={**context.config, TARGET_KEY: target})
     with context:
         return run_passes(mod, pipeline(opt_level, target.kind if target is not None else "llvm"), context)
 
@@ -74,8 +79,6 @@ def _attach_kernels(exe, objects, target) -> None:
 
 def _context_at(opt_level: int):
     """The kernels' configuration: the current pass context's config at `opt_level`."""
-    import dataclasses
-
     from .ir.pass_infra import PassContext
 
     return dataclasses.replace(PassContext.current(), opt_level=opt_level, instruments=[])

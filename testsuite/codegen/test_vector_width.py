@@ -26,4 +26,4 @@ from relax.tir.schedule.cpu import cpu_info
 ])
 def test_vector_bits(target, bits):
     assert vector_bits(target_spec(target)) == bits
-    assert cpu_info(target).wide_registers is (bits >= 512)
+    assert cpu_info(target).vector_bits == bits and cpu_info(target).lanes == bits // 32

@@ -3,7 +3,7 @@
 Models: a (1 x K) @ (K x N) product, alone or followed by an epilogue (bias add and relu,
 bias add alone, GELU), built whole (legalize, fuse, schedule, VM) at -O0 (plain nests) and
 -O2 (the rule, its fused epilogue), for the generic x86-64 CPU (16 vector registers) and
-for one with AVX-512's 32 (the narrow/wide threshold moves), run on the same random data
+for the other CPU models the host runs (the strips' vectors and lanes follow the model), run on the same random data
 and compared with each other and with numpy (float64). Kernel-level cases check the
 structure (register strips, k split for narrow rows, epilogue fused), parallel against serial results,
 and that other shapes and dtypes are left to the other rules. Tolerance: rtol 1e-4,
@@ -22,8 +22,8 @@ from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
 from relax.tir.schedule import default_cpu_schedule, gemv
 from relax.tir.schedule.cpu import CpuInfo
+from relax.tir.schedule.gemv import strip_vectors
 from relax.tir.schedule.nest import match_nest
-from relax.ir.pass_infra import PassContext
 from relax.vm import VirtualMachine
 
 from dataflow_kernels import lowered_kernels, module_text
@@ -110,7 +110,7 @@ def test_symbolic_batch_of_single_rows_matches_numpy():
     params = 'x: R.Tensor(("b", 1, 33), "float32"), w: R.Tensor((33, 20), "float32")'
     funcs = lowered_kernels(params, "out = R.matmul(x, w)")
     func, nest = _matmul_func(funcs)
-    assert gemv.matches(nest, CpuInfo(wide_registers=True))
+    assert gemv.matches(nest, AVX512)
     for level in (0, 2):
         exe = build(parse(module_text(params, "out = R.matmul(x, w)")), "llvm", opt_level=level)
         x, w, _ = _inputs(33, 20, rows=(5, 1))
@@ -140,24 +140,28 @@ def _fmas(stmt) -> list:
     return [call for call in collect(stmt, tir.Call) if call.op == "tir.fma"]
 
 
-@pytest.mark.parametrize("wide,chains", [(True, gemv.WIDE_CHAINS), (False, gemv.CHAINS)])
-def test_narrow_rows_split_k_over_registers(wide, chains):
+AVX512 = CpuInfo.for_level("x86-64-v4")  # strips of 16 vectors of 16 lanes, 8 chains
+AVX2 = CpuInfo.for_level("x86-64-v3")  # strips of 8 vectors of 8 lanes, 8 chains
+
+
+@pytest.mark.parametrize("cpu, vectors, split", [(AVX512, {"float32x10"}, 8), (AVX2, {"float32x8", "float32x2"}, 4)],
+                         ids=["avx512", "avx2"])
+def test_narrow_rows_split_k_over_registers(cpu, vectors, split):
     _, nest = _matmul_func(_kernels(2048, 10))
-    cpu = CpuInfo(wide_registers=wide)
     assert gemv.matches(nest, cpu)
     stmt = gemv.apply(nest, cpu)
-    lanes = {call.dtype for call in _fmas(stmt)}
-    assert lanes == {"float32x10"}
-    groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{chains}")]
-    assert [g.extent.value for g in groups] == [2048 // chains]  # k dealt round `chains` accumulators
+    assert {call.dtype for call in _fmas(stmt)} == vectors
+    groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{split}")]
+    assert [g.extent.value for g in groups] == [2048 // split]  # k dealt round `split` sets: 8 chains in all
 
 
-@pytest.mark.parametrize("wide,vectors", [(True, gemv.WIDE_STRIP_VECTORS), (False, gemv.STRIP_VECTORS)])
-def test_wide_rows_in_register_strips(wide, vectors):
+@pytest.mark.parametrize("cpu", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_wide_rows_in_register_strips(cpu):
     _, nest = _matmul_func(_kernels(400, 256))  # 400 KB of B: under K_SPLIT_MIN_BYTES, column strips
-    stmt = gemv.apply(nest, CpuInfo(wide_registers=wide))
+    stmt = gemv.apply(nest, cpu)
+    vectors = strip_vectors(cpu)
     strips = [loop for loop in collect(stmt, tir.For) if "strip" in loop.loop_var.name]
-    assert [s.extent.value for s in strips] == [256 // (vectors * gemv.LANES)]
+    assert [s.extent.value for s in strips] == [256 // (vectors * cpu.lanes)]
     assert not [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith("_block")]
     groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{gemv.GROUP_ROWS}")]
     assert [g.extent.value for g in groups] == [400 // gemv.GROUP_ROWS]
@@ -169,7 +173,7 @@ def test_big_products_split_b_by_rows_for_the_threads():
     summing into its row of partial sums; one vector pass adds them and applies the epilogue."""
     funcs = _kernels(784, 512, "bias_relu")
     func, nest = _matmul_func(funcs)
-    stmt = gemv.apply(nest, CpuInfo(wide_registers=True))
+    stmt = gemv.apply(nest, AVX512)
     blocks = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith("_block")]
     assert [b.extent.value for b in blocks] == [gemv.K_BLOCKS]
     groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith(f"g{gemv.GROUP_ROWS}")]
@@ -186,8 +190,8 @@ def test_row_blocks_match_plain_and_numpy(k, n, epilogue, schedule_target):
 
 
 def test_columns_left_after_the_strips_split_k():
-    _, nest = _matmul_func(_kernels(64, 16 * gemv.WIDE_STRIP_VECTORS + 20))  # one strip, then 16 + 4 columns
-    stmt = gemv.apply(nest, CpuInfo(wide_registers=True))
+    _, nest = _matmul_func(_kernels(64, 16 * strip_vectors(AVX512) + 20))  # one strip, then 16 + 4 columns
+    stmt = gemv.apply(nest, AVX512)
     groups = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith("_g4")]
     assert [g.extent.value for g in groups] == [16, 16]  # 64 rows: the strip in steps of 4, the rest over 4 sets
     assert {call.dtype for call in _fmas(groups[1].body)} == {"float32x16", "float32x4"}
@@ -195,7 +199,10 @@ def test_columns_left_after_the_strips_split_k():
 
 
 @pytest.mark.parametrize("epilogue,operation", [("bias_relu", tir.Max), ("bias_gelu", tir.Call)])
-def test_epilogue_is_fused_into_the_store(epilogue, operation):
+def test_epilogue_is_fused_into_the_store(epilogue, operation, monkeypatch):
+    import relax.tir.schedule as schedule
+
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: AVX512)
     func, _ = _matmul_func(_kernels(784, 512, epilogue))
     scheduled = default_cpu_schedule(func)
     statements = top_level(scheduled.body)[0]

@@ -86,10 +86,13 @@ def _nest(funcs):
     return match_nest(stmt)
 
 
+AVX512 = CpuInfo.for_level("x86-64-v4")
+
+
 def test_cnn_pool_reads_whole_vectors_and_shuffles():
     nest = _nest(_pool_func((1, 16, 32, 32), 2, 2, 0))
-    assert pool.matches(nest, CpuInfo())
-    stmt = pool.apply(nest, CpuInfo())
+    assert pool.matches(nest, AVX512)
+    stmt = pool.apply(nest, AVX512)
     assert not [c for c in collect(stmt, tir.Call) if c.op == "tir.if_then_else"]
     shuffles = collect(stmt, tir.Shuffle)
     assert shuffles and all(s.dtype == "float32x16" for s in shuffles)
@@ -99,13 +102,19 @@ def test_cnn_pool_reads_whole_vectors_and_shuffles():
     assert all(ramp.lanes == 16 for ramp in loads)  # no read past the last picked element
 
 
+@pytest.mark.parametrize("level, lanes", [("x86-64-v3", 8), ("x86-64-v2", 4)])
+def test_pool_vectors_follow_the_cpu_model(level, lanes):
+    stmt = pool.apply(_nest(_pool_func((1, 16, 32, 32), 2, 2, 0)), CpuInfo.for_level(level))
+    assert {s.dtype for s in collect(stmt, tir.Shuffle)} == {f"float32x{lanes}"}
+
+
 def test_padded_pool_keeps_its_test():
     nest = _nest(_pool_func((1, 4, 17, 17), 3, 2, 1))
     term = pool._guarded_term(nest)
     assert term is not None
     assert not pool.always_true(term.args[0], pool._env(nest))
-    if pool.matches(nest, CpuInfo()):
-        assert [c for c in collect(pool.apply(nest, CpuInfo()), tir.Call) if c.op == "tir.if_then_else"]
+    if pool.matches(nest, AVX512):
+        assert [c for c in collect(pool.apply(nest, AVX512), tir.Call) if c.op == "tir.if_then_else"]
 
 
 def test_max_over_every_axis_is_not_a_pool():

@@ -3,10 +3,10 @@
 Each case legalizes and fuses (-O2) a float32 matmul, alone, batched or followed by a
 bias add and relu, builds its kernels unscheduled (-O0) and scheduled, runs both on
 the same random data and compares them with each other and with numpy (float64).
-The paths: full 8 x 32 (4 x 32 without AVX-512) tiles in parallel column chunks with
-packed B panels, the last rows as one smaller tile, the last columns (or a
-matrix narrower than one tile) as 16-lane tiles over a zero-padded panel, a symbolic
-K (blocks of K_PANEL, the last one shorter), and the blocking constants made small so
+The paths: full tiles (their shape from the CPU model: tile_shape.py) in parallel
+column chunks with packed B panels, the last rows as one smaller tile, the last columns
+(or a matrix narrower than one tile) as tiles of the target's vectors over a zero-padded
+panel, a symbolic K (k blocks, the last one shorter), and the blocking made small so
 that small matrices cross every chunk, row-block and k-block boundary, partial ones
 included. The rule claims float32 only: a float64 matmul keeps another path and
 stays correct. Tolerance: rtol 1e-4, atol 1e-4 (float32 sums of up to 1023 terms;
@@ -23,6 +23,7 @@ from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
 from relax.tir.schedule import default_cpu_schedule, register_tile
 from relax.tir.schedule.cpu import CpuInfo
+from relax.tir.schedule.tile_shape import Blocking, register_tile_shape
 from relax.tir.schedule.nest import match_nest
 from relax.ir.pass_infra import PassContext
 
@@ -71,12 +72,15 @@ def _check(m, k, n, epilogue=False, batch=(), dtype="float32", target=None):
     np.testing.assert_allclose(out, expected, **TOLERANCE)
 
 
-def _scheduled_matmul(m, k, n, wide=True):
+AVX512 = CpuInfo.for_level("x86-64-v4")  # 4 x 4 vectors of 16 lanes
+AVX2 = CpuInfo.for_level("x86-64-v3")  # 6 x 2 vectors of 8 lanes
+
+
+def _scheduled_matmul(m, k, n, cpu=AVX512):
     """The matmul nest of (m x k) @ (k x n), scheduled by the register-tile rule."""
     (func,) = lowered_kernels(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")',
                               "out = R.matmul(a, b)", 2).values()
     nest = next(n for n in map(match_nest, top_level(func.body)[0]) if n is not None)
-    cpu = CpuInfo(wide_registers=wide)
     assert register_tile.matches(nest, cpu)
     return register_tile.apply(nest, cpu)
 
@@ -124,22 +128,22 @@ def test_symbolic_k_matches_numpy(schedule_target):
         np.testing.assert_allclose(outputs[1], a.astype(np.float64) @ b, **TOLERANCE)
 
 
-@pytest.mark.parametrize("wide", [False, True])
-def test_every_block_boundary_crossed(monkeypatch, wide):
-    """Tiny blocking constants: partial column chunks, row blocks and k blocks on a small matmul."""
-    monkeypatch.setattr(schedule, "cpu_info", lambda target: CpuInfo(wide_registers=wide))
-    monkeypatch.setattr(register_tile, "K_PANEL", 16)
-    monkeypatch.setattr(register_tile, "CHUNK_TILES", 2)
-    monkeypatch.setattr(register_tile, "ROW_BLOCK_TILES", 3)
-    _check(8 * 13 + 5, 50, 32 * 5 + 7)
-    _check(8 * 13 + 5, 50, 32 * 5 + 7, epilogue=True)
+@pytest.mark.parametrize("cpu", [AVX2, AVX512], ids=["avx2", "avx512"])
+def test_every_block_boundary_crossed(monkeypatch, cpu):
+    """Tiny blocking: partial column chunks, row blocks and k blocks on a small matmul, the
+    tiles of `cpu` (its code built for this host: both are 128-bit-safe LLVM vectors)."""
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: cpu)
+    monkeypatch.setattr(register_tile, "blocking", lambda cpu, shape: Blocking(16, 2, 3))
+    shape = register_tile_shape(cpu)
+    _check(shape.rows * 13 + 5, 50, shape.width * 5 + 7)
+    _check(shape.rows * 13 + 5, 50, shape.width * 5 + 7, epilogue=True)
 
 
 def test_float64_is_not_claimed_and_stays_correct(schedule_target):
     (func,) = lowered_kernels('a: R.Tensor((64, 64), "float64"), b: R.Tensor((64, 64), "float64")',
                               "out = R.matmul(a, b)", 2).values()
     nest = next(n for n in map(match_nest, top_level(func.body)[0]) if n is not None)
-    assert not register_tile.matches(nest, CpuInfo(wide_registers=True))
+    assert not register_tile.matches(nest, AVX512)
     _check(13, 64, 40, dtype="float64", target=schedule_target)
 
 
@@ -147,23 +151,39 @@ def _fma_count(stmt) -> int:
     return sum(call.op == "tir.fma" for call in collect(stmt, tir.Call))
 
 
-def test_last_rows_take_a_smaller_register_tile():
-    # 13 rows: one 8-row tile (16 fma) and one 5-row tile (10 fma), no scalar row loop.
-    stmt = _scheduled_matmul(13, 64, 64)
-    assert _fma_count(stmt) == 8 * 2 + 5 * 2
+@pytest.mark.parametrize("m, tiles", [(13, [(6, 2), (1, 1)]), (64, [(6, 9), (5, 2)]), (25, [(5, 5)]), (12, [(6, 2)])])
+def test_last_rows_take_tiles_a_row_shorter(m, tiles):
+    """M no multiple of the tile's 6 rows (AVX2): the last tiles are a row shorter (64 = 9 x 6
+    + 2 x 5), or, where M is too small for that, one tile takes the rows left (13 = 2 x 6 + 1).
+    Each tile height is one loop body of rows x 2 fma; no scalar row loop."""
+    assert register_tile._row_parts(m, 6) == [(rows, sum(r * c for r, c in tiles[:i]), count)
+                                              for i, (rows, count) in enumerate(tiles)]
+    stmt = _scheduled_matmul(m, 64, 64, AVX2)
+    assert _fma_count(stmt) == sum(rows * 2 for rows, _ in tiles)
     assert not any("rest" in loop.loop_var.name for loop in collect(stmt, tir.For))
 
 
-def test_narrow_columns_take_sixteen_lane_tiles():
-    # 64 x 10: only narrow tiles, one 16-lane vector per row of 8 (one fma each), no scalar loops.
-    stmt = _scheduled_matmul(64, 512, 10)
-    assert _fma_count(stmt) == 8
+@pytest.mark.parametrize("cpu, lanes, ten, six", [(AVX512, 16, [8], [8]), (AVX2, 8, [6, 4], [8])], ids=["avx512", "avx2"])
+def test_narrow_columns_take_tiles_of_the_targets_vectors(cpu, lanes, ten, six):
+    """The last columns: tiles of the target's vectors, with rows enough for 8 chains of
+    accumulators (10 columns: 8 rows of one vector on AVX-512; 6 and the last 4 rows of
+    two on AVX2; 6 columns: 8 rows of one vector), no scalar loops."""
+    stmt = _scheduled_matmul(64, 512, 10, cpu)
+    assert _fma_count(stmt) == sum(ten) * -(-10 // lanes)
+    assert {call.dtype for call in collect(stmt, tir.Call) if call.op == "tir.fma"} == {f"float32x{lanes}"}
     assert not any("rest" in loop.loop_var.name for loop in collect(stmt, tir.For))
-    # 70 columns: two full 32-wide tiles, then 6 columns in one 16-lane vector per row.
-    assert _fma_count(_scheduled_matmul(64, 512, 70)) == 8 * 2 + 8
+    # a full tile and 6 columns more: the full tiles of each height, then the narrow rows.
+    shape = register_tile_shape(cpu)
+    full = sum(rows * shape.vectors for rows, _, _ in register_tile._row_parts(64, shape.rows))
+    assert _fma_count(_scheduled_matmul(64, 512, shape.width + 6, cpu)) == full + sum(six)
 
 
-def test_column_chunks_run_in_parallel_over_equal_k_blocks():
+# AVX-512 with this host's caches: k blocks of 128 steps for the 64-column panels (48 KiB L1).
+XEON = CpuInfo(vector_bits=512, vector_registers=32, fma=True, l1d_bytes=48 * 1024, l2_bytes=2 * 1024 * 1024)
+
+
+def test_column_chunks_run_in_parallel_over_equal_k_blocks(monkeypatch):
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: XEON)
     (func,) = lowered_kernels('a: R.Tensor((64, 784), "float32"), b: R.Tensor((784, 512), "float32")',
                               "out = R.matmul(a, b)", 2).values()
     scheduled = default_cpu_schedule(func)
@@ -171,18 +191,19 @@ def test_column_chunks_run_in_parallel_over_equal_k_blocks():
     parallel = [loop for loop in loops if loop.kind == "parallel"]
     assert len(parallel) == 1 and parallel[0].extent.value >= register_tile.MIN_CHUNKS
     k_blocks = [loop for loop in loops if loop.loop_var.name.endswith("_outer")]
-    assert k_blocks and k_blocks[0].extent.value == 4  # 784 = 4 x 196
+    assert k_blocks and k_blocks[0].extent.value == 7  # 784 = 7 x 112, not 6 x 128 + 16
     buffers = {alloc.buffer_var.name for alloc in collect(scheduled.body, tir.Allocate)}
     assert any(name.endswith("_panel") for name in buffers)  # B packed per column tile and k block
 
 
-def test_bias_relu_applied_to_the_tiles_in_registers():
+def test_bias_relu_applied_to_the_tiles_in_registers(monkeypatch):
     """The epilogue nest goes: the last k block stores max(acc + bias, 0) from the registers."""
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: XEON)
     (func,) = _funcs(64, 784, 512, epilogue=True).values()
     scheduled = default_cpu_schedule(func)
     assert len(top_level(scheduled.body)[0]) == 1  # one statement: the tiles, no pass over C after
     (branch,) = [s for s in collect(scheduled.body, tir.IfThenElse) if collect(s.then_case, tir.Max)]
-    assert branch.condition.b.value == 3  # 784 = 4 k blocks of 196: the last one finishes
+    assert branch.condition.b.value == 6  # 784 = 7 k blocks of 112: the last one finishes
 
 
 def _has_erf(stmt) -> bool:

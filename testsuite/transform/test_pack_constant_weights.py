@@ -1,4 +1,7 @@
-"""PackConstantWeights: constant matmul weights in the panel layout, their kernels reading it, same results."""
+"""PackConstantWeights: constant matmul weights in the panel layout, their kernels reading it, same results.
+
+The widths are those of the CPU model of the target in the PassContext (TARGET_KEY): most
+cases pin x86-64-v4 (panels of 64 columns, gemv strips of 256)."""
 
 import numpy as np
 
@@ -8,6 +11,7 @@ from relax.ir import expr as rx
 from relax.ir.analysis import collect
 from relax.script import parse
 from relax.transform.bind_params import BindParams
+from relax.transform.pack_constant_weights import TARGET_KEY
 from relax.ir.pass_infra import PassContext
 from relax.vm import VirtualMachine
 
@@ -37,9 +41,12 @@ def _expected():
     return np.maximum(X @ WEIGHTS["w1"].T + WEIGHTS["b1"], 0) @ WEIGHTS["w2"]
 
 
-def _lowered(source, weights, disabled=()):
+V4 = "llvm -mcpu=x86-64-v4"
+
+
+def _lowered(source, weights, disabled=(), target=V4, opt_level=2):
     mod = BindParams(weights).run(parse(source))
-    return lower(mod, 2, PassContext(opt_level=2, disabled=set(disabled)))
+    return lower(mod, opt_level, PassContext(opt_level=opt_level, disabled=set(disabled), config={TARGET_KEY: target}))
 
 
 def _constant_shapes(mod):
@@ -53,10 +60,10 @@ def _run(mod, *inputs):
 
 
 def test_weights_packed_once_and_kernels_read_them():
-    mod = _lowered(MLP, WEIGHTS)
-    assert _constant_shapes(mod) == [(2, 64, 32), (2, 96, 32)]  # no copy of a weight in its old layout
+    mod = _lowered(MLP, WEIGHTS, target="llvm -mcpu=x86-64-v3")
+    assert _constant_shapes(mod) == [(4, 64, 16), (4, 96, 16)]  # no copy of a weight in its old layout
     shapes = [tuple(d.value for d in buffer.shape) for func in mod.prim_funcs().values() for _, buffer in func.buffer_map]
-    assert (2, 96, 32) in shapes and (2, 64, 32) in shapes
+    assert (4, 96, 16) in shapes and (4, 64, 16) in shapes
     np.testing.assert_allclose(_run(mod, X), _expected(), rtol=1e-4, atol=1e-4)
 
 
@@ -97,7 +104,8 @@ class Module:
 def _packed_shapes(source, weights):
     from relax.transform.pack_constant_weights import PackConstantWeights
 
-    mod = PackConstantWeights().run(BindParams(weights).run(parse(source)))
+    with PassContext(config={TARGET_KEY: V4}):
+        mod = PackConstantWeights().run(BindParams(weights).run(parse(source)))
     (buffer_shape,) = {tuple(d.value for d in mod["matmul"].buffer_map[1][1].shape)}
     return mod, buffer_shape
 
@@ -115,7 +123,7 @@ def test_kernel_shared_with_a_computed_operand_keeps_its_layout():
 def test_kernel_called_twice_with_constants_is_packed_for_both():
     w = RNG.standard_normal((64, 64)).astype("float32")
     mod, shape = _packed_shapes(SHARED.replace("{second}", "w"), {"w": w})
-    assert shape == (2, 64, 32) and _constant_shapes(mod) == [(2, 64, 32)]  # the shared weight packed once
+    assert shape == (1, 64, 64) and _constant_shapes(mod) == [(1, 64, 64)]  # the shared weight packed once
     a, b = _run(lower(mod, 2), X[:, :64].copy(), X[:, :64].copy())
     np.testing.assert_allclose(a, X[:, :64] @ w, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(b, a)
@@ -169,7 +177,25 @@ def test_gemv_weight_packed_in_strips():
 
 
 def test_o1_packs_the_unfused_matmuls():
-    mod = lower(BindParams(WEIGHTS).run(parse(MLP)), 1)
-    assert _constant_shapes(mod) == [(2, 64, 32), (2, 96, 32)]
+    mod = _lowered(MLP, WEIGHTS, opt_level=1)
+    assert _constant_shapes(mod) == [(1, 64, 64), (1, 96, 64)]
     exe = relax.build(mod, "llvm", opt_level=1, lowered=True)
     np.testing.assert_allclose(VirtualMachine(exe, "cpu")["main"](X), _expected(), rtol=1e-4, atol=1e-4)
+
+
+def test_widths_follow_the_target_built_for(monkeypatch):
+    """relax.build packs for its target; with no target (`relaxc -S`), for the generic `llvm`."""
+    from relax.codegen import backends
+    from relax.vm.codegen import codegen_vm
+
+    from relax.tir.schedule.cpu import cpu_info
+    from relax.tir.schedule.packed_weights import panel_width
+
+    width = panel_width(cpu_info("llvm"))  # 8 on x86-64 (SSE: 6 x 2 vectors of 4)
+    mod = BindParams(WEIGHTS).run(parse(MLP))
+    assert _constant_shapes(lower(mod, 2)) == [(64 // width, 64, width), (64 // width, 96, width)]
+    seen, generate = [], codegen_vm.generate
+    monkeypatch.setattr(codegen_vm, "generate", lambda mod: seen.append(mod) or generate(mod))
+    monkeypatch.setattr(backends.LlvmBackend, "start", lambda self, *args: [])
+    relax.build(parse(MLP), "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3", params=WEIGHTS)
+    assert _constant_shapes(seen[0]) == [(4, 64, 16), (4, 96, 16)]  # AVX2: 6 x 2 vectors of 8

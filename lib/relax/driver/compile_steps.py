@@ -33,6 +33,7 @@ class CompileOptions:
     opt_level: int = 2
     allow_undefined: tuple[str, ...] = ()  # the one-shot -o model.vmx links like relaxld
     exec_mode: str | None = None  # ... and records the exec mode the artifact asks for
+    sign: str | None = None  # ... and signs it with this private key file (relaxld --sign)
     params: str | None = None  # --params weights.npz: bind-params runs first (transform/bind_params.py)
     use_cache: bool = True  # --no-cache: neither read nor fill the kernel cache
 
@@ -96,9 +97,27 @@ def kernels_of(mod, options: CompileOptions):
     its operators become kernels too; a .vms already holds every kernel."""
     if is_vm_ready(mod):
         return mod
+    check_scalar_tensors(mod)
     from ..build import lower
 
-    return lower(mod, options.opt_level)
+    return lower(mod, options.opt_level, target=packing_target(options))
+
+
+def packing_target(options: CompileOptions):
+    """The llvm target whose CPU model lays out constant weights (pack-constant-weights):
+    the first llvm --target, else this host's, whatever the emit: `relaxc -S` then
+    `--emit kernels` (with the same --target, or none) packs as the one-shot does."""
+    from ..target import host_target, parse_target
+
+    if not options.targets:
+        return host_target()
+    return next((target for target in map(parse_target, options.targets) if target.kind == "llvm"), None)
+
+
+def check_scalar_tensors(mod) -> None:
+    from .lowering_check import check_scalar_tensors as check  # it builds on this module
+
+    check(mod)
 
 
 def kernel_context(options: CompileOptions):
@@ -137,6 +156,7 @@ def run_pipeline(mod, options: CompileOptions, names: tuple[str, ...] | None = N
         names = ("bind-params", *(names or ()))
     if names is None:
         return mod
+    check_scalar_tensors(mod)  # before any pass meets a tensor type it cannot lower
     passes = [get_pass(name) for name in names]  # unknown names fail before any pass runs
     instruments = []
     if options.print_after_all or options.print_before or options.print_after:
@@ -151,6 +171,11 @@ def run_pipeline(mod, options: CompileOptions, names: tuple[str, ...] | None = N
         from ..transform.bind_params import CONFIG_KEY
 
         config[CONFIG_KEY] = options.params
+    target = packing_target(options)
+    if target is not None:
+        from ..transform.pack_constant_weights import TARGET_KEY
+
+        config.setdefault(TARGET_KEY, target)
     context = PassContext(opt_level=options.opt_level, config=config,
                           disabled=set(options.disabled), instruments=instruments)
     with context:

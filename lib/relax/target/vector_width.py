@@ -4,6 +4,7 @@ vector math may call.
     vector_extensions(target_spec("llvm -mcpu=x86-64-v3"))        ->  {"avx", "avx2"}
     vector_bits(target_spec("llvm -mcpu=skylake-avx512"))         ->  512
     vector_bits(target_spec("llvm -mtriple=aarch64-linux-gnu"))   ->  128
+    has_fma(target_spec("llvm -mcpu=x86-64-v2"))                  ->  False
 
 An explicit feature list (the host's, or -mattr) or an x86-64 level decides at
 once. Any other named x86 CPU is asked of LLVM itself: two tiny functions are
@@ -31,6 +32,8 @@ _PROBES = {
     "avx": ("<8 x float>", "fadd", "ymm"),
     "avx2": ("<8 x i32>", "add", "ymm"),
 }
+_FMA_PROBE = ("<4 x float>", "call fast <4 x float> @llvm.fma.v4f32(<4 x float> %x, <4 x float> %y, <4 x float> %y)",
+              "vfmadd")
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,17 +41,39 @@ def vector_extensions(spec: TargetSpec) -> frozenset[str]:
     """Which of EXTENSIONS the target has (none on a target that is not x86-64)."""
     if triple_arch(spec.triple) != "x86_64":
         return frozenset()
+    enabled = _listed(spec)
+    if enabled is not None:
+        if enabled & {"avx2", "fma", "avx512f"}:
+            enabled = enabled | {"avx"}
+        return enabled & frozenset(EXTENSIONS)
+    return frozenset(name for name, probe in _PROBES.items() if _uses_register(spec, *probe))
+
+
+def _listed(spec: TargetSpec) -> frozenset[str] | None:
+    """The x86 features an explicit list or a level enables, or None for a named CPU whose
+    features only LLVM knows. A generic CPU or a level is what its features say; so is a
+    CPU whose list names avx512f either way (the host's full list does)."""
     features = {f.strip() for f in spec.features.split(",") if f.strip()}
     level = level_features(spec.cpu)
-    # A generic CPU or a level is what its features say; so is a CPU whose list names
-    # avx512f either way (the host's full list does).
-    if level is not None or spec.cpu in ("", "generic") or {"+avx512f", "-avx512f"} & features:
-        enabled = ({f[1:] for f in features if f.startswith("+")} | (level or frozenset())) \
-            - {f[1:] for f in features if f.startswith("-")}
-        if enabled & {"avx2", "fma", "avx512f"}:
-            enabled.add("avx")
-        return frozenset(enabled) & frozenset(EXTENSIONS)
-    return frozenset(name for name, probe in _PROBES.items() if _uses_register(spec, *probe))
+    if level is None and spec.cpu not in ("", "generic") and not {"+avx512f", "-avx512f"} & features:
+        return None
+    return frozenset(({f[1:] for f in features if f.startswith("+")} | (level or frozenset()))
+                     - {f[1:] for f in features if f.startswith("-")})
+
+
+@functools.lru_cache(maxsize=None)
+def has_fma(spec: TargetSpec) -> bool:
+    """Whether the target has fused multiply-add vector instructions: every aarch64 (NEON's
+    fmla) and riscv64 (fmadd) CPU; on x86-64 what its features say (v3 and up)."""
+    arch = triple_arch(spec.triple)
+    if arch in ("aarch64", "riscv64"):
+        return True
+    if arch != "x86_64":
+        return False
+    enabled = _listed(spec)
+    if enabled is not None:
+        return "fma" in enabled or "avx512f" in enabled
+    return _uses_register(spec, *_FMA_PROBE)
 
 
 def vector_bits(spec: TargetSpec) -> int:
@@ -59,19 +84,25 @@ def vector_bits(spec: TargetSpec) -> int:
 
 
 def _uses_register(spec: TargetSpec, vector_type: str, operation: str, register: str) -> bool:
+    """Whether `operation` on two loaded vectors compiles to `register` (a register name such
+    as zmm, or an instruction: the text searched for in the assembly)."""
     machine = target_machine(spec)
+    instruction = operation if operation.startswith("call") else f"{operation} {vector_type} %x, %y"
+    declaration = "declare <4 x float> @llvm.fma.v4f32(<4 x float>, <4 x float>, <4 x float>)" if "llvm.fma" in operation else ""
     module = llvm.parse_assembly(f"""
+{declaration}
 define void @probe(ptr %a, ptr %b) {{
   %x = load {vector_type}, ptr %a
   %y = load {vector_type}, ptr %b
-  %z = {operation} {vector_type} %x, %y
+  %z = {instruction}
   store {vector_type} %z, ptr %a
   ret void
 }}
 """)
     module.triple = spec.triple
     module.data_layout = str(machine.target_data)
-    return re.search(rf"%{register}\d+", machine.emit_assembly(module)) is not None
+    pattern = rf"%{register}\d+" if register.endswith("mm") else rf"\b{register}"
+    return re.search(pattern, machine.emit_assembly(module)) is not None
 
 
-__all__ = ["EXTENSIONS", "vector_bits", "vector_extensions"]
+__all__ = ["EXTENSIONS", "has_fma", "vector_bits", "vector_extensions"]

@@ -3,19 +3,26 @@
     lv: R.Tensor((784, 512), "float32") = R.const(W)                   (W: 784 x 512)
     gv = R.call_tir(cls.fused_matmul_add_relu, (x, lv, b), ...)
 ->
-    gv = R.call_tir(cls.fused_matmul_add_relu, (x, R.const(P), b), ...)   (P: 16 x 784 x 32)
+    gv = R.call_tir(cls.fused_matmul_add_relu, (x, R.const(P), b), ...)   (P: 32 x 784 x 16 for AVX2)
 
-with the kernel reading `lv[v_k, v_i1]` as `lv[v_i1 // 32, v_k, v_i1 % 32]`
-(tir/schedule/packed_weights.py). Two layouts, by the rule that takes the kernel:
+with the kernel reading `lv[v_k, v_i1]` as `lv[v_i1 // 16, v_k, v_i1 % 16]`
+(tir/schedule/packed_weights.py). Two layouts, by the rule that takes the kernel, in
+the widths of the CPU the kernels are built for (tir/schedule/cpu.py):
 
-- a register-tiled matmul (several rows of C) reads panels of 32 columns: each k step's
-  32 floats contiguous, straight from the constant. Without it, every call copied the
-  weight into panels again, reading rows 2 KiB apart, with those copies outside the
-  multiply-adds;
-- a gemv (one row of C, batch 1) reads strips of 256 columns, one strip per thread:
-  each thread streams one contiguous panel. Row-major, a thread's strip is half of
-  every row, so the gemv rule splits big products by rows instead (its columns would
-  land in half of the L2's sets on some CPUs) and adds the partial sums after.
+- a register-tiled matmul (several rows of C) reads panels as wide as its register tile
+  (16 columns on AVX2, 64 on AVX-512): each k step's floats contiguous, straight from
+  the constant. Without it, every call copied the weight into panels again, reading
+  rows 2 KiB apart, with those copies outside the multiply-adds;
+- a gemv (one row of C, batch 1) reads strips (64 columns on AVX2, 256 on AVX-512), one
+  strip per thread: each thread streams one contiguous panel. Row-major, a thread's strip
+  is half of every row, so the gemv rule splits big products by rows instead (its
+  columns would land in half of the L2's sets on some CPUs) and adds the partial sums after.
+
+The target comes from the PassContext's config under TARGET_KEY (a Target or its
+string): `relax.build` and relaxc set it to the llvm target they build kernels for;
+without it (`relaxc -S` with no --target) the layouts are those of the generic target
+`llvm`, as `relax.build`'s default. Kernels built for another CPU read any layout
+(their tile narrows to divide its panels), only not as fast.
 
 A kernel is rewritten only when every call of it passes a constant at the packed
 position (a kernel shared by a constant and a computed operand keeps its layout), and
@@ -33,12 +40,14 @@ import dataclasses
 import numpy as np
 
 from ..ir import expr as rx
-from ..ir import tir
 from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator
 from ..tir.schedule.packed_weights import pack_array, packable_params, read_packed
-from ..ir.pass_infra import Pass, register_pass
+from ..ir.pass_infra import Pass, PassContext, register_pass
+
+TARGET_KEY = "relax.PackConstantWeights.target"  # the llvm target whose CPU model decides the widths
+DEFAULT_TARGET = "llvm"
 
 
 def _call_tir_kernel(call) -> str | None:
@@ -62,7 +71,7 @@ def _weight(arg, constants) -> rx.Constant | None:
     return constant
 
 
-def _chosen_positions(mod: IRModule) -> dict[str, dict[int, int]]:
+def _chosen_positions(mod: IRModule, cpu) -> dict[str, dict[int, int]]:
     """Kernel name -> {argument position: panel width} for the positions every one of its
     calls passes a packable constant at."""
     kernels = mod.prim_funcs()
@@ -79,7 +88,7 @@ def _chosen_positions(mod: IRModule) -> dict[str, dict[int, int]]:
                 continue
             calls[name] = calls.get(name, 0) + 1
             if name not in chosen:
-                chosen[name] = packable_params(kernels[name])
+                chosen[name] = packable_params(kernels[name], cpu)
             args = call.args[1].fields
             chosen[name] = {p: width for p, width in chosen[name].items()
                             if p < len(args) and _weight(args[p], constants) is not None}
@@ -157,7 +166,10 @@ class PackConstantWeights(Pass):
     opt_level = 1
 
     def run(self, mod: IRModule) -> IRModule:
-        positions = _chosen_positions(mod)
+        from ..tir.schedule.cpu import cpu_info
+
+        target = PassContext.current().get_config(TARGET_KEY) or DEFAULT_TARGET
+        positions = _chosen_positions(mod, cpu_info(target))
         if not positions:
             return mod
         functions = dict(mod.functions)
@@ -170,4 +182,4 @@ class PackConstantWeights(Pass):
         return IRModule.from_functions(functions, attrs=mod.attrs, global_infos=mod.global_infos)
 
 
-__all__ = ["PackConstantWeights"]
+__all__ = ["DEFAULT_TARGET", "PackConstantWeights", "TARGET_KEY"]

@@ -9,9 +9,12 @@ each output element still combines its terms in the plain nest's order (register
 tiles round a multiply-add once; vector row reductions group terms by lane).
 
     for i, j, k in T.grid(1024, 1024, 1024):       for chunk in T.parallel(2):        # 512 columns each
-        with T.block("matmul"): ...          ->         ...pack B[k0:k0+256, j0:j0+32]...
-            C[vi, vj] += A[vi, vk] * B[vk, vj]              for j_tile, i_tile: ...    # 8 x 32 in registers
-                                                                for k in range(256): 16 x T.fma(...)
+        with T.block("matmul"): ...          ->         ...pack B[k0:k0+256, j0:j0+16]...
+            C[vi, vj] += A[vi, vk] * B[vk, vj]              for j_tile, i_tile: ...    # 6 x 16 in registers (AVX2)
+                                                                for k in range(256): 12 x T.fma(...)
+
+The rules take their sizes (vector lanes, tile shapes, blocking) from the CPU model of the
+target (cpu.py: vector width and registers, FMA, caches; tile_shape.py: the register tile).
 
 The pass-config key CONFIG_KEY ("tir.default_cpu_schedule") set to 0/false turns it off;
 -O0 never runs it, so plain nests stay available for comparison.
@@ -25,12 +28,12 @@ into the output buffer where the last nest reads it only at the index it writes
 | rule | file | matches |
 | --- | --- | --- |
 | gemv | gemv.py | float32 matrix-vector products (one row of C, B's last index j): B streamed 4 rows per pass over C's row (in L1), or k split over registers for narrow rows; bias/relu/GELU nests after it applied before the store |
-| register-tile | register_tile.py | float32 matmul and batched matmul with constant M and N: column chunks in parallel, packed B panels (or a weight packed at build time, read in place), C tiles in vector registers (16-lane tiles for the last N % 32 columns); bias/relu nests after it applied to the finished tiles before their last store (GELU's erf stays a nest) |
+| register-tile | register_tile.py | float32 matmul and batched matmul with constant M and N: column chunks in parallel, packed B panels (or a weight packed at build time, read in place), C tiles in vector registers sized by the CPU model (tile_shape.py; narrow tiles of the target's vectors for the last columns); bias/relu nests after it applied to the finished tiles before their last store (GELU's erf stays a nest) |
 | conv2d | conv2d.py | float32 NCHW conv2d (groups 1, constant shapes): channels x rows of output vectors in registers |
 | pool | pool.py | window reductions (max_pool2d) whose padding test interval bounds prove always true: test dropped, then row-reduction |
 | reduction-order | reduction_order.py | other one-axis reductions whose output's last axis is read contiguously (symbolic matmul, column sums): that axis innermost |
 | row-reduction | row_reduction.py | reductions over the innermost axes (sum/max/min, softmax, layer_norm, conv2d): register accumulators, 16 lanes for contiguous float32 terms |
-| vector-math | vector_math_rows.py | float32 elementwise nests calling exp/erf, contiguous along the innermost loop (AVX-512): 16-lane vectors |
+| vector-math | vector_math_rows.py | float32 elementwise nests calling exp/erf, contiguous along the innermost loop (512-bit vectors: AVX-512): whole vectors of the target's lanes |
 | transpose | transpose.py | copies whose innermost loop reads at a stride of 64+ elements while another loop reads contiguously: 16 x 16 tiles |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
 

@@ -5,7 +5,7 @@ Legalized nn.conv2d (groups 1) is one reduction nest; in NCHW / OIHW
 (data is "pad_temp" when there is padding: that stage is its own nest, rewritten
 by conv2d_padding.py into border fills and row copies with no per-element test). The rule
 vectorizes the output's last axis v: one operand ("vec") reads v in its last index
-only, the other ("bc") not at all, so a vector of LANES outputs is a vector load of
+only, the other ("bc") not at all, so a vector of outputs (the target's lanes) is a vector load of
 vec (contiguous at stride 1) times a broadcast of bc. A register tile holds
 A x B x VECTORS output vectors over the other two output axes; every reduction step
 does that many fused multiply-adds, and the tile is written once at the end, through
@@ -15,13 +15,15 @@ fuse_epilogues), so the convolution's own output is never stored.
   NCHW: v = w, vec = data, bc = weight; 4 channels x 4 rows x 1 vector (4 data vectors, 4 weights a step)
   NHWC / HWIO: v = c, vec = weight, bc = data; 1 row x 6 columns x 2 vectors (2 weight vectors shared)
 
+(with 32 vector registers, AVX-512 or NEON; with 16, 2 x 2 x 2 and 1 x 3 x 2: the CPU model, cpu.py).
+
 Tiles that do not fill the output shrink (fewer channels, rows or lanes), so no
 per-element test remains. Each output element adds its terms in the plain nest's
 order (rc, ry, rx); the fused multiply-add rounds once per term instead of twice.
 
     for n, c, h, w, rc, ry, rx in T.grid(...):       for n, c_tile in T.grid(N, C // 4):      # parallel
         out[n, c, h, w] += data[...] * weight[...]        for h_tile, w_tile in T.grid(H // 4, W // 16):
-                                                ->            acc = T.alloc_local((4 * 4 * 16,))   # 16 vectors
+                                                ->            acc = T.alloc_local((4 * 4 * 16,))   # 16 vectors (AVX-512)
                                                               for rc, ry, rx in T.grid(...):
                                                                   acc[k] = T.fma(T.Broadcast(weight[c0 + i, rc, ry, rx], 16),
                                                                                  data[n, rc, h0 + j + ry, w0 + rx:w0 + rx + 16], acc[k]) ...
@@ -39,16 +41,18 @@ from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from ..rewrite import collect
 from .conv2d_padding import padding_as_loops
+from .cpu import CpuInfo
 from .nest import Nest, fresh, loop, match_nest, seq
 from .parallel import parallelize, strip_marks
 from .reduction_order import reduction_parts
 
-LANES = 16  # outputs per vector (AVX-512 width for float32; LLVM splits it where narrower)
-# (a, b, vectors) per register tile with 32 / 16 vector registers, by layout:
-# NCHW (the data vector moves with b = h): 4 channels x 4 rows x 1 vector of w, 4 data vectors;
-# NHWC (the weight vector is shared): 1 row x 6 columns x 2 vectors of channels, 2 weight vectors.
-WIDE_TILE, NARROW_TILE = (4, 4, 1), (2, 2, 1)
-SHARED_WIDE_TILE, SHARED_NARROW_TILE = (1, 6, 2), (1, 3, 1)
+# (a, b, vectors) per register tile with 32 / 16 vector registers of the target's lanes, by layout:
+# NCHW (the data vector moves with b = h): 4 channels x 4 rows x 1 vector of w, 4 data vectors
+# (16 registers: 2 x 2 x 2, 8 accumulators);
+# NHWC (the weight vector is shared): 1 row x 6 columns x 2 vectors of channels, 2 weight vectors
+# (16 registers: 1 x 3 x 2, 6 accumulators).
+WIDE_TILE, NARROW_TILE = (4, 4, 1), (2, 2, 2)
+SHARED_WIDE_TILE, SHARED_NARROW_TILE = (1, 6, 2), (1, 3, 2)
 
 
 def _coefficient(expr, var: tir.Var) -> int | None:
@@ -132,8 +136,9 @@ def _vector(scalar_dtype: str, lanes: int) -> str:
     return scalar_dtype if lanes == 1 else f"{scalar_dtype}x{lanes}"
 
 
-def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, epilogues=()) -> tir.Stmt:
-    """One register tile: outputs [n, a0 + i, b0 + j, v0 .. v0 + width) in vectors of up to LANES,
+def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, vector_lanes: int,
+          epilogues=()) -> tir.Stmt:
+    """One register tile: outputs [n, a0 + i, b0 + j, v0 .. v0 + width) in vectors of up to `vector_lanes`,
     each vector passed through the `epilogues` before it is stored."""
     nest, const = conv.nest, conv.const
     reduce_vars = {iv.var: fresh(nest.loop_of(iv).loop_var, "r") for iv in conv.reduce}
@@ -147,7 +152,7 @@ def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, ep
     def broadcast(value, lanes: int):
         return value if lanes == 1 else tir.Broadcast(value, lanes)
 
-    pieces = [(k, min(LANES, width - k * LANES)) for k in range(-(-width // LANES))]
+    pieces = [(k, min(vector_lanes, width - k * vector_lanes)) for k in range(-(-width // vector_lanes))]
     slots, offset = [], 0
     for i in range(a_count):
         for j in range(b_count):
@@ -161,7 +166,7 @@ def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, ep
         return (ramp(const(start), lanes),)
 
     def where(i, j, k):
-        return a0 + const(i), b0 + const(j), v0 + const(k * LANES)
+        return a0 + const(i), b0 + const(j), v0 + const(k * vector_lanes)
 
     init = [tir.BufferStore(acc, broadcast(at(nest.block.init.value, *where(i, j, k)), lanes), slot(lanes, start))
             for i, j, k, lanes, start in slots]
@@ -205,7 +210,8 @@ def _split(conv: _Conv, like: tir.Var, extent: int, size: int, make, independent
 def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
     """The scheduled nest; `epilogues` (from fuse_epilogues) are applied to each output vector."""
     conv = _match(nest)
-    wide = cpu is not None and cpu.wide_registers
+    cpu = cpu if cpu is not None else CpuInfo()
+    wide, lanes = cpu.vector_registers >= 32, cpu.lanes
     if conv.shared_vector:
         a_tile, b_tile, vectors = SHARED_WIDE_TILE if wide else SHARED_NARROW_TILE
     else:
@@ -215,8 +221,8 @@ def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
 
     def over_a(a0, a_count):
         return _split(conv, like[conv.b], conv.extent(conv.b), b_tile, lambda b0, b_count: _split(
-            conv, like[conv.v], conv.extent(conv.v), vectors * LANES,
-            lambda v0, width: _tile(conv, n_var, a0, a_count, b0, b_count, v0, width, epilogues)),
+            conv, like[conv.v], conv.extent(conv.v), vectors * lanes,
+            lambda v0, width: _tile(conv, n_var, a0, a_count, b0, b_count, v0, width, lanes, epilogues)),
             independent=True)
 
     body = _split(conv, like[conv.a], conv.extent(conv.a), a_tile, over_a, independent=True)

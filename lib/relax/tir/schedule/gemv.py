@@ -3,20 +3,21 @@
 `C[..., 0, j] += A[..., 0, k] * B[..., k, j]` with a single row (mlp_b1's
 784 -> 512 -> 512 -> 10 layers at batch 1, the CNN's 2048 -> 10, B the row-major
 K x N weight that fold-constant leaves) is bound by reading B once, not by
-arithmetic. The columns are cut into strips of STRIP_VECTORS 16-lane vectors (16
-with AVX-512's 32 vector registers, 4 otherwise), each summed over all of k in
-vector registers: every k step reads a contiguous STRIP_VECTORS * 64-byte piece of
-B's row k, GROUP_ROWS rows per loop iteration (four row streams in flight), and does
-STRIP_VECTORS independent fused multiply-adds per row. The strips are the parallel
-loop: contiguous column ranges, so a thread that keeps its chunks of the loop keeps
-its part of B in its core's cache. Each element adds its terms in the order
-k = 0, 1, ... as the plain nest does; the fused multiply-add rounds once per term
-instead of twice.
+arithmetic. The columns are cut into strips of strip_vectors() vectors of the target's
+lanes (half its vector registers: 16 x 16 floats with AVX-512, 8 x 8 with AVX2; the
+CPU model, cpu.py), each summed over all of k in vector registers: every k step reads
+a contiguous strip-wide piece of B's row k, GROUP_ROWS rows per loop iteration (four
+row streams in flight), and does one independent fused multiply-add per vector and
+row. The strips are the parallel loop: contiguous column ranges, so a thread that
+keeps its chunks of the loop keeps its part of B in its core's cache. Each element
+adds its terms in the order k = 0, 1, ... as the plain nest does; the fused
+multiply-add rounds once per term instead of twice.
 
-A strip with fewer vectors than CHAINS (the columns left after the whole strips, or
-all of them: the 2048 x 10 and 512 x 10 layers have one vector of 10 lanes) would
-wait on the fma latency with one dependent chain per vector, so k is dealt round
-SPLIT = ceil(CHAINS / vectors) accumulator sets (k = s, s + SPLIT, ...) summed
+A strip with fewer vectors than the model's chains (FMA latency x units: 8; the
+columns left after the whole strips, or all of them: the 2048 x 10 and 512 x 10
+layers have one vector of 10 lanes with AVX-512) would wait on the fma latency with
+one dependent chain per vector, so k is dealt round
+SPLIT = ceil(chains / vectors) accumulator sets (k = s, s + SPLIT, ...) summed
 pairwise at the end: its terms are grouped by k modulo SPLIT (within the tolerance
 of float32 sums, like the row-reduction rule's lanes).
 
@@ -26,9 +27,10 @@ each summing its rows by strips into its own row of partial sums, and one vector
 adds the partial rows and applies the epilogue (_k_blocks says why: column strips of
 power-of-two rows fill only part of the L2's sets).
 
-A weight packed at build time (packed_weights.py: `packed[j // 256, k, j % 256]`, after
-`--params`) keeps the column strips as the parallel loop: each strip is one contiguous
-panel, so no thread reads part of every row (figures: docs/performance-notes.md).
+A weight packed at build time (packed_weights.py: `packed[j // W, k, j % W]`, W the
+strip width, after `--params`) keeps the column strips as the parallel loop: each
+strip is one contiguous panel, so no thread reads part of every row (figures:
+docs/performance-notes.md).
 
 Elementwise nests after the product (bias add, relu, GELU: gemv_epilogue.py) are
 applied to the result vectors in registers before their one store (fuse_epilogues):
@@ -36,7 +38,7 @@ the intermediate is never written.
 
     for i, j, k in T.grid(1, N, K): C[i, j] += A[i, k] * B[k, j]
     for i, j in T.grid(1, N):       out[i, j] = T.max(C[0, j] + bias[j], 0)
-->
+->  (AVX-512: 16 vectors of 16 lanes)
     for strip in range(N // 256):                   # independent: parallel when big
         acc = T.alloc_local((256,))                  # 16 vectors of 16
         acc[0:16] = T.Broadcast(0, 16) ...
@@ -54,32 +56,37 @@ import math
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from . import gemv_epilogue
-from .matmul_operands import matmul_operands
+from .cpu import CpuInfo
+from .matmul_operands import matmul_operands, packed_width
 from .nest import Nest, fresh, loop, seq
 
 MIN_TERMS = 256  # multiply-adds per row below which the plain nest is kept
-LANES = 16  # float32 lanes of one vector (AVX-512; LLVM splits it where vectors are narrower)
-CHAINS = 4  # independent accumulator vectors that cover the fma latency (16 vector registers)
-WIDE_CHAINS = 8  # with 32 vector registers (AVX-512)
-STRIP_VECTORS = 4  # accumulator vectors per strip with 16 vector registers (8 AVX2 registers)
-WIDE_STRIP_VECTORS = 16  # with 32 (AVX-512): 16 accumulators, B and A vectors beside them
 GROUP_ROWS = 4  # rows of B per k-loop iteration: four row streams in flight
 K_BLOCKS = 4  # row blocks of a big gemv (_k_blocks): the parallel loop, whole rows per thread
 K_SPLIT_MIN_BYTES = 512 * 1024  # of B: below, the column strips (B fits a core's L2 either way)
 K_SPLIT_MAX_PARTIAL_BYTES = 64 * 1024  # the partial sums live on the stack
-# Columns of a weight packed at build time for a gemv (packed_weights.py): one strip of
-# 16 vectors of 16 lanes, so that each wide strip reads one contiguous panel.
-STRIP_PANEL = WIDE_STRIP_VECTORS * LANES
+
+
+def strip_vectors(cpu) -> int:
+    """Accumulator vectors per strip: half the vector registers (16 of AVX-512's 32, 8 of
+    AVX2's 16), the B vectors and A's broadcast beside them. A weight packed at build time
+    for a gemv comes in strips of this many vectors (packed_weights.py)."""
+    return cpu.vector_registers // 2
+
+
+def _lanes(cpu, panel: int | None) -> int:
+    """Lanes per vector: the target's, fewer where a packed panel is narrower (a vector stays in its panel)."""
+    return cpu.lanes if panel is None else math.gcd(cpu.lanes, panel)
 
 
 def operands(nest: Nest):
     """(A load, B load, panel width) of the product: B row-major (width None) or packed in
-    panels of STRIP_PANEL columns; (None, None, None) when the nest is not a product."""
+    panels (packed_weights.py); (None, None, None) when the nest is not a product."""
     found = matmul_operands(nest)
     if found is not None:
         return (*found, None)
-    found = matmul_operands(nest, STRIP_PANEL)
-    return (*found, STRIP_PANEL) if found is not None else (None, None, None)
+    width = packed_width(nest)
+    return (*matmul_operands(nest, width), width) if width is not None else (None, None, None)
 
 
 def _iter(nest: Nest, var) -> tir.IterVar | None:
@@ -113,17 +120,13 @@ def matches(nest: Nest, cpu=None) -> bool:
     return None in depth or columns * math.prod(depth) >= MIN_TERMS
 
 
-def _chains(cpu) -> int:
-    return WIDE_CHAINS if cpu is not None and cpu.wide_registers else CHAINS
-
-
 def _vector(lanes: int) -> str:
     return "float32" if lanes == 1 else f"float32x{lanes}"
 
 
-def _pieces(count: int) -> list[int]:
+def _pieces(count: int, lanes: int) -> list[int]:
     """Lanes of the vectors that cover `count` columns: whole vectors, then the rest."""
-    return [min(LANES, count - start) for start in range(0, count, LANES)]
+    return [min(lanes, count - start) for start in range(0, count, lanes)]
 
 
 class _Gemv:
@@ -158,7 +161,7 @@ class _Gemv:
 
     def b_vector(self, j, lanes: int, k):
         """B[k, j:j + lanes]; from a packed weight, packed[j // width, k, j % width:...] (j is a
-        multiple of 16 and panels are whole vectors, so the lanes stay in one panel)."""
+        multiple of the lanes and panels are whole vectors, so the lanes stay in one panel)."""
         if self.panel is None:
             return self.at(self.y, self.columns(j, lanes), k)
         width = self.const(self.panel)
@@ -250,23 +253,23 @@ def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
     outer = [iv for iv in spatial if iv is not parts_of.i_iter and iv is not parts_of.j_iter]
     outer_values = {iv.var: fresh(nest.loop_of(iv).loop_var, "s") for iv in outer}
     gemv = _Gemv(nest, outer_values, tuple(epilogues))
-    wide = cpu is not None and cpu.wide_registers
-    chains, vectors = (WIDE_CHAINS, WIDE_STRIP_VECTORS) if wide else (CHAINS, STRIP_VECTORS)
-    pieces = _pieces(_extent(nest, store.indices[-1]))
+    cpu = cpu if cpu is not None else CpuInfo()
+    chains, vectors, lanes = cpu.chains, strip_vectors(cpu), _lanes(cpu, gemv.panel)
+    pieces = _pieces(_extent(nest, store.indices[-1]), lanes)
     strips, left = divmod(len(pieces), vectors)
-    if pieces[-1] < LANES and strips and not left:  # the short last vector goes with the columns left
+    if pieces[-1] < lanes and strips and not left:  # the short last vector goes with the columns left
         strips, left = strips - 1, vectors
     blocks = _k_blocks(gemv, outer, strips)
     if blocks:
-        return _k_split(gemv, nest, blocks, strips, vectors, pieces, chains)
+        return _k_split(gemv, nest, blocks, strips, vectors, pieces, chains, lanes)
     parts = []
     if strips:
         strip = fresh(nest.loop_of(parts_of.j_iter).loop_var, "strip")
-        body = gemv.strip(strip * gemv.const(vectors * LANES), [LANES] * vectors, _split(gemv, vectors, chains))
+        body = gemv.strip(strip * gemv.const(vectors * lanes), [lanes] * vectors, _split(gemv, vectors, chains))
         parts.append(loop(strip, gemv.const(strips), body, independent=True))
     if left:
         rest = pieces[strips * vectors:]
-        parts.append(gemv.strip(gemv.const(strips * vectors * LANES), rest, _split(gemv, len(rest), chains)))
+        parts.append(gemv.strip(gemv.const(strips * vectors * lanes), rest, _split(gemv, len(rest), chains)))
     stmt = seq(parts)
     for iv in reversed(outer):
         stmt = loop(outer_values[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
@@ -297,7 +300,8 @@ def _k_blocks(gemv: _Gemv, outer: list, strips: int) -> int:
     return K_BLOCKS if extent.value % K_BLOCKS == 0 and extent.value // K_BLOCKS >= GROUP_ROWS else 0
 
 
-def _k_split(gemv: _Gemv, nest: Nest, blocks: int, strips: int, vectors: int, pieces: list, chains: int) -> tir.Stmt:
+def _k_split(gemv: _Gemv, nest: Nest, blocks: int, strips: int, vectors: int, pieces: list, chains: int,
+             lanes: int) -> tir.Stmt:
     """for block in range(blocks) (parallel): partial[block, :] = its rows' sums by strips;
     then C[0, :] = epilogue(partial[0, :] + partial[1, :] + ...) a vector at a time."""
     columns = sum(pieces)
@@ -312,11 +316,11 @@ def _k_split(gemv: _Gemv, nest: Nest, blocks: int, strips: int, vectors: int, pi
 
     body = []
     strip = fresh(nest.loop_of(gemv.j_iter).loop_var, "strip")
-    body.append(loop(strip, gemv.const(strips), gemv.strip(strip * gemv.const(vectors * LANES), [LANES] * vectors,
+    body.append(loop(strip, gemv.const(strips), gemv.strip(strip * gemv.const(vectors * lanes), [lanes] * vectors,
                                                          _split(gemv, vectors, chains), (first, gemv.const(rows)), sink)))
     rest = pieces[strips * vectors:]
     if rest:
-        body.append(gemv.strip(gemv.const(strips * vectors * LANES), rest, _split(gemv, len(rest), chains),
+        body.append(gemv.strip(gemv.const(strips * vectors * lanes), rest, _split(gemv, len(rest), chains),
                                (first, gemv.const(rows)), sink))
 
     def total(j, lanes):
@@ -326,11 +330,11 @@ def _k_split(gemv: _Gemv, nest: Nest, blocks: int, strips: int, vectors: int, pi
             value = piece if value is None else tir.Add(value, piece)
         return gemv.result(value, j, lanes)
 
-    whole, tail = divmod(columns, LANES)
+    whole, tail = divmod(columns, lanes)
     vector = fresh(nest.loop_of(gemv.j_iter).loop_var, "sum")
-    finish = [loop(vector, gemv.const(whole), total(vector * gemv.const(LANES), LANES))] if whole else []
+    finish = [loop(vector, gemv.const(whole), total(vector * gemv.const(lanes), lanes))] if whole else []
     if tail:
-        finish.append(total(gemv.const(whole * LANES), tail))
+        finish.append(total(gemv.const(whole * lanes), tail))
     return allocation(partial, tir.SeqStmt((loop(block, gemv.const(blocks), seq(body), independent=True), *finish)))
 
 

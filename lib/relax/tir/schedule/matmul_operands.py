@@ -18,6 +18,32 @@ from .nest import Nest
 def matmul_operands(nest: Nest, panel_width: int | None = None):
     """(j-free load, j-contiguous load) of `C = C + X * Y`, or None; with `panel_width`, Y read
     in panels of that many columns instead (reads_panel)."""
+    found = _product(nest)
+    if found is None:
+        return None
+    x, y, j = found
+    if not (reads_panel(y, j, panel_width) if panel_width else
+            y.indices[-1] is j and not any(uses(i, j) for i in y.indices[:-1])):
+        return None
+    return x, y
+
+
+def packed_width(nest: Nest) -> int | None:
+    """The panel width of a product that reads B packed at build time (packed_weights.py),
+    whatever the width: `packed[j // width, k, j % width]`; None for any other nest."""
+    found = _product(nest)
+    if found is None:
+        return None
+    _, y, j = found
+    tile = y.indices[0] if len(y.indices) == 3 else None
+    if not (isinstance(tile, tir.FloorDiv) and isinstance(tile.b, tir.IntImm) and tile.b.value > 0):
+        return None
+    return tile.b.value if reads_panel(y, j, tile.b.value) else None
+
+
+def _product(nest: Nest):
+    """(X, Y, j) of a float32 `C[..., i, j] = C + X * Y` with one reduction, Y the load that
+    uses j and X the one that does not, Y free of i; None for any other nest."""
     parts = reduction_order.reduction_parts(nest)
     if parts is None:
         return None
@@ -35,14 +61,11 @@ def matmul_operands(nest: Nest, panel_width: int | None = None):
         x, y = y, x  # the j-contiguous operand goes second
     if not uses(y, j) or uses(x, j):
         return None
-    if not (reads_panel(y, j, panel_width) if panel_width else
-            y.indices[-1] is j and not any(uses(i, j) for i in y.indices[:-1])):
-        return None
     if uses(y, store.indices[-2]):  # one packed panel of B serves every row tile
         return None
     if x.dtype != "float32" or y.dtype != "float32":
         return None
-    return x, y
+    return x, y, j
 
 
 def reads_panel(y: tir.BufferLoad, j: tir.Var, width: int) -> bool:

@@ -1,8 +1,10 @@
 """Weights in the layouts the matmul rules read: which kernel parameters can take one, and the kernel that reads it.
 
-A register-tiled matmul (register_tile.py) reads B in panels of PANEL_WIDTH (32)
-columns: for each column tile, k steps of 32 contiguous floats. A gemv (gemv.py, one
-row of C) reads B in strips of STRIP_WIDTH (256) columns, one strip per thread. When
+A register-tiled matmul (register_tile.py) reads B in panels as wide as its tile (16
+columns on AVX2, 64 on AVX-512: tile_shape.py): for each column tile, k steps of
+contiguous floats. A gemv (gemv.py, one row of C) reads B in strips (64 columns on AVX2,
+256 on AVX-512), one strip per thread. Both widths come from the CPU model of the target
+the kernels are built for (cpu.py), the same model the schedules then read. When
 B is a constant (a weight bound by `--params`, transposed at build time by constant
 folding), it can be stored in that order once, at build time, instead of being
 packed on every call (register tile) or read a part of every row at a time (gemv):
@@ -34,9 +36,7 @@ from . import gemv, register_tile
 from .cpu import CpuInfo
 from .matmul_operands import matmul_operands
 from .nest import match_nest
-
-PANEL_WIDTH = register_tile.PANEL_WIDTH  # 32 float32 columns per register-tile panel
-STRIP_WIDTH = gemv.STRIP_PANEL  # 256 columns per gemv strip
+from .tile_shape import register_tile_shape
 
 
 def _static(shape) -> tuple[int, ...] | None:
@@ -58,19 +58,32 @@ def _accesses(func: tir.PrimFunc, buffer: tir.Buffer) -> int:
     return count
 
 
-def _panel_width(nest, columns: int) -> int | None:
+def panel_width(cpu: CpuInfo) -> int:
+    """Columns of a register-tile panel for `cpu`: its tile's width."""
+    return register_tile_shape(cpu).width
+
+
+def strip_width(cpu: CpuInfo) -> int:
+    """Columns of a gemv strip for `cpu`."""
+    return gemv.strip_vectors(cpu) * cpu.lanes
+
+
+def _panel_width(nest, columns: int, cpu: CpuInfo) -> int | None:
     """The layout a rule would read B in: gemv strips (at least two, so that the threads
     keep their column split), register-tile panels, or None."""
-    cpu = CpuInfo()
     if gemv.matches(nest, cpu):
-        return STRIP_WIDTH if columns % STRIP_WIDTH == 0 and columns // STRIP_WIDTH >= 2 else None
+        width = strip_width(cpu)
+        return width if columns % width == 0 and columns // width >= 2 else None
     if register_tile.matches(nest, cpu):
-        return PANEL_WIDTH if columns % PANEL_WIDTH == 0 else None
+        width = panel_width(cpu)
+        return width if columns % width == 0 else None
     return None
 
 
-def packable_params(func: tir.PrimFunc) -> dict[int, int]:
-    """Parameter position -> panel width, for the parameters of `func` that could be passed packed."""
+def packable_params(func: tir.PrimFunc, cpu: CpuInfo | None = None) -> dict[int, int]:
+    """Parameter position -> panel width, for the parameters of `func` that could be passed
+    packed for the kernels of `cpu` (None: the default CpuInfo())."""
+    cpu = cpu if cpu is not None else CpuInfo()
     position_of = {id(var): position for position, var in enumerate(func.params)}
     params = {id(buffer): position_of[id(var)] for var, buffer in func.buffer_map if id(var) in position_of}
     found = {}
@@ -87,26 +100,26 @@ def packable_params(func: tir.PrimFunc) -> dict[int, int]:
                 or len(k_iters) != 1 or b.indices[0] is not k_iters[0] or b.indices[1] is not store.indices[-1]
                 or _accesses(func, b.buffer) != 1):
             continue
-        width = _panel_width(nest, shape[1])
+        width = _panel_width(nest, shape[1], cpu)
         if width is not None:
             found[params[id(b.buffer)]] = width
     return found
 
 
-def packed_shape(shape: tuple[int, int], width: int = PANEL_WIDTH) -> tuple[int, int, int]:
+def packed_shape(shape: tuple[int, int], width: int) -> tuple[int, int, int]:
     """The packed layout's shape for a K x N weight in panels of `width` columns."""
     k, n = shape
     return (n // width, k, width)
 
 
-def pack_array(array: np.ndarray, width: int = PANEL_WIDTH) -> np.ndarray:
+def pack_array(array: np.ndarray, width: int) -> np.ndarray:
     """A K x N weight in panels of `width` columns (panel-major, contiguous)."""
     k, n = array.shape
     return np.ascontiguousarray(array.reshape(k, n // width, width).transpose(1, 0, 2))
 
 
 class _ReadPacked(Rewriter):
-    """Every access of the old buffers through the packed ones, B[k, j] -> packed[j // 32, k, j % 32]."""
+    """Every access of the old buffers through the packed ones, B[k, j] -> packed[j // W, k, j % W]."""
 
     def __init__(self, replaced: dict[int, tuple[tir.Buffer, tir.Buffer, int]]):
         self.replaced = replaced  # id(old buffer) -> (old, packed, panel width)
@@ -152,4 +165,4 @@ def read_packed(func: tir.PrimFunc, widths: dict[int, int]) -> tir.PrimFunc:
     return func.with_fields(body=body, buffer_map=tuple(buffer_map))
 
 
-__all__ = ["PANEL_WIDTH", "STRIP_WIDTH", "pack_array", "packable_params", "packed_shape", "read_packed"]
+__all__ = ["pack_array", "packable_params", "packed_shape", "panel_width", "read_packed", "strip_width"]

@@ -10,9 +10,10 @@ rest of the rule. (Lowering's simplifier often drops such a test already; the ru
 does not rely on it.)
 
 When the term is then a single float32 load whose last index is `s * w + ...` (w the
-output's last axis, not used elsewhere in the load) and the output row has at least 8
-columns, the row is computed LANES (16, or 8 for rows of 8..15) outputs at a time:
-a vector accumulator, and per window position the contiguous span of s * (LANES - 1) + 1
+output's last axis, not used elsewhere in the load) and the output row has at least half
+a vector of columns, the row is computed `lanes` outputs at a time (the target's float32 lanes, or half
+of them for a shorter row: 16 or 8 with AVX-512, 8 or 4 with AVX2; cpu.py):
+a vector accumulator, and per window position the contiguous span of s * (lanes - 1) + 1
 floats read as whole vectors (the last overlapping) from which every s-th element is
 picked (a shuffle; a plain vector load when s == 1), leftover columns one at a time. Every other pool goes to the row-reduction
 rule (a register accumulator; the constant window loops unroll). Each output combines the
@@ -40,10 +41,11 @@ from ..arith.linear import from_expr
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from . import row_reduction
+from .cpu import CpuInfo
 from .nest import Nest, fresh, loop, seq
 from .reduction_order import reduction_parts
 
-LANES = 16  # outputs per vector (8 for rows of 8 to 15 outputs)
+MIN_LANES = 4  # outputs per vector, at least: narrower rows take the row-reduction rule
 
 _COMBINERS = (tir.Max, tir.Min, tir.Add)
 
@@ -99,7 +101,15 @@ def _unguarded(nest: Nest) -> Nest:
     return Nest(nest.loops, nest.realize.with_fields(block=nest.block.with_fields(body=unguarded)))
 
 
-def _row_form(nest: Nest):
+def _lanes(cpu, columns: int) -> int:
+    """Outputs per vector: the target's lanes, half of them for a narrower row, 0 below MIN_LANES."""
+    for lanes in (cpu.lanes, cpu.lanes // 2):
+        if columns >= lanes >= MIN_LANES:
+            return lanes
+    return 0
+
+
+def _row_form(nest: Nest, cpu):
     """(w iterator, stride s, lanes) when the output row vectorizes as the module docstring says, else None."""
     parts = reduction_parts(nest)
     if parts is None or _env(nest) is None:
@@ -120,7 +130,7 @@ def _row_form(nest: Nest):
     if stride < 1 or any(uses(atom, w) for atom, coeff in linear.nonzero() if atom is not w):
         return None
     columns = nest.loop_of(w_iter).extent.value
-    lanes = LANES if columns >= LANES else 8 if columns >= 8 else 0
+    lanes = _lanes(cpu if cpu is not None else CpuInfo(), columns)
     return (w_iter, stride, lanes) if lanes else None
 
 
@@ -128,7 +138,7 @@ def matches(nest: Nest, cpu=None) -> bool:
     if not row_reduction.matches(nest, cpu):
         return False
     unguarded = _unguarded(nest)
-    return unguarded is not nest or _row_form(unguarded) is not None
+    return unguarded is not nest or _row_form(unguarded, cpu) is not None
 
 
 def _strided(term: tir.BufferLoad, start, stride: int, lanes: int):
@@ -198,7 +208,7 @@ def _vector_rows(nest: Nest, w_iter, stride: int, lanes: int) -> tir.Stmt:
 
 def apply(nest: Nest, cpu=None) -> tir.Stmt:
     unguarded = _unguarded(nest)
-    form = _row_form(unguarded)
+    form = _row_form(unguarded, cpu)
     if form is None:
         return row_reduction.apply(unguarded, cpu)
     return _vector_rows(unguarded, *form)

@@ -1,4 +1,4 @@
-"""Rule: an elementwise nest that calls exp or erf computes whole 16-lane vectors.
+"""Rule: an elementwise nest that calls exp or erf computes whole vectors of the target's width.
 
 LLVM's loop vectorizer picks 8 float32 lanes on AVX-512 hosts (it prefers 256-bit
 vectors), so exp runs through libmvec's 8-lane `_ZGVdN8v_expf`. Written with
@@ -10,9 +10,10 @@ Matches a spatial nest (no reduction) with a float32 store whose last index is t
 innermost loop's iterator, whose value is float32 arithmetic (+ - * / max min),
 constants, exp/erf calls (at least one) and loads that either read contiguously
 along that iterator (last index exactly the iterator, no other index using it) or
-do not use it at all (broadcast); at least 16 iterations; AVX-512 targets only.
-Each element computes the same operations as before; the leftover iterations
-(extent % 16) run as scalars.
+do not use it at all (broadcast); at least one vector's iterations; targets whose
+CPU model (cpu.py) has vectors of MIN_VECTOR_BITS (AVX-512: 16 lanes) only. Each element
+computes the same operations as before; the leftover iterations (extent % lanes) run
+as scalars.
 
     for i, k in T.grid(512, 128):                      for i in range(512):
         out[i, k] = T.exp(A[i, k] - m[i])      ->          for k in range(8):
@@ -26,7 +27,8 @@ from ..loop_nests import uses
 from ..rewrite import collect, substitute
 from .nest import Nest, fresh, loop, seq
 
-LANES = 16
+# LLVM's own vectorizer prefers 256-bit vectors: the rule pays only on wider registers.
+MIN_VECTOR_BITS = 512
 VECTOR_CALLS = frozenset({"tir.exp", "tir.erf"})  # calls whose vector form this rule writes
 _ARITHMETIC = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min)
 
@@ -57,14 +59,14 @@ def _has_vector_call(expr) -> bool:
 
 
 def matches(nest: Nest, cpu=None) -> bool:
-    if cpu is None or not cpu.wide_registers or nest.block.init is not None:
+    if cpu is None or cpu.vector_bits < MIN_VECTOR_BITS or nest.block.init is not None:
         return False
     if any(iv.iter_type != "DataPar" for iv in nest.block.iter_vars):
         return False
     inner = _innermost(nest)
     store = nest.block.body
     extent = nest.loops[-1].extent
-    if inner is None or not isinstance(extent, tir.IntImm) or extent.value < LANES:
+    if inner is None or not isinstance(extent, tir.IntImm) or extent.value < cpu.lanes:
         return False
     if store.buffer.dtype != "float32" or not store.indices or store.indices[-1] is not inner.var:
         return False
@@ -80,20 +82,21 @@ def _same_indices(a, b) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
-def _vector(expr, k: tir.Var, start: tir.PrimExpr):
-    """`expr` over the LANES iterations from `start` of k."""
+def _vector(expr, k: tir.Var, start: tir.PrimExpr, lanes: int):
+    """`expr` over the `lanes` iterations from `start` of k."""
     if isinstance(expr, tir.BufferLoad):
         if expr.indices and expr.indices[-1] is k:
-            return expr.with_fields(indices=(*expr.indices[:-1], tir.Ramp(start, tir.IntImm(start.dtype, 1), LANES)))
-        return tir.Broadcast(expr, LANES)
+            return expr.with_fields(indices=(*expr.indices[:-1], tir.Ramp(start, tir.IntImm(start.dtype, 1), lanes)))
+        return tir.Broadcast(expr, lanes)
     if isinstance(expr, tir.FloatImm):
-        return tir.Broadcast(expr, LANES)
+        return tir.Broadcast(expr, lanes)
     if isinstance(expr, _ARITHMETIC):
-        return type(expr)(_vector(expr.a, k, start), _vector(expr.b, k, start))
-    return tir.Call(f"float32x{LANES}", expr.op, tuple(_vector(arg, k, start) for arg in expr.args))
+        return type(expr)(_vector(expr.a, k, start, lanes), _vector(expr.b, k, start, lanes))
+    return tir.Call(f"float32x{lanes}", expr.op, tuple(_vector(arg, k, start, lanes) for arg in expr.args))
 
 
 def apply(nest: Nest, cpu=None) -> tir.Stmt:
+    lanes = cpu.lanes
     inner = _innermost(nest)
     outer = [iv for iv in nest.block.iter_vars if iv is not inner]
     outer = sorted(outer, key=lambda iv: nest.loops.index(nest.loop_of(iv)))
@@ -102,16 +105,16 @@ def apply(nest: Nest, cpu=None) -> tir.Stmt:
     index = k_loop.loop_var.dtype
     extent = k_loop.extent.value
     vector_k, rest_k = fresh(k_loop.loop_var, "vector"), fresh(k_loop.loop_var, "rest")
-    start = vector_k * tir.IntImm(index, LANES)
+    start = vector_k * tir.IntImm(index, lanes)
     # The block's statement with the outer iterators bound and k left as the iterator itself.
     store = nest.bound(nest.block.body, {**values, inner.var: inner.var})
     vector_store = store.with_fields(
-        value=_vector(store.value, inner.var, start),
-        indices=(*store.indices[:-1], tir.Ramp(start, tir.IntImm(index, 1), LANES)))
-    parts = [loop(vector_k, tir.IntImm(index, extent // LANES), vector_store)]
-    if extent % LANES:
-        scalar = substitute(store, {inner.var: rest_k + tir.IntImm(index, extent // LANES * LANES)})
-        parts.append(loop(rest_k, tir.IntImm(index, extent % LANES), scalar))
+        value=_vector(store.value, inner.var, start, lanes),
+        indices=(*store.indices[:-1], tir.Ramp(start, tir.IntImm(index, 1), lanes)))
+    parts = [loop(vector_k, tir.IntImm(index, extent // lanes), vector_store)]
+    if extent % lanes:
+        scalar = substitute(store, {inner.var: rest_k + tir.IntImm(index, extent // lanes * lanes)})
+        parts.append(loop(rest_k, tir.IntImm(index, extent % lanes), scalar))
     stmt = seq(parts)
     for iv in reversed(outer):
         stmt = loop(values[iv.var], nest.loop_of(iv).extent, stmt, independent=True)
