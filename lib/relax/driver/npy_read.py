@@ -118,6 +118,8 @@ def read_npz(data: bytes, name: str) -> list[tuple[str, np.ndarray]]:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             members = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    # What zipfile raises on a damaged archive: a bad directory or CRC, a cut or corrupt
+    # deflate stream, an unsupported compression (NotImplementedError), encryption (RuntimeError).
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError,
             ValueError) as error:
         raise UserError(f"'{name}': not a numpy .npy or .npz file ({error})") from None
