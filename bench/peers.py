@@ -33,6 +33,11 @@ FMA peak of independent vector multiply-adds on every thread (bench/fma_peak.py)
 numpy's OpenBLAS threads are told not to busy-wait between calls
 (OPENBLAS_THREAD_TIMEOUT=4), so that they do not take the next peer's cores.
 Absolute times drift on shared machines: compare the rows of one run.
+
+Under each workload's rows, bench/kernel_shares.py prints where relax's time goes: each
+kernel's share of a profiled run (interpreter, every call timed), its time, and its
+GFLOP/s (lib/relax/tir/flop_count.py) as a fraction of the FMA peak above
+(--no-kernel-shares leaves them out).
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import peers_numpy  # noqa: E402
 from fma_peak import fma_peak_gflops  # noqa: E402
+from kernel_shares import kernel_share_rows  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench"
 WORKLOADS = ("mlp_b1", "mlp_b64", "cnn", "transformer", "vadd16m", "matmul1024", "chain200")
@@ -149,17 +155,22 @@ def load_workload(name: str):
 TARGET = "llvm -mcpu=native"
 
 
-def relax_peers(name, mod, weights, inputs, exec_modes) -> list[Peer]:
-    from relax.build import build
+def relax_peers(name, mod, weights, inputs, exec_modes):
+    """The relax peers (one per exec mode), and the lowered module and executable they run."""
+    from relax.build import build, lower
+    from relax.target import parse_target
+    from relax.transform.bind_params import BindParams
     from relax.vm import VirtualMachine
 
-    exe = build(mod, TARGET, opt_level=OPT_LEVEL.get(name, 2), params=weights or None)
+    target = parse_target(TARGET)
+    lowered = lower(BindParams(weights).run(mod) if weights else mod, OPT_LEVEL.get(name, 2), target=target)
+    exe = build(lowered, target, opt_level=OPT_LEVEL.get(name, 2), lowered=True)
     peers = []
     for mode in exec_modes:
         function = VirtualMachine(exe, "cpu", exec_mode=mode)["main"]
         peers.append(local_peer("relax" if len(exec_modes) == 1 else f"relax-{mode}",
                                 lambda function=function: function(*inputs)))
-    return peers
+    return peers, lowered, exe
 
 
 def numpy_peer(name, weights, inputs) -> Peer:
@@ -289,7 +300,8 @@ def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
     mod, weights, inputs = load_workload(name)
     modes = ("interp", "compiled") if name in BOTH_EXEC_MODES or args.exec_mode == "both" else (args.exec_mode,)
     numpy_side = numpy_peer(name, weights, inputs)
-    peers = [*relax_peers(name, mod, weights, inputs, modes), numpy_side]
+    relax_side, lowered, exe = relax_peers(name, mod, weights, inputs, modes)
+    peers = [*relax_side, numpy_side]
     if not args.no_onnxruntime:
         peer = onnxruntime_peer(name, mod, weights, inputs, numpy_side.output.shape, args.threads)
         if peer is not None:
@@ -309,6 +321,8 @@ def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
         ns = medians[peer.name]
         rows.append(f"{name if peer is peers[0] else '':<12} {peer.name:<14} {duration_text(ns):>10} "
                     f"{ns / best:>8.1f}x {throughput_text(name, ns):>16} {len(peer.times):>7}  {check_text(peer, reference)}")
+    if not args.no_kernel_shares:
+        rows.extend(kernel_share_rows(lowered, exe, inputs, args.fma_gflops))
     return rows
 
 
@@ -338,6 +352,8 @@ def main(argv=None) -> int:
     parser.add_argument("--exec-mode", choices=("interp", "compiled", "both"), default="compiled",
                         help="relax's VM exec mode (default: compiled, a static model as one native call; "
                              "chain200 is always timed in both)")
+    parser.add_argument("--no-kernel-shares", action="store_true",
+                        help="leave out the rows of each kernel's share of a run and GFLOP/s (bench/kernel_shares.py)")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for every peer (default: each peer's own default, all cores)")
     args = parser.parse_args(argv)
@@ -353,7 +369,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
 
     limits = machine_limits()
-    limits["fma_gflops"] = fma_peak_gflops(args.threads or os.cpu_count() or 1)
+    limits["fma_gflops"] = args.fma_gflops = fma_peak_gflops(args.threads or os.cpu_count() or 1)
     print(f"# {cpu_name()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, numpy {np.__version__}, "
           f"threads: {args.threads or 'each peer its default'}, relax exec mode: {args.exec_mode}")
     print(f"# machine limits (this run): numpy copy {limits['copy_gbs']:.1f} GB/s (read + write), "
