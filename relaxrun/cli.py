@@ -42,7 +42,7 @@ Examples:
               help="Allocator: pooled reuses freed buffers; naive allocates each time.")
 @click.option("--exec-mode", type=click.Choice(["interp", "compiled"]), default=None,
               help="interp: the bytecode dispatch loop; compiled: a static function as one native call, others as "
-                   "generated Python. Default: what the artifact asks for (relaxc/relaxld --exec-mode), else interp.")
+                   "generated Python. Default: what the artifact asks for (relaxc/relaxld --exec-mode), else compiled (interp for a program that recurses).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Timed runs.")
 @click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Untimed runs first.")
 @click.option("--print-time", is_flag=True, help="Print min/median/max time of the timed runs, on stderr.")

@@ -186,7 +186,7 @@ def test_ineligible_functions_keep_their_python_code(name, reason):
 
 def test_the_interpreter_and_other_memory_kinds_never_go_native():
     exe = build(chain_module(2), "llvm", 0)
-    assert VirtualMachine(exe, "cpu").native_functions == []
+    assert VirtualMachine(exe, "cpu", exec_mode="interp").native_functions == []
     assert VirtualMachine(exe, "cpu", memory="naive", exec_mode="compiled").native_functions == []
 
 
@@ -247,7 +247,7 @@ def linked_artifact(tmp_path, exec_mode):
     return str(path), result.data
 
 
-@pytest.mark.parametrize("asked, default", [("compiled", "compiled"), ("interp", "interp"), (None, "interp")])
+@pytest.mark.parametrize("asked, default", [("compiled", "compiled"), ("interp", "interp"), (None, "compiled")])
 def test_a_vm_runs_in_the_mode_the_artifact_asks_for_unless_told(tmp_path, asked, default):
     from relax.vm.bytecode.loader import load
 

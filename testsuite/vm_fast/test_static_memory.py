@@ -31,7 +31,7 @@ def test_static_allocations_become_sites_kept_across_calls(monkeypatch):
     fresh = []
     original = StorageSite._fresh
     monkeypatch.setattr(StorageSite, "_fresh", lambda site: fresh.append(site.nbytes) or original(site))
-    vm = VirtualMachine(build(parse(CHAIN), "llvm", 0), "cpu")
+    vm = VirtualMachine(build(parse(CHAIN), "llvm", 0), "cpu", exec_mode="interp")
     assert len(sites(vm)) == 3
     x = np.arange(4, dtype=np.float32)
     vm["main"](x)

@@ -43,7 +43,7 @@ class RunOptions:
     rtol: float = 1e-4
     device: str = "cpu"
     memory: str = "pooled"
-    exec_mode: str | None = None  # None: what the artifact asks for, else interp
+    exec_mode: str | None = None  # None: what the artifact asks for, else compiled (interp for a recursive program)
     repeat: int = 1
     warmup: int = 0
     print_time: bool = False

@@ -31,6 +31,7 @@ from ..bytecode.executable import EXEC_MODES, Executable
 from .entry_checks import install_checks
 from .static_memory import install_sites
 from .compiled_mode import compile_functions
+from .default_mode import default_exec_mode
 from .native_mode import native_function
 from ..bytecode.isa import FuncKind
 
@@ -88,9 +89,10 @@ class VirtualMachine(FunctionAPI):
         self.func_pool = self._init_func_pool()
         self._instrument: Callable | None = None
         self._bytecode = self._decode(hooked=False)
-        if exec_mode is None:  # what the artifact asks for (relaxc/relaxld --exec-mode), else the interpreter
+        if exec_mode is None:  # what the artifact asks for (relaxc/relaxld --exec-mode), else default_mode.py's choice
             link_info = exe.link_info
-            exec_mode = link_info.flags.get("exec_mode", "interp") if link_info is not None else "interp"
+            asked = link_info.flags.get("exec_mode") if link_info is not None else None
+            exec_mode = asked or default_exec_mode(self._bytecode)
         if exec_mode not in EXEC_MODES:
             raise UserError(f"unknown exec_mode '{exec_mode}' (expected one of: {', '.join(EXEC_MODES)})")
         self.exec_mode = exec_mode
