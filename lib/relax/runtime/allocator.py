@@ -23,7 +23,10 @@ ALIGNMENT = 64
 
 def aligned_buffer(nbytes: int, alignment: int = ALIGNMENT) -> np.ndarray:
     """A zero-filled uint8 array of `nbytes` whose data pointer is `alignment`-aligned."""
-    raw = np.zeros(nbytes + alignment, dtype=np.uint8)
+    try:
+        raw = np.zeros(nbytes + alignment, dtype=np.uint8)
+    except (MemoryError, ValueError):  # more than the machine has, or than numpy can index
+        raise UserError(f"cannot allocate {nbytes} bytes: out of memory") from None
     start = (-raw.ctypes.data) % alignment
     return raw[start:start + nbytes]
 

@@ -72,6 +72,11 @@ def format_expr(expr) -> str:
     return f"{op}({', '.join(texts)})"
 
 
+# A kernel's scratch space, fixed at build time: what the code generators emit is a few
+# blocks of shared data; a bound keeps a forged manifest from asking for terabytes at load.
+MAX_WORKSPACE_BYTES = 1 << 32
+
+
 def _check_expr(expr, where: str) -> None:
     if isinstance(expr, (int, str)):
         return
@@ -198,11 +203,16 @@ class KernelInfo:
 
     @staticmethod
     def from_json(data: dict) -> "KernelInfo":
+        if not isinstance(data, dict):
+            raise UserError(f"kernel metadata: a kernel entry is {type(data).__name__}, not an object")
         where = f"kernel '{data.get('name', '?')}'"
         try:
             params = tuple(ParamInfo.from_json(p, where) for p in data["params"])
             workspace = data.get("workspace_bytes", 0)
             _check_expr(workspace, where)
+            if isinstance(workspace, int) and not 0 <= workspace <= MAX_WORKSPACE_BYTES:
+                raise UserError(f"kernel metadata: {where} asks for a workspace of {workspace} bytes "
+                                f"(the limit is {MAX_WORKSPACE_BYTES})")
             symbolic = tuple(str(v) for v in data.get("symbolic_vars", ()))
             names = set(symbolic) | {p.name for p in params if p.kind == "scalar"}
             launches = data.get("launches", [])
