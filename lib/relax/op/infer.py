@@ -77,7 +77,7 @@ def _bind_positional(op, call: rx.Call, attrs_given: dict) -> tuple:
         if arg_name in attrs_given and index >= len(positional):
             if len(positional) < index:
                 raise error(f"{op.script_name} is missing argument '{fixed[len(positional)]}'", call.span)
-            positional.append(_as_expr(attrs_given.pop(arg_name)))
+            positional.append(_as_expr(attrs_given.pop(arg_name), op, arg_name, call))
     if not variadic and len(positional) > len(fixed):
         # Extra positional values fill attributes in order (`R.permute_dims(x, [1, 0])`).
         extra = positional[len(fixed):]
@@ -119,10 +119,24 @@ def _bind_attrs(op, call: rx.Call, attrs_given: dict) -> dict:
     return attrs
 
 
-def _as_expr(value) -> rx.Expr:
+def _as_expr(value, op, arg_name: str, call: rx.Call) -> rx.Expr:
+    """A keyword naming an argument, as the parser makes the same value written positionally:
+    `axes=[1]` is the tuple `(R.prim_value(1),)`, as `[1]` would be."""
     if isinstance(value, rx.Expr):
         return value
-    raise TypeError(f"expected a Relax expression, got {value!r}")
+    if isinstance(value, tir.PrimExpr):
+        return rx.PrimValue(value)
+    if isinstance(value, bool):
+        return rx.PrimValue(tir.IntImm("bool", int(value)))
+    if isinstance(value, int):
+        return rx.PrimValue(tir.IntImm("int64", value))
+    if isinstance(value, float):
+        return rx.PrimValue(tir.FloatImm("float64", value))
+    if isinstance(value, str):
+        return rx.StringImm(value)
+    if isinstance(value, (tuple, list)):
+        return rx.Tuple(tuple(_as_expr(item, op, arg_name, call) for item in value))
+    raise error(f"{op.script_name}: argument '{arg_name}' must be a Relax expression, got {value!r}", call.span)
 
 
 def infer_call(call: rx.Call, module=None) -> StructInfo:
