@@ -6,6 +6,7 @@ from relax.build import build
 from relax.runtime import register_func
 from relax.script import parse
 from relax.vm import VirtualMachine
+from relax.vm.machine.static_calls import StaticTensor
 from relax.vm.machine.static_memory import SiteStorage, StorageSite
 
 CHAIN = """
@@ -23,8 +24,11 @@ class Module:
 
 
 def sites(vm):
-    return [step[1].__self__ for function in vm._bytecode if function is not None for step in function.code
-            if len(step) > 1 and isinstance(getattr(step[1], "__self__", None), StorageSite)]
+    targets = [step[1] for function in vm._bytecode if function is not None for step in function.code if len(step) > 1]
+    # The interpreter fuses a site with its tensor and call (static_calls.py): its StorageSite is inside.
+    owners = [target.storage_site if isinstance(target, StaticTensor) else getattr(target, "__self__", None)
+              for target in targets]
+    return [owner for owner in owners if isinstance(owner, StorageSite)]
 
 
 def test_static_allocations_become_sites_kept_across_calls(monkeypatch):

@@ -119,6 +119,8 @@ def make_fast_call(kernel):
         function = _finish(kernel, lines, namespace)
         # Generated callers (vm/machine/compiled_mode.py) may call these two themselves: `if entry(args): checked(*args)`.
         function.entry, function.checked = native_entry, kernel.__call__
+        # The same call as one C-level builtin (fast_native.native_builtin): the interpreter calls it.
+        function.builtin = fast_native.native_builtin(kernel, function.checked)
         return function
     lines = [f"def fast_call({args}):"]
     lines.append(f"    if not ({' and '.join(checks) or 'True'}) or not lock.acquire(False):")

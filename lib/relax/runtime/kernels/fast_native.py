@@ -77,9 +77,11 @@ def _field(lines: list, obj: str, offset: int, ty: str, name: str) -> str:
     return f"%{name}"
 
 
-def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list, threads: int = 1) -> str:
+def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list, threads: int = 1,
+             fastcall=None) -> str:
     """LLVM IR of the entry. `buffers`: (descr id, shape, itemsize); `overlaps`: (written, other, sizes);
-    `threads`: the context's num_threads."""
+    `threads`: the context's num_threads; `fastcall`: (C API addresses, release the GIL?) for a
+    METH_FASTCALL entry `{symbol}_fast` too."""
     count = len(buffers)
     type_lines, lines, conditions = [], [], []
     for i, (descr, shape, itemsize) in enumerate(buffers):
@@ -104,15 +106,14 @@ def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list, th
         lines.append(f"  %after{i} = icmp uge i64 %data{written}, %oend{i}")
         lines.append(f"  %before{i} = icmp uge i64 %data{other}, %wend{i}")
         lines.append(f"  %apart{i} = or i1 %after{i}, %before{i}")
-    body = [f"define i32 @{symbol}(ptr %args) {{", "entry:"]
-    # The arguments come as one tuple (a single py_object is the cheapest ctypes call).
-    body.append(f"  %size.p = getelementptr i8, ptr %args, i64 {TUPLE_SIZE}")
-    body.append("  %size = load i64, ptr %size.p")
+    # The checks and the call, on an array of `size` object pointers (a tuple's items, or
+    # the argument vector of a METH_FASTCALL call); the two entries below call it.
+    body = [f"define internal i32 @{symbol}_core(ptr %argv, i64 %size) {{", "entry:"]
     body.append(f"  %arity = icmp eq i64 %size, {count}")
     body.append("  br i1 %arity, label %items, label %bad")
     body.append("items:")
     for i in range(count):
-        body.append(f"  %a{i}.p = getelementptr i8, ptr %args, i64 {TUPLE_ITEMS + 8 * i}")
+        body.append(f"  %a{i}.p = getelementptr ptr, ptr %argv, i64 {i}")
         body.append(f"  %a{i} = load ptr, ptr %a{i}.p")
     # Only the type is read from any object; the array header only from numpy arrays, and
     # dimensions only from arrays of the right rank.
@@ -160,7 +161,41 @@ def entry_ir(symbol: str, kernel_address: int, buffers: list, overlaps: list, th
     body.append("  %code = call i32 %kernel(ptr %buffers, ptr %scalars, ptr %ctx)")
     body.append("  ret i32 %code")
     body.append("}")
-    return "\n".join(body) + "\n"
+    return "\n".join(body + _tuple_entry(symbol) + (_fastcall_entry(symbol, fastcall) if fastcall else [])) + "\n"
+
+
+def _tuple_entry(symbol: str) -> list[str]:
+    # The arguments come as one tuple (a single py_object is the cheapest ctypes call).
+    return [f"define i32 @{symbol}(ptr %args) {{", "entry:",
+            f"  %size.p = getelementptr i8, ptr %args, i64 {TUPLE_SIZE}",
+            "  %size = load i64, ptr %size.p",
+            f"  %argv = getelementptr i8, ptr %args, i64 {TUPLE_ITEMS}",
+            f"  %code = call i32 @{symbol}_core(ptr %argv, i64 %size)",
+            "  ret i32 %code", "}"]
+
+
+def _fastcall_entry(symbol: str, fastcall) -> list[str]:
+    """`PyObject *entry(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)`, the METH_FASTCALL
+    function of the kernel's builtin (`self`: a tuple whose item 0 is the checked path): None after a
+    successful kernel call, else what the checked path returns (NULL with its exception set)."""
+    api, release_gil = fastcall
+    lines = [f"define ptr @{symbol}_fast(ptr %self, ptr %argv, i64 %nargs) {{", "entry:"]
+    if release_gil:  # as ctypes does around a large kernel: other Python threads run meanwhile
+        lines += [f"  %save.f = inttoptr i64 {api['PyEval_SaveThread']} to ptr", "  %state = call ptr %save.f()"]
+    lines.append(f"  %code = call i32 @{symbol}_core(ptr %argv, i64 %nargs)")
+    if release_gil:
+        lines += [f"  %restore.f = inttoptr i64 {api['PyEval_RestoreThread']} to ptr",
+                  "  call void %restore.f(ptr %state)"]
+    lines += ["  %failed = icmp ne i32 %code, 0", "  br i1 %failed, label %fallback, label %done", "done:",
+              f"  %none = inttoptr i64 {id(None)} to ptr",
+              f"  %incref.f = inttoptr i64 {api['Py_IncRef']} to ptr",
+              "  call void %incref.f(ptr %none)", "  ret ptr %none", "fallback:",
+              f"  %checked.p = getelementptr i8, ptr %self, i64 {TUPLE_ITEMS}",
+              "  %checked = load ptr, ptr %checked.p",
+              f"  %call.f = inttoptr i64 {api['PyObject_Vectorcall']} to ptr",
+              "  %result = call ptr %call.f(ptr %checked, ptr %argv, i64 %nargs, ptr null)",
+              "  ret ptr %result", "}"]
+    return lines
 
 
 MEMSET_DECLARATION = "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)\n"
@@ -170,14 +205,60 @@ def native_entry(kernel, sizes: dict[int, int], overlaps: list):
     """A ctypes function for the kernel's native entry, or None where there can be none."""
     if not LAYOUT_OK:
         return None
-    address = library_entries(kernel.library).get(kernel.name)
+    address = library_entries(kernel.library).get(kernel.name, (0, 0))[0]
     if not address:
         return None
-    small = sum(sizes.values()) < kernel.library.parallel_threshold_bytes
     # Small kernels keep the GIL (no release/re-acquire around a call of a few hundred ns);
     # larger ones release it like every other kernel call. The entry keeps no state, so both are safe.
-    factory = ctypes.PYFUNCTYPE if small else ctypes.CFUNCTYPE
+    factory = ctypes.PYFUNCTYPE if _small(kernel, sizes) else ctypes.CFUNCTYPE
     return factory(ctypes.c_int32, ctypes.py_object)(address)
+
+
+def _small(kernel, sizes: dict[int, int]) -> bool:
+    return sum(sizes.values()) < kernel.library.parallel_threshold_bytes
+
+
+class _MethodDef(ctypes.Structure):
+    """CPython's PyMethodDef."""
+
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
+                ("ml_doc", ctypes.c_char_p)]
+
+
+METH_FASTCALL = 0x80
+_C_API = ("PyObject_Vectorcall", "Py_IncRef", "PyEval_SaveThread", "PyEval_RestoreThread")
+
+
+def _c_api() -> dict[str, int] | None:
+    """Addresses of the C API functions the METH_FASTCALL entries call, or None (no such entries)."""
+    try:
+        return {name: ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value for name in _C_API}
+    except (AttributeError, ValueError):
+        return None
+
+
+C_API = _c_api()
+
+
+def native_builtin(kernel, checked):
+    """The kernel's METH_FASTCALL entry as a Python builtin function, or None.
+
+    Called with the kernel's arguments it returns None, or `checked(*args)` when a check
+    fails or the kernel returns an error code: one C-level call, with no Python frame and
+    no ctypes conversion (the interpreter's kernel calls, vm/machine/decoder.py).
+    """
+    if not LAYOUT_OK or C_API is None:
+        return None
+    address = library_entries(kernel.library).get(kernel.name, (0, 0))[1]
+    if not address:
+        return None
+    name = f"fast_call[{kernel.name}]".encode()
+    method = _MethodDef(name, address, METH_FASTCALL, None)
+    new_function = ctypes.pythonapi.PyCFunction_NewEx
+    new_function.restype = ctypes.py_object
+    new_function.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
+    # `self` (item 0 read by the entry) keeps the method definition and its name alive with the function.
+    return new_function(ctypes.addressof(method), (checked, method, name, kernel.library), None)
 
 
 class _Plan:
@@ -191,8 +272,8 @@ class _Plan:
                          for position, param in enumerate(info.params) if param.kind == "buffer"]
 
 
-def library_entries(library) -> dict[str, int]:
-    """Kernel name -> entry address, for every eligible kernel of `library`, compiled together once
+def library_entries(library) -> dict[str, tuple[int, int]]:
+    """Kernel name -> (tuple entry address, METH_FASTCALL entry address or 0), for every eligible kernel of `library`, compiled together once
     (one LLVM module: compiling entries one by one costs milliseconds each)."""
     entries = getattr(library, "_native_entries", None)
     if entries is None:
@@ -200,7 +281,7 @@ def library_entries(library) -> dict[str, int]:
     return entries
 
 
-def _compile_entries(library) -> dict[str, int]:
+def _compile_entries(library) -> dict[str, tuple[int, int]]:
     from .fast_call import array_nbytes, buffers_overlap, eligible, static_threads
 
     texts, symbols = [], {}
@@ -216,7 +297,9 @@ def _compile_entries(library) -> dict[str, int]:
         sizes = {index: array_nbytes(param.shape, dtype) for index, (_, param, dtype, _) in enumerate(plan._buffers)}
         buffers = [(id(dtype), tuple(param.shape), dtype.itemsize) for _, param, dtype, _ in plan._buffers]
         symbol = symbols[info.name] = f"relax_entry_{next(_counter)}"
-        texts.append(entry_ir(symbol, kernel_address, buffers, buffers_overlap(plan, sizes), static_threads(plan)))
+        fastcall = (C_API, not _small(plan, sizes)) if C_API is not None else None
+        texts.append(entry_ir(symbol, kernel_address, buffers, buffers_overlap(plan, sizes), static_threads(plan),
+                              fastcall))
     if not texts:
         return {}
     try:
@@ -227,6 +310,8 @@ def _compile_entries(library) -> dict[str, int]:
         # does not improve, and code generation at -O0 is several times quicker.
         engine = library._entry_engine = llvm.create_mcjit_compiler(module, host_target_machine(0))
         engine.finalize_object()
-        return {name: engine.get_function_address(symbol) for name, symbol in symbols.items()}
+        return {name: (engine.get_function_address(symbol),
+                       engine.get_function_address(f"{symbol}_fast") if C_API is not None else 0)
+                for name, symbol in symbols.items()}
     except Exception:  # noqa: BLE001 - no native entries: the Python fast path serves
         return {}

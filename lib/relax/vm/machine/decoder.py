@@ -16,6 +16,8 @@ Decoded instructions (first element is the operation):
     (CALL_CLOSURE, None, gather, dst) vm.builtin.invoke_closure: a bytecode closure gets a
                                       frame in the loop, anything else is called
     (CALL_HOOKED, callable, gather, dst, name, callee)   a call seen by the instrument
+    (ALLOC_CALL, site, tensor_dst, callable, gather, call_pc, dst)   a static allocation and the call
+                                      after it, as one (static_calls.py; the interpreter only)
     (RET, slot)
     (GOTO, target)
     (IF, slot, false_target)
@@ -32,7 +34,7 @@ from .builtins import invoke_closure
 from ..bytecode.executable import Executable, FuncInfo
 from ..bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
 
-CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_VM1, CALL_CLOSURE, CALL_HOOKED = range(10)
+CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_VM1, CALL_CLOSURE, CALL_HOOKED, ALLOC_CALL = range(11)
 
 
 @dataclass
@@ -124,6 +126,8 @@ def _decode_call(exe, instr, arg_slots, slots, func_pool, bytecode, hooked) -> t
         return (CALL_VM1, callee.code, arg_slots[0], dst, callee.template)
     if callee is not None:
         return (CALL_VM, callee.code, _gather(arg_slots), dst, callee.template, callee.num_args)
+    # A kernel's METH_FASTCALL builtin (runtime/kernels/fast_native.py) in place of its Python fast call.
+    target = getattr(target, "builtin", None) or target
     if target is invoke_closure and len(arg_slots) >= 2:
         return (CALL_CLOSURE, None, _gather(arg_slots), dst)
     if len(arg_slots) == 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from sys import getrefcount
 from typing import Any, Callable
 
 from ...diagnostics import UserError
@@ -25,11 +26,13 @@ from ...runtime.registry import get_global_func
 from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
 from .function_api import FunctionAPI
 from .decoder import (
-    CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function, empty_function,
+    ALLOC_CALL, CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function,
+    empty_function,
 )
 from ..bytecode.executable import EXEC_MODES, Executable
 from .entry_checks import install_checks
 from .static_memory import install_sites
+from .static_calls import fuse_static_calls
 from .compiled_mode import compile_functions
 from .default_mode import default_exec_mode
 from .native_mode import native_function
@@ -96,6 +99,7 @@ class VirtualMachine(FunctionAPI):
         if exec_mode not in EXEC_MODES:
             raise UserError(f"unknown exec_mode '{exec_mode}' (expected one of: {', '.join(EXEC_MODES)})")
         self.exec_mode = exec_mode
+        self._fuse_static_calls()
         # exec_mode="compiled": every bytecode function as a Python function (compiled_mode.py), and
         # a static straight-line one as one native call running its kernels (native_mode.py).
         self._compiled = compile_functions(self, self._bytecode) if exec_mode == "compiled" else None
@@ -163,6 +167,14 @@ class VirtualMachine(FunctionAPI):
         self._function_of_code = {id(function.code): function for function in bytecode if function is not None}
         return bytecode
 
+    def _fuse_static_calls(self) -> None:
+        """The interpreter's static allocations with their calls, one instruction each (static_calls.py);
+        compiled mode compiles the code unfused, and the instrument sees every call. CPU memory only:
+        the reuse check counts numpy's references (a cupy view need not hold its base)."""
+        if (self.exec_mode == "interp" and self.memory == "pooled" and self._instrument is None
+                and self.devices[0].device_type == CPU):
+            fuse_static_calls(self.exe, self._bytecode)
+
     def allocator(self, device_index: int):
         """The allocator of device `device_index` (-1: the host CPU), made on first use."""
         if device_index == -1:
@@ -209,6 +221,15 @@ class VirtualMachine(FunctionAPI):
                 op = instr[0]
                 if op == CALL:
                     regs[instr[3]] = instr[1](*instr[2](regs))
+                    pc += 1
+                elif op == ALLOC_CALL:  # static_calls.py: the tensor, then the call at instr[5]
+                    site = instr[1]
+                    view = site.view  # reused while only the sites hold it (StaticTensor)
+                    if getrefcount(view) != site.view_refs or getrefcount(site.raw) != site.raw_refs:
+                        view = site.made()
+                    regs[instr[2]] = view
+                    pc = instr[5]
+                    regs[instr[6]] = instr[3](*instr[4](regs))
                     pc += 1
                 elif op == CALL1:
                     regs[instr[3]] = instr[1](regs[instr[2]])
@@ -322,6 +343,8 @@ class VirtualMachine(FunctionAPI):
         """
         self._instrument = instrument
         self._bytecode = self._decode(hooked=instrument is not None)
+        if instrument is None:
+            self._fuse_static_calls()
 
     def time_evaluator(self, func_name: str, dev=None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1):
