@@ -86,3 +86,20 @@ def test_a_float_where_an_axis_or_count_is_expected_is_an_error(op, attrs, bad):
         infer(op, tensor((2, 4)), **attrs)
     assert caught.value.diagnostics[0].message == (
         f"R.{op}: bad value {attrs[bad]!r} for '{bad}': expected None, an int or a list of ints")
+
+
+def test_strided_slice_axis_out_of_range_is_an_error():
+    # A rank-0 input once divided by its rank (ZeroDivisionError); a too-large axis wrapped.
+    with pytest.raises(DiagnosticError, match="axis 1 is out of range for a tensor of rank 0"):
+        infer("strided_slice", tensor(()), shape(1), shape(0), shape(1), shape(1))
+    with pytest.raises(DiagnosticError, match="axis 5 is out of range for a tensor of rank 3"):
+        infer("strided_slice", tensor((2, 3, 4)), shape(5), shape(0), shape(1), shape(1))
+    with pytest.raises(DiagnosticError, match="axis -1 is sliced more than once"):
+        infer("strided_slice", tensor((2, 3)), shape(1, -1), shape(0, 0), shape(1, 1), shape(1, 1))
+
+
+def test_zero_sizes_that_would_divide_are_errors():
+    with pytest.raises(DiagnosticError, match=r"cannot infer the -1 in \(0, -1\)"):
+        infer("reshape", tensor((2, 4)), shape(0, -1))
+    with pytest.raises(DiagnosticError, match="number of sections must be positive, got 0"):
+        infer("split", tensor((6, 4)), indices_or_sections=0, axis=0)

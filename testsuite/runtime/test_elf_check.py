@@ -79,7 +79,7 @@ DAMAGE = {
     "relocation symbol out of range": (_entry(".rela.text", 0, 12, "I", 6), "names symbol 6, the symbol table has 6"),
     "relocation offset out of section": (_entry(".rela.text", 0, 0, "Q", 0x13), "patches offset 19, outside"),
     "relocation type unknown": (_entry(".rela.text", 0, 8, "I", 3), "type 3, which the loader does not apply"),
-    "relocation addend far": (_entry(".rela.text", 0, 16, "q", 1 << 40), "beyond the slack"),
+    "relocation addend far": (_entry(".rela.text", 0, 16, "q", 1 << 40), "outside it"),
     "relocation field not zero": (lambda d: _put(d, _sections(d)[".text"][1] + 4, "I", 7), "not zero"),
     "relocation to no symbol": (_entry(".rela.text", 0, 12, "I", 0), "refers to no symbol"),
     "relocation to a file symbol": (_entry(".rela.text", 0, 12, "I", 1), "refers to file symbol 1"),

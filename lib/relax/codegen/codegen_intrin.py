@@ -12,6 +12,8 @@ import llvmlite.ir as ir
 
 from ..ir import dtype as dt
 from ..ir import tir
+from ..runtime.kernels import abi
+from ..tir import semantics
 from .intrinsics import MATH_INTRINSICS, UNSUPPORTED, intrinsic_name
 from .llvm_types import I32, constant, is_signed, value_type
 
@@ -205,6 +207,43 @@ class IntrinsicCodegen:
         # Code after a return is unreachable; give it a block of its own.
         self.builder.position_at_end(self.builder.append_basic_block("after_return"))
         return constant("int32", 0)
+
+    def emit_checked_index(self, call):
+        """T.checked_index(index, extent, what): the position `index` names (negative from the
+        end), or a return with INDEX_OUT_OF_RANGE and the index in ctx->return_value. One
+        unsigned compare per element catches both ends; vector lanes are checked one by one."""
+        dtype = call.args[0].dtype
+        index = self.emit(call.args[0])
+        extent = self.cast(self.emit(call.args[1]), call.args[1].dtype, dt.with_lanes(dt.element(dtype),
+                                                                                      dt.lanes(call.args[1].dtype)))
+        if dt.lanes(dtype) > 1:
+            def lane(value, k):  # the extent may be a scalar or a broadcast
+                return self.builder.extract_element(value, ir.Constant(I32, k)) \
+                    if isinstance(value.type, ir.VectorType) else value
+            positions = [self._checked_lane(call, lane(index, k), lane(extent, k)) for k in range(dt.lanes(dtype))]
+            result = ir.Constant(index.type, ir.Undefined)
+            for k, position in enumerate(positions):
+                result = self.builder.insert_element(result, position, ir.Constant(I32, k))
+            return result
+        return self._checked_lane(call, index, extent)
+
+    def _checked_lane(self, call, index: ir.Value, extent: ir.Value) -> ir.Value:
+        negative = self.builder.icmp_signed("<", index, ir.Constant(index.type, 0))
+        position = self.builder.select(negative, self.builder.add(index, extent), index)
+        outside = self.builder.icmp_unsigned(">=", position, extent)
+        with self.builder.if_then(outside, likely=False):
+            self.store_context("return_value", self.builder.sext(index, ir.IntType(64))
+                               if index.type.width < 64 else index)
+            self.fail(abi.INDEX_OUT_OF_RANGE, self._index_message(call))  # the loader names the kernel
+        return position
+
+    @staticmethod
+    def _index_message(call) -> str:
+        """The message with the index left for the loader; a symbolic extent prints by name."""
+        extent = call.args[1].value if isinstance(call.args[1], tir.Broadcast) else call.args[1]
+        size = extent.value if isinstance(extent, tir.IntImm) else getattr(extent, "name", "extent")
+        what = call.args[2].value if isinstance(call.args[2], tir.StringImm) else "an indexing op"
+        return semantics.index_out_of_range(abi.INDEX_PLACEHOLDER, size, what)
 
     def emit_call_extern(self, call):
         """T.call_extern(dtype, "name", args...): a C function resolved when the kernel is loaded."""

@@ -81,6 +81,7 @@ MATH_INTRINSICS: dict[str, tuple[str, str, int]] = {
     "likely": ("custom", "emit_likely", 1),
     "assume": ("custom", "emit_assume", 1),
     "ret": ("custom", "emit_ret", 1),
+    "checked_index": ("custom", "emit_checked_index", 3),
     # Calls to C functions by name, resolved in the loading process (-1: any arity).
     "call_extern": ("custom", "emit_call_extern", -1),
     "call_pure_extern": ("custom", "emit_call_extern", -1),

@@ -96,6 +96,9 @@ def kernels_of(mod, options: CompileOptions):
     """The module whose PrimFuncs are the kernels: a source is lowered first, so that
     its operators become kernels too; a .vms already holds every kernel."""
     if is_vm_ready(mod):
+        from ..tir.vector_buffers import check_vector_buffers
+
+        check_vector_buffers(mod)  # a .vms's kernels are compiled as they are
         return mod
     check_scalar_tensors(mod)
     from ..build import lower
@@ -115,9 +118,18 @@ def packing_target(options: CompileOptions):
 
 
 def check_scalar_tensors(mod) -> None:
+    """Relax tensors and TIR buffers whose element types relaxc cannot compile, at their
+    annotations (a vector type such as "float32x4", a type numpy lacks)."""
+    from ..tir.vector_buffers import vector_buffer_diagnostics
     from .lowering_check import check_scalar_tensors as check  # it builds on this module
 
-    check(mod)
+    buffers = vector_buffer_diagnostics(mod)
+    try:
+        check(mod)
+    except DiagnosticError as error:
+        raise DiagnosticError([*error.diagnostics, *buffers]) from None
+    if buffers:
+        raise DiagnosticError(buffers)
 
 
 def kernel_context(options: CompileOptions):

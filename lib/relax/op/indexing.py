@@ -13,6 +13,7 @@ from ..ir import dtype as dt
 from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
 from . import loops, te
+from .index_check import checked_position
 from .reduction import normalize_axes
 from .registry import AttrSpec, OpDef, register
 from .shape import format_shape, int64, make_tensor_info, same_dim, tensor_info
@@ -120,10 +121,6 @@ def _gather_infer(call) -> TensorStructInfo:
     return TensorStructInfo(indices.shape, data.dtype, indices.ndim)
 
 
-def _wrap_index(position, extent):
-    return tir.Select(tir.LT(position, int64(0)), position + extent, position)
-
-
 def _gather_legalize(call, context):
     if tensor_info(call, 1).shape_values is None:
         return None
@@ -131,7 +128,7 @@ def _gather_legalize(call, context):
 
     def fcompute(data, indices):
         def body(*i):
-            position = _wrap_index(_cast(indices[i], "int64"), data.shape[axis])
+            position = checked_position(indices[i], data.shape[axis], "R.gather_elements")
             return data[tuple(position if a == axis else v for a, v in enumerate(i))]
 
         return te.compute(indices.shape, body, "T_gather_elements")
@@ -173,7 +170,7 @@ def _scatter_legalize(call, context):
     copy = loops.loop_nest(data_info.shape_values, lambda i: tir.BufferStore(out, tir.BufferLoad(data, i), i), "i")
 
     def scatter(i):
-        position = _wrap_index(_cast(tir.BufferLoad(indices, i), "int64"), data_info.shape_values[axis])
+        position = checked_position(tir.BufferLoad(indices, i), data_info.shape_values[axis], "R.scatter_elements")
         target = tuple(position if a == axis else v for a, v in enumerate(i))
         value = tir.BufferLoad(updates, i)
         if combine is not None:

@@ -32,6 +32,9 @@ def _reshape_dims(call):
     total = product_dims(x.shape_values)
     if minus_one:
         known = product_dims([d for i, d in enumerate(dims) if i != minus_one[0]])
+        if static_value(known) == 0:
+            # Any size times 0 is 0: the -1 has no single answer (and would divide by zero).
+            raise call.error(f"cannot infer the -1 in {format_shape(dims)}: the other dimensions multiply to 0")
         inferred = int64(total.value // known.value) if static_value(total) is not None and static_value(known) is not None else tir.FloorDiv(total, known)
         dims = dims[: minus_one[0]] + (inferred,) + dims[minus_one[0] + 1:]
     new_total = product_dims(dims)

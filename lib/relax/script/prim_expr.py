@@ -18,6 +18,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable
 
+from ..ir import dtype as dt
 from ..ir import tir
 from . import literal_limits, tir_ops
 from .context import ParseAbort, ParseContext, Scope
@@ -287,7 +288,10 @@ class PrimExprParser(PrimCallParser):
         """The indices of `A[i, j]`; a slice `A[i:i + 4]` is a vector index (Ramp)."""
         nodes = self.index_nodes(subscript)
         self.check_index_count(subscript, buffer, len(nodes))
-        return tuple(self.vector_index(n) if isinstance(n, ast.Slice) else self.parse(n) for n in nodes)
+        indices = tuple(self.vector_index(n) if isinstance(n, ast.Slice) else self.parse(n) for n in nodes)
+        for index, node in zip(indices, nodes):
+            require_integer(self.ctx, index, node, "a buffer index", vector=True)
+        return indices
 
     def check_index_count(self, subscript: ast.Subscript, buffer: tir.Buffer, count: int) -> None:
         # A flattened (lowered) buffer may be indexed with one index whatever its shape.
@@ -318,6 +322,16 @@ _PYTHON_BITWISE: dict[str, Callable] = {
     "shift_left": literal_limits.shift_left,
     "shift_right": literal_limits.shift_right,
 }
+
+
+def require_integer(ctx: ParseContext, value, node: ast.expr, what: str, vector: bool = False):
+    """`value`, refused unless of an integer type (of one lane unless `vector`), as TVM's parser
+    requires of loop bounds, buffer dimensions and indices: a float there once reached LLVM
+    code generation (T.grid(8, 1e-45) as an integer add of floats, A[T.float32(1.5)] as a
+    float-to-i64 cast) and failed with an internal error."""
+    if dt.kind(value.dtype) not in ("int", "uint") or (not vector and dt.lanes(value.dtype) != 1):
+        raise ctx.fail(f"{what} must be an integer, not {value.dtype}", node)
+    return value
 
 
 METADATA_MESSAGE = (

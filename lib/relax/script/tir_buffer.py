@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..ir import FrozenDict, tir
 from .context import ParseContext, Scope
-from .prim_expr import PrimExprParser, embedded_expression
+from .prim_expr import PrimExprParser, embedded_expression, require_integer
 from .tir_values import parse_attr_dict
 
 # Positional parameter order of each declaration function (TVM 0.27's builders).
@@ -121,7 +121,7 @@ class BufferParser:
     def dimension(self, node: ast.expr) -> tir.PrimExpr:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             node = embedded_expression(node, self.ctx)
-        return self.exprs.parse(node)
+        return require_integer(self.ctx, self.exprs.parse(node), node, "a buffer dimension")
 
     def optional_expr(self, node: ast.expr | None) -> tir.PrimExpr | None:
         return None if node is None or _is_none(node) else self.exprs.parse(node)

@@ -67,6 +67,8 @@ _BUILTINS = (
     ("tvm_warp_shuffle", 5, 5, "second"),
     ("tvm_warp_activemask", 0, 0, "uint32"),
     ("q_multiply_shift", 4, 4, "same"),
+    # relax's own: a position from index data, checked (tir/semantics.py, not in TVM).
+    ("checked_index", 3, 3, "same"),
 )
 
 

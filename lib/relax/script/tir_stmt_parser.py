@@ -16,24 +16,15 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from ..ir import EMPTY, tir
+from ..ir import tir
 from . import tir_ops
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .literal_limits import LiteralError
 from .prim_expr import METADATA_MESSAGE, POISONED, PrimExprParser, _is_metadata
 from .tir_assign_parser import LOCAL_SCALAR_ANNOTATION, AssignmentParser, Scoped  # noqa: F401 - re-exported
+from .tir_loop_parser import LoopParser
 from .tir_block_parser import BLOCK_NAMES, BlockFrame, BlockHeaderParser, block_name
 from .tir_values import parse_attr_dict, parse_attr_value
-
-# `for i in T.<name>(...)` -> For kind.
-LOOP_KINDS = {
-    "serial": "serial",
-    "parallel": "parallel",
-    "vectorized": "vectorized",
-    "unroll": "unrolled",
-    "thread_binding": "thread_binding",
-}
-
 
 def _poison_targets(stmt: ast.stmt, scope: Scope) -> None:
     """The names a failed assignment would have bound: their uses are not errors again."""
@@ -50,7 +41,7 @@ def make_seq(stmts: list[tir.Stmt]) -> tir.Stmt:
     return stmts[0] if len(stmts) == 1 else tir.SeqStmt(tuple(stmts))
 
 
-class StmtParser(AssignmentParser):
+class StmtParser(LoopParser, AssignmentParser):
     def __init__(self, ctx: ParseContext, root: BlockFrame, ret_type: str | None = None):
         self.ctx = ctx
         self.frames: list[BlockFrame] = [root]
@@ -97,75 +88,6 @@ class StmtParser(AssignmentParser):
         return self.frames[-1]
 
     # -- loops -----------------------------------------------------------------
-    def _for(self, stmt: ast.For, scope: Scope) -> tir.Stmt:
-        if stmt.orelse:
-            raise self.ctx.fail("a TIR loop has no 'else'", stmt.orelse[0])
-        call = stmt.iter
-        if not isinstance(call, ast.Call):
-            raise self.ctx.fail("a TIR loop iterates over range(...), T.grid(...) or T.serial(...)", call)
-        targets = stmt.target.elts if isinstance(stmt.target, ast.Tuple) else [stmt.target]
-        kind, annotations, thread, bounds = self.loop_header(call, scope)
-        if kind != "grid" and len(targets) != 1:
-            raise self.ctx.fail("only T.grid binds several loop variables", stmt.target)
-        if kind == "grid" and len(targets) != len(bounds):
-            raise self.ctx.fail(f"T.grid has {len(bounds)} extents but {len(targets)} loop variables", stmt.target)
-        inner = scope.child()
-        loops = []
-        for target, (low, extent) in zip(targets, bounds):
-            if not isinstance(target, ast.Name):
-                raise self.ctx.fail("a loop variable is a name", target)
-            var = tir.Var(target.id, extent.dtype, span=self.ctx.span(target))
-            inner.define(target.id, var)
-            self.loop_ranges[var] = tir.Range(low, extent)
-            loops.append((var, low, extent))
-        body = self.body(stmt.body, inner)
-        for var, low, extent in reversed(loops):
-            body = tir.For(var, low, extent, "serial" if kind == "grid" else kind, body, thread_tag=thread,
-                           annotations=annotations, span=self.ctx.span(stmt))
-        return body
-
-    def loop_header(self, call: ast.Call, scope: Scope):
-        """(kind, annotations, thread tag, [(min, extent)]) of a loop's iterator call."""
-        if isinstance(call.func, ast.Name) and call.func.id == "range":
-            name = "serial"
-        else:
-            dialect = self.ctx.dialect_of(call.func)
-            name = dialect[1] if dialect and dialect[0] == "tir" else None
-            if name != "grid" and name not in LOOP_KINDS:
-                shown = f"T.{name}" if name else ast.unparse(call.func)
-                raise self.ctx.fail(f"'{shown}' is not a TIR loop; expected range, T.grid, " + ", ".join(f"T.{k}" for k in LOOP_KINDS), call.func)
-        keywords = {k.arg: k.value for k in call.keywords}
-        allowed = {"annotations", "thread"} if name == "thread_binding" else {"annotations"}
-        for key, value in keywords.items():
-            if key not in allowed:
-                raise self.ctx.fail(f"unexpected keyword '{key}' in a loop", value)
-        annotations = parse_attr_dict(keywords["annotations"], self.ctx, scope) if "annotations" in keywords else EMPTY
-        exprs = self.exprs(scope)
-        if name == "grid":
-            return "grid", EMPTY, "", [self.bounds([e], exprs, call) for e in call.args]
-        args = list(call.args)
-        thread = ""
-        if name == "thread_binding":
-            if "thread" in keywords:
-                thread = self.string_literal(keywords["thread"])
-            elif args and isinstance(args[-1], ast.Constant) and isinstance(args[-1].value, str):
-                thread = args.pop().value
-            else:
-                raise self.ctx.fail("T.thread_binding needs thread=\"threadIdx.x\" (or another thread)", call)
-        return LOOP_KINDS[name], annotations, thread, [self.bounds(args, exprs, call)]
-
-    def bounds(self, args: list[ast.expr], exprs: PrimExprParser, call: ast.Call):
-        """(min, extent) from `(extent)`, `(start, stop)` or a `(start, stop)` tuple in T.grid."""
-        if len(args) == 1 and isinstance(args[0], ast.Tuple):
-            args = args[0].elts
-        if len(args) == 1:
-            extent = exprs.parse(args[0])
-            return tir_ops.make_const(0, extent.dtype), extent
-        if len(args) == 2:
-            start, stop = tir_ops.match_types(exprs.value(args[0]), exprs.value(args[1]))
-            return start, tir_ops.extent_between(start, stop)
-        raise self.ctx.fail("a loop takes an extent or a start and a stop", call)
-
     def string_literal(self, node: ast.expr) -> str:
         if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
             raise self.ctx.fail("expected a string", node)
@@ -375,7 +297,7 @@ class StmtParser(AssignmentParser):
         "Assert": assert_call,
     }
     _HANDLERS: dict[type, Callable] = {
-        ast.For: _for,
+        ast.For: LoopParser._for,
         ast.While: _while,
         ast.If: _if,
         ast.With: _with,

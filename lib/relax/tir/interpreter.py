@@ -110,6 +110,8 @@ class Interpreter:
         if call.op == "tir.if_then_else":
             condition = self.eval(call.args[0])
             return self.eval(call.args[1] if condition else call.args[2])
+        if call.op == semantics.CHECKED_INDEX:
+            return self._checked_index(call)
         args = [self.eval(arg) for arg in call.args]
         with np.errstate(all="ignore"):
             if call.op == "tir.fma":  # a * b + c; codegen may fuse it, the interpreter rounds twice
@@ -120,6 +122,13 @@ class Interpreter:
             if call.op in semantics.BINARY:
                 return semantics.wrap(semantics.BINARY[call.op](args[0], args[1]), call.dtype)
         raise InterpreterError(f"no interpreter rule for the intrinsic '{call.op}'")
+
+    def _checked_index(self, call):
+        """A position from index data, or the op's error when the index is out of range."""
+        position, bad = semantics.checked_index(self.eval(call.args[0]), self.eval(call.args[1]))
+        if bad is not None:
+            raise InterpreterError(semantics.index_out_of_range(*bad, self.eval(call.args[2])))
+        return semantics.wrap(position, call.dtype)
 
     # -- memory -----------------------------------------------------------------------
     def _address(self, buffer, indices):

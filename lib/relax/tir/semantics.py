@@ -141,3 +141,30 @@ def _compare(op: str, a, b):
     if op == "Or":
         return np.logical_or(a, b) if _is_vec(a, b) else bool(a) or bool(b)
     raise KeyError(op)
+
+
+# -- tir.checked_index ------------------------------------------------------------------
+# `T.checked_index(index, extent, "R.take")` is the position `index` names on an axis of
+# `extent` elements, a negative index counted from the end (numpy's rule). An index
+# outside [-extent, extent) stops the kernel with the message below instead of reading
+# or writing outside the buffer. The legalizations of the ops whose memory accesses
+# depend on index *data* (take, gather/scatter, index_tensor/put) emit it.
+CHECKED_INDEX = "tir.checked_index"
+
+
+def index_out_of_range(index, extent, what: str) -> str:
+    """The message of a failed tir.checked_index (the interpreter's and, with the index
+    filled in by the loader, the compiled kernel's)."""
+    return f"index {index} out of range [-{extent}, {extent}) in {what}"
+
+
+def checked_index(index, extent):
+    """The position of `index` on an axis of `extent` (Python ints, or numpy integer
+    arrays for vector lanes), and (index, extent) of the first lane out of range, or None."""
+    values, extents = np.broadcast_arrays(np.asarray(index, dtype=np.int64), np.asarray(extent, dtype=np.int64))
+    positions = np.where(values < 0, values + extents, values)
+    bad = np.flatnonzero((positions < 0) | (positions >= extents))
+    first_bad = (int(values.flat[bad[0]]), int(extents.flat[bad[0]])) if bad.size else None
+    if isinstance(index, np.ndarray):
+        return positions, first_bad
+    return int(positions), first_bad

@@ -173,4 +173,14 @@ static __device__ __forceinline__ relax_half relax_max(relax_half a, relax_half 
 template <typename T> static __device__ __forceinline__ T relax_select(bool c, T a, T b) {
   return c ? a : b;
 }
+// T.checked_index (tir/semantics.py): an index read from data, out of [-n, n), prints the
+// error and traps the launch (the host then reports a CUDA error), never addresses memory.
+static __device__ __forceinline__ long long relax_checked_index(long long i, long long n, const char *where) {
+  long long p = i < 0 ? i + n : i;
+  if ((unsigned long long)p >= (unsigned long long)n) {
+    printf("%s: index %lld out of range [-%lld, %lld)\n", where, i, n, n);
+    __trap();
+  }
+  return p;
+}
 """

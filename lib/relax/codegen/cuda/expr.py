@@ -282,6 +282,13 @@ class CudaExprPrinter:
         condition, then, otherwise = self._args(call)
         return f"({condition} ? {then} : {otherwise})"
 
+    def call_checked_index(self, call):
+        """T.checked_index(index, extent, what): the position, or a trap (see the prelude)."""
+        index, extent = (self.expr(arg) for arg in call.args[:2])
+        what = call.args[2].value if isinstance(call.args[2], tir.StringImm) else "an indexing op"
+        where = f"{self.kernel_name}: {what}".replace("\\", "\\\\").replace('"', '\\"')
+        return f'relax_checked_index((long long)({index}), (long long)({extent}), "{where}")'
+
     def call_likely(self, call):
         return self.expr(call.args[0])
 

@@ -57,7 +57,7 @@ SPECIAL = (
     "sigmoid", "abs", "ldexp", "isnan", "isinf", "isfinite",
     "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "popcount", "clz", "reinterpret", "if_then_else", "likely", "assume",
-    "call_extern", "call_pure_extern",
+    "call_extern", "call_pure_extern", "checked_index",
     "tvm_storage_sync", "tvm_warp_shuffle", "tvm_warp_shuffle_down", "tvm_warp_activemask",
 )
 

@@ -67,12 +67,18 @@ RETURN_CODES = {
     2: "workspace too small",
     3: "unsupported ABI version in the context",
     4: "out of memory",
+    5: "index out of range",
 }
 SUCCESS = 0
 ASSERTION_FAILED = 1
 WORKSPACE_TOO_SMALL = 2
 BAD_CONTEXT = 3
 OUT_OF_MEMORY = 4
+# A tir.checked_index failed: ctx->return_value holds the index and ctx->error_message
+# reads "index {index} out of range [-n, n) in R.<op>" ({index} is filled in
+# by the loader). Additive: an older loader reports "error code 5" with the message.
+INDEX_OUT_OF_RANGE = 5
+INDEX_PLACEHOLDER = "{index}"
 
 KERNEL_CFUNCTYPE = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(KernelContext)

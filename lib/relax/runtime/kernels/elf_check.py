@@ -162,6 +162,7 @@ class Symbol(NamedTuple):
     binding: int
     kind: int
     named: bool  # a non-empty name
+    size: int = 0  # st_size: a common symbol's extent bounds the addends that refer to it
 
 
 class ElfObject:
@@ -320,7 +321,7 @@ class ElfObject:
                 raise ObjectError(f"symbol {number}'s name lies outside its string table")
             if ordered and (info >> 4 == STB_LOCAL) != (number < table.info):
                 raise ObjectError(f"symbol {number} breaks the order of local then global symbols")
-            symbol = Symbol(section, value, info >> 4, info & 0xF, self.data[strings.offset + name] != 0)
+            symbol = Symbol(section, value, info >> 4, info & 0xF, self.data[strings.offset + name] != 0, size)
             self._check_symbol_section(number, symbol, size)
             if self.strict and number:
                 self._check_symbol_kind(number, symbol)

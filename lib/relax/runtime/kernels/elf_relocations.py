@@ -4,9 +4,10 @@ Every relocation's symbol index and patched field are checked against the tables
 point into. For the machines MCJIT loads (elf_check.ElfObject.strict) each relocation
 must also be one the loader can apply as LLVM would have written it: a known type; a
 symbol that is undefined (the process provides it) or defined in a section, loaded when
-the patched section is; an addend that keeps the target within ADDEND_SLACK bytes of
-that section; and, on x86-64, a zero field under the relocation (LLVM writes addends in
-the entry, and MCJIT adds the field's bytes to some of them). MCJIT finds every symbol
+the patched section is; an addend that keeps the target inside that section (see
+_check_target: RuntimeDyld applies whatever it is given, and a call to `expf + 0xffff`
+jumped into the middle of nowhere); and, on x86-64, a zero field under the relocation
+(LLVM writes addends in the entry, and MCJIT adds the field's bytes to some of them). MCJIT finds every symbol
 but a section's by its name, so those must have one; and an x86-64 PC-relative 32-bit
 field cannot reach a symbol of the process, which may lie further than 2 GiB away.
 MCJIT stops the process on anything else (an assertion or a fatal error).
@@ -16,17 +17,24 @@ from __future__ import annotations
 
 import struct
 
-from .elf_machines import EM_X86_64, RELOCATION_WIDTHS, ObjectError
+from .elf_machines import EM_AARCH64, EM_X86_64, RELOCATION_WIDTHS, ObjectError
 
 SHT_NULL, SHT_SYMTAB, SHT_RELA, SHT_NOBITS = 0, 2, 4, 8
 SHN_UNDEF, SHN_LORESERVE, SHN_COMMON = 0, 0xFF00, 0xFFF2
-SHF_ALLOC = 0x2
-STT_SECTION, STT_FILE = 3, 4
-R_X86_64_PC32 = 2
+SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
+STT_FUNC, STT_SECTION, STT_FILE = 2, 3, 4
+R_X86_64_PC32, R_X86_64_PLT32 = 2, 4
+R_AARCH64_JUMP26, R_AARCH64_CALL26 = 282, 283
 
-# How far before or past its section a relocation may point (LLVM's addends reach a few
-# bytes outside: a PC-relative field counts from the next instruction).
-ADDEND_SLACK = 1 << 16
+# How far before its target a PC-relative relocation may point: the field counts from the
+# end of its instruction, on x86-64 at most 8 bytes on (a 4-byte displacement, then a
+# 4-byte immediate); LLVM writes `.rodata - 4`, `expf - 4`. Other machines' biases are 0.
+PC_BIAS = 8
+# Calls and jumps: LLVM writes exactly these addends to a function or an external symbol
+# (x86-64's call/jmp end with their 4-byte field; aarch64's BL and B carry no bias). Any
+# other lands inside the function.
+CALL_ADDENDS = {(EM_X86_64, R_X86_64_PLT32): -4, (EM_AARCH64, R_AARCH64_CALL26): 0,
+                (EM_AARCH64, R_AARCH64_JUMP26): 0}
 
 
 def check_relocations(elf, index: int, section) -> None:
@@ -60,7 +68,8 @@ def check_relocations(elf, index: int, section) -> None:
                               f"({target.size} bytes)")
         if not elf.strict:
             continue
-        _check_target(elf, (number, name), symbol, width, fields[2] if len(fields) > 2 else 0)
+        _check_target(elf, (number, name), symbol, (kind, width, offset, target),
+                      fields[2] if len(fields) > 2 else 0)
         if zero_fields and kind == R_X86_64_PC32 and elf.symbols[symbol].section == SHN_UNDEF:
             raise ObjectError(f"{_where(number, name)} is a 32-bit PC-relative reference to an external symbol")
         start = target.offset + offset
@@ -73,8 +82,16 @@ def _where(number: int, section_name: str) -> str:
     return f"relocation {number} of '{section_name}'"
 
 
-def _check_target(elf, relocation: tuple, number: int, width: int, addend: int) -> None:
-    """What a relocation refers to: a symbol the loader resolves, and near its section."""
+def _check_target(elf, relocation: tuple, number: int, patch: tuple, addend: int) -> None:
+    """What a relocation refers to: a symbol the loader resolves, and a place inside it.
+
+    `patch` is (type, field width, r_offset, patched section). The target, symbol value +
+    addend, must lie in the symbol's section, PC_BIAS bytes before it allowed; a
+    relocation patching data (a jump table's `.LBB - .LJTI` entry) may also point past
+    the end by up to its own offset. A call or jump has the one addend LLVM writes
+    (CALL_ADDENDS), and an external symbol, whose extent the object does not know, at
+    most a PC-relative bias."""
+    kind, width, offset, patched = patch
     if number == 0:
         if width:
             raise ObjectError(f"{_where(*relocation)} refers to no symbol")
@@ -84,9 +101,15 @@ def _check_target(elf, relocation: tuple, number: int, width: int, addend: int) 
         raise ObjectError(f"{_where(*relocation)} refers to file symbol {number}")
     if symbol.kind != STT_SECTION and not symbol.named:
         raise ObjectError(f"{_where(*relocation)} refers to symbol {number}, which has no name")
+    call_addend = CALL_ADDENDS.get((elf.machine, kind))
+    if call_addend is not None and addend != call_addend and symbol.kind != STT_SECTION:
+        raise ObjectError(f"{_where(*relocation)} calls symbol {number} with addend {addend}, which lands inside "
+                          f"the function (LLVM writes {call_addend})")
     if symbol.section == SHN_UNDEF or symbol.section == SHN_COMMON:
-        if abs(addend) > ADDEND_SLACK:
-            raise ObjectError(f"{_where(*relocation)} has addend {addend}, beyond {ADDEND_SLACK} bytes of its symbol")
+        extent = symbol.size if symbol.section == SHN_COMMON else 0
+        if not -PC_BIAS <= addend <= extent:
+            raise ObjectError(f"{_where(*relocation)} has addend {addend} to symbol {number} of {extent} bytes "
+                              f"(from -{PC_BIAS}, a PC-relative bias, to {extent})")
         return
     if symbol.section >= SHN_LORESERVE:
         raise ObjectError(f"{_where(*relocation)} refers to an absolute symbol ({number})")
@@ -94,9 +117,10 @@ def _check_target(elf, relocation: tuple, number: int, width: int, addend: int) 
     if not section.flags & SHF_ALLOC:
         raise ObjectError(f"{_where(*relocation)} refers to symbol {number} in section {symbol.section}, "
                           "which is not loaded")
-    if not -ADDEND_SLACK <= symbol.value + addend <= section.size + ADDEND_SLACK:
+    past_end = 0 if patched.flags & SHF_EXECINSTR else offset
+    if not -PC_BIAS <= symbol.value + addend <= section.size + past_end:
         raise ObjectError(f"{_where(*relocation)} points {symbol.value + addend} bytes into section "
-                          f"{symbol.section} ({section.size} bytes), beyond the slack of {ADDEND_SLACK}")
+                          f"{symbol.section} ({section.size} bytes), outside it")
 
 
 def check_group(elf, index: int, section) -> None:

@@ -191,6 +191,8 @@ class KernelFunction:
         del workspace
         if code != abi.SUCCESS:
             message = context.error_message.decode("utf-8", "replace") if context.error_message else ""
+            if code == abi.INDEX_OUT_OF_RANGE:  # the message names the index, which the kernel passes apart
+                raise self._fail(message.replace(abi.INDEX_PLACEHOLDER, str(context.return_value)))
             meaning = abi.RETURN_CODES.get(code, f"error code {code}")
             raise self._fail(f"{meaning}: {message}" if message else meaning)
         return _scalar_result(info.ret_dtype, context.return_value) if info.ret_dtype else None

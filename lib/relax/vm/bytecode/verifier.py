@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from .binary import FormatError
+from .builtin_args import BuiltinArgumentError, check_builtin_call
 from .executable import Executable, FuncInfo
 from .isa import (
     VM_REGISTER, VOID_REGISTER, ArgKind, DecodeError, FuncKind, Instruction, Opcode, decode_arg,
@@ -131,7 +132,7 @@ def _verify_function(exe: Executable, info: FuncInfo) -> None:
         where = f"function '{info.name}', instruction {index - info.start_instr}"
         try:
             _verify_instruction(exe, info, index, instr)
-        except VerificationError as error:
+        except (VerificationError, BuiltinArgumentError) as error:
             raise VerificationError(f"{where}: {error}") from None
     last = exe.get_instruction(info.end_instr - 1)
     if last.opcode not in (Opcode.RET, Opcode.GOTO):
@@ -161,6 +162,8 @@ def _verify_instruction(exe: Executable, info: FuncInfo, index: int, instr: Inst
             f"call to '{callee.name}' with {len(instr.args)} arguments, it takes {callee.num_args}")
     for word in instr.args:
         _check_arg(exe, info, word)
+    if callee.kind == FuncKind.PACKED_FUNC:
+        check_builtin_call(exe, callee.name, instr)
 
 
 def _check_register(register: int, info: FuncInfo, allow_vm: bool = False) -> None:
