@@ -296,6 +296,20 @@ def test_tir_symbolic_buffer_shapes_are_defined_by_the_buffer_map():
     assert _messages(_module(k=_prim(body, [h], [(h, A)]))) == []
 
 
+def test_tir_two_sizes_of_one_name_in_the_signature():
+    # A reshape kernel legalized after a call that leaked the callee's n: its input buffer's
+    # n and the scalar parameter n were different variables, and codegen bound only one.
+    n_buffer, n_param = tir.Var("n", "int64"), tir.Var("n", "int64")
+    a, b = tir.Var("a", "handle"), tir.Var("b", "handle")
+    A = tir.Buffer("A", (n_buffer, i64(4)), "float32", tir.Var("A_data", "handle"))
+    B = tir.Buffer("B", (tir.Mul(n_param, i64(4)),), "float32", tir.Var("B_data", "handle"))
+    body = tir.Evaluate(tir.Add(n_buffer, n_param))
+    assert _messages(_module(k=_prim(body, [a, b, n_param], [(a, A), (b, B)]))) == [
+        "the signature of 'k' has two different variables named 'n'"]
+    one = tir.Buffer("B", (tir.Mul(n_buffer, i64(4)),), "float32", tir.Var("B_data", "handle"))
+    assert _messages(_module(k=_prim(tir.Evaluate(n_buffer), [a, b], [(a, A), (b, one)]))) == []
+
+
 def test_tir_block_iterators_and_alloc_buffers_are_scoped_to_the_block():
     func = irbuild.prim_func()
     assert _messages(_module(k=func)) == []

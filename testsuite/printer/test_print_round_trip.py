@@ -13,10 +13,6 @@ from test_corpus_exact import KNOWN_DIFFERENCES, PARSER_GAP, parse_or_xfail
 
 KNOWN_ROUND_TRIP_GAPS = {
     **{name: reason for name, reason in KNOWN_DIFFERENCES.items() if reason.startswith(PARSER_GAP)},
-    "corpus/legacy_call_tir_out_sinfo.tvmscript":
-        "the parser sets attrs['s_tir'] only for s_tir=True, not for T.block functions; the printer writes s_tir=True",
-    "corpus/legacy_tir_block_alloc_buffer.tvmscript":
-        "the parser sets attrs['s_tir'] only for s_tir=True, not for T.block functions; the printer writes s_tir=True",
     "corpus/legacy_tir_lowlevel_allocate.tvmscript":
         PARSER_GAP + " (T.allocate), and the printed T.alloc_buffer form does not read back yet",
     "corpus/tir_after_flatten_buffer.tvmscript": KNOWN_DIFFERENCES["corpus/tir_after_flatten_buffer.tvmscript"],

@@ -5,6 +5,7 @@ see the module; after --passes the diagnostics stay, with a note saying where th
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 import relax.script
@@ -49,3 +50,61 @@ def test_after_passes_the_lowered_module_errors_are_the_users(tmp_path, monkeypa
     err = capsys.readouterr().err
     assert "identity.vms:" in err and "error: undefined variable 'q'" in err
     assert "relaxc: note: identity.vms is the module after the passes run" in err
+
+
+SCALE = """\
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), "float32"), w: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        @R.function
+        def scale(y: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+            z = R.multiply(y, w)
+            return z
+
+        a = scale(x)
+        return a
+"""
+
+
+def test_an_operator_left_unlegalized_in_a_legal_program_is_an_internal_error(tmp_path, monkeypatch, capsys):
+    """legalize-ops had the shape and dtype of every operand and still left R.multiply:
+    relaxc's bug (exit 70), not a located error in the user's file or in the .vms."""
+    from relax.op import registry
+
+    original = registry.get
+
+    def without_multiply_kernel(name):
+        op = original(name)
+        return dataclasses.replace(op, legalize=lambda call, context: None) if name == "relax.multiply" else op
+
+    monkeypatch.setattr(registry, "get", without_multiply_kernel)
+    source = tmp_path / "scale.relax"
+    source.write_text(SCALE)
+    assert main([str(source), "-o", str(tmp_path / "scale.vmx")]) == 70
+    err = capsys.readouterr().err
+    assert err.startswith("relaxc: internal error: RuntimeError: the pipeline left a call it cannot lower"
+                          f" in a legal program ({source}:10:17: legalize-ops left R.multiply for these operands"
+                          ' (R.Tensor((2,), dtype="float32"), R.Tensor((2,), dtype="float32")))')
+    assert "please report" in err and ".vms" not in err
+
+
+def test_a_call_a_pass_made_and_left_is_an_internal_error(tmp_path, monkeypatch, capsys):
+    """LambdaLift makes R.invoke_pure_closure at the user's `scale(x)`: if nothing lowered
+    it, the user did not write it, so it is no error of theirs."""
+    from relax.transform import vm_builtin_lower
+
+    original = vm_builtin_lower._Lowerer.call
+
+    def without_closures(self, binding, call):
+        return None if call.op.name == "relax.invoke_pure_closure" else original(self, binding, call)
+
+    monkeypatch.setattr(vm_builtin_lower._Lowerer, "call", without_closures)
+    source = tmp_path / "scale.relax"
+    source.write_text(SCALE)
+    assert main([str(source), "-o", str(tmp_path / "scale.vmx")]) == 70
+    err = capsys.readouterr().err
+    assert f"({source}:13:13: R.invoke_pure_closure is not supported by relaxc" in err

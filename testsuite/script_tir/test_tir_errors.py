@@ -34,6 +34,9 @@ def errors_of(body, signature='A: T.Buffer((8, 8), "float32")', decorator="@T.pr
         ("x: T.handle = 0", [("3:8", "a handle cannot be a local scalar; write T.let[T.handle]")]),
         ("with T.foo():\n    T.evaluate(0)", [("3:10", "'T.foo' cannot open a 'with' frame in TIR")]),
         ("try:\n    T.evaluate(0)\nexcept E:\n    pass", [("3:5", "'try' statements are not supported in TIR")]),
+        ("h, w = T.int32(), 3", [("3:23", "only T.axis.remap and declarations such as `h, w = T.int32(), T.int32()` "
+                                          "assign several names in TIR")]),
+        ("h, w = T.int32(), T.int32(), T.int32()", [("3:5", "2 names but 3 values")]),
     ],
 )
 def test_statement_errors(body, expected):

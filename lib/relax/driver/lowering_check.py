@@ -9,7 +9,9 @@ other functions. An operator call still there has no bytecode: legalize-ops left
 (it builds a kernel only for tensors of known rank and dtype) or nothing lowers that
 operator at all. relaxc checks this before it prints the lowered module, so that the
 error names the call in the user's file; the one-shot reads that module back from
-memory, and a location in it would name a file that does not exist.
+memory, and a location in it would name a file that does not exist. A call the
+user did not write there (a pass made it) or one legalize-ops had all it needs for
+is relaxc's bug: an internal error (exit 70), not the user's.
 
 What the lowered module does not read back or assemble after the default pipeline
 is the toolchain's own fault: `reading_lowered` makes it an internal error.
@@ -26,8 +28,10 @@ from .compile_steps import VM_READY_OPERATORS
 def check_lowered(mod, passes: tuple[str, ...], options) -> None:
     """Reports every operator call of `mod` that bytecode cannot express (after the
     passes `passes`), at the call in the source. After the default pipeline, a call at
-    no source location is one a pass made and could not lower: a bug (RuntimeError,
-    exit 70)."""
+    no source location, one a pass made (the source there calls something else), or one
+    that legalize-ops had all it needs for and still left, is relaxc's own bug
+    (RuntimeError, exit 70): only the user's call of an operator nothing lowers, or with
+    an operand or result of unknown shape or dtype, is the user's to fix (exit 1)."""
     from ..ir import expr as rx
     from ..ir.analysis import collect
 
@@ -37,16 +41,33 @@ def check_lowered(mod, passes: tuple[str, ...], options) -> None:
 
     default = default_pipeline(options)
     legalized = "legalize-ops" in passes and "legalize-ops" not in options.disabled
-    diagnostics = []
+    diagnostics, bugs = [], []
     for func in mod.relax_functions().values():
         for binding in collect(func, unlowered):
-            message = _reason(binding, legalized, default)
+            message, users = _reason(binding, legalized, default)
             span = binding.value.span or binding.span
-            if span is None and default:
-                raise RuntimeError(f"a pass left a call it cannot lower: {message}")
-            diagnostics.append(Diagnostic("error", message, span))
+            if default and (span is None or not users or not _written_at(binding.value.op.name, span)):
+                bugs.append(f"{span}: {message}" if span is not None else message)
+            else:
+                diagnostics.append(Diagnostic("error", message, span))
     if diagnostics:
         raise DiagnosticError(_dedup_sorted(diagnostics))
+    if bugs:
+        # A legal program whose operators the default pipeline did not lower: relaxc's fault.
+        raise RuntimeError(f"the pipeline left a call it cannot lower in a legal program ({bugs[0]})")
+
+
+def _written_at(op_name: str, span) -> bool:
+    """Whether the source text at `span` calls the operator `op_name` (`R.nn.conv2d(`):
+    a call a pass made (R.invoke_closure for a local function) is not the user's."""
+    import re
+
+    from ..diagnostics import SOURCES
+
+    line = SOURCES.line(span.source, span.line)
+    callee = re.match(r"[A-Za-z_][\w.]*", line[span.column - 1:]) if line is not None else None
+    short = op_name.removeprefix("relax.")
+    return callee is not None and (callee.group() == short or callee.group().endswith("." + short))
 
 
 def check_scalar_tensors(mod) -> None:
@@ -92,7 +113,10 @@ def _dedup_sorted(diagnostics: list) -> list:
     return [unique[key] for key in sorted(unique)]
 
 
-def _reason(binding, legalized: bool, default_pipeline: bool) -> str:
+def _reason(binding, legalized: bool, default_pipeline: bool) -> tuple[str, bool]:
+    """Why the call of `binding` was not lowered, and whether that is the user's to fix
+    (an operator nothing lowers, an operand or result whose shape or dtype is unknown).
+    Otherwise legalize-ops had everything it needs and still left the call: a bug."""
     from ..ir.struct_info import TensorStructInfo, TupleStructInfo
     from ..ir.struct_info_check import describe
     from ..op import registry
@@ -101,9 +125,9 @@ def _reason(binding, legalized: bool, default_pipeline: bool) -> str:
     name = "R." + call.op.name.removeprefix("relax.")
     op = registry.get(call.op.name)
     if not default_pipeline and (not legalized or op is None or op.legalize is None):
-        return f"{name} is left by the passes run (--passes, --disable-pass): the VM has no instruction for it"
+        return f"{name} is left by the passes run (--passes, --disable-pass): the VM has no instruction for it", True
     if op is None or op.legalize is None:
-        return f"{name} is not supported by relaxc: nothing lowers it to the VM"
+        return f"{name} is not supported by relaxc: nothing lowers it to the VM", True
     for arg in call.args:
         info = getattr(arg, "struct_info", None)
         for leaf in info.fields if isinstance(info, TupleStructInfo) else (info,):
@@ -111,13 +135,13 @@ def _reason(binding, legalized: bool, default_pipeline: bool) -> str:
                 what = f"'{arg.name_hint}'" if hasattr(arg, "name_hint") else "an operand"
                 return (f"{name} cannot be compiled: its kernel needs the shape and dtype of every tensor it"
                         f" reads, and {what} is {describe(leaf)}; annotate them, such as"
-                        f" R.Tensor((n, 4), \"float32\"), or use R.match_cast")
+                        f" R.Tensor((n, 4), \"float32\"), or use R.match_cast"), True
     result = binding.var.struct_info
     if isinstance(result, TensorStructInfo) and result.shape_values is None:
         return (f"{name} cannot be compiled: the shape of its result, {describe(result)}, is not known"
-                f" when its kernel is built; annotate it or use R.match_cast")
+                f" when its kernel is built; annotate it or use R.match_cast"), True
     operands = ", ".join(describe(getattr(arg, "struct_info", None)) for arg in call.args)
-    return f"{name} is not supported by relaxc for these operands ({operands}): legalize-ops has no kernel for it"
+    return f"legalize-ops left {name} for these operands ({operands})", not legalized
 
 
 def default_pipeline(options) -> bool:

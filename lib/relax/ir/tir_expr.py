@@ -39,6 +39,11 @@ class FloatImm(PrimExpr):
     dtype: str
     value: float
 
+    def __post_init__(self):
+        # T.float32(0) built in memory is the T.float32(0.0) its text reads back as.
+        if type(self.value) is not float and isinstance(self.value, (int, float)):
+            object.__setattr__(self, "value", float(self.value))
+
 
 @node
 class StringImm(PrimExpr):
@@ -313,12 +318,43 @@ def _coerce(value, like: PrimExpr) -> PrimExpr:
     raise TypeError(f"cannot use {value!r} in a TIR expression")
 
 
+def _int_value(expr: PrimExpr):
+    return expr.value if isinstance(expr, IntImm) and dt.lanes(expr.dtype) == 1 and expr.dtype != "bool" else None
+
+
+def _folded(cls, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """`cls(a, b)` with the integer folds TVM's operators make (x + 0, x - 0, x * 1,
+    x * 0, x // 1, x % 1, constants of one dtype): the parser reads printed text through
+    the same folds (script/tir_ops.py), so an expression built here reads back as itself."""
+    ca, cb = _int_value(a), _int_value(b)
+    if a.dtype != b.dtype or (ca is None and cb is None) or cls not in _FOLDS:
+        return cls(a, b)
+    if ca is not None and cb is not None:
+        value = _FOLDS[cls](ca, cb) if cb != 0 or cls in (Add, Sub, Mul) else None
+        bits = dt.bits(a.dtype)
+        low, high = (0, 1 << bits) if a.dtype.startswith("uint") else (-(1 << (bits - 1)), 1 << (bits - 1))
+        return IntImm(a.dtype, value) if value is not None and low <= value < high else cls(a, b)
+    if (cls is Add and ca == 0) or (cls is Mul and (ca == 1 or cb == 0)):
+        return b
+    if (cls in (Add, Sub) and cb == 0) or (cls is Mul and (cb == 1 or ca == 0)):
+        return a
+    if cls is FloorDiv and (ca == 0 or cb == 1):
+        return a
+    if cls is FloorMod and (ca == 0 or cb == 1):
+        return a if ca == 0 else IntImm(a.dtype, 0)
+    return cls(a, b)
+
+
+_FOLDS = {Add: lambda x, y: x + y, Sub: lambda x, y: x - y, Mul: lambda x, y: x * y,
+          FloorDiv: lambda x, y: x // y, FloorMod: lambda x, y: x % y}
+
+
 def _binary(cls):
     def forward(self, other):
-        return cls(self, _coerce(other, self))
+        return _folded(cls, self, _coerce(other, self))
 
     def backward(self, other):
-        return cls(_coerce(other, self), self)
+        return _folded(cls, _coerce(other, self), self)
 
     return forward, backward
 

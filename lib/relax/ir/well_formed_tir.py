@@ -5,6 +5,11 @@
   occurrence) a buffer_map or match_buffer shape;
 - a variable is defined once in a function (SSA); a loop variable defined again
   is reported as such;
+- the sizes of a function's signature (its scalar parameters and the variables of
+  its buffer_map shapes) are different names for different variables: the printed
+  function reads two variables of one name back as one, and codegen binds a size by
+  its name (two n's, one a parameter and one a buffer's dimension, are a kernel
+  whose n is bound twice or not at all);
 - a call to another function names one of the module (a GlobalVar callee);
 - a buffer is loaded and stored with one index per dimension;
 - every buffer that is loaded, stored or named in a region is declared: by the
@@ -19,6 +24,7 @@ from contextlib import contextmanager
 from ..diagnostics import Diagnostic
 from . import tir_expr as tir
 from . import tir_stmt as stmt
+from .node import field_values
 from .reporting_visitor import ReportingVisitor
 
 
@@ -76,7 +82,21 @@ class _PrimFuncChecker(ReportingVisitor):
             self.define(param, "parameter")
         for _, buffer in func.buffer_map:
             self.declare(buffer, shape_defines=True)
+        self._check_size_names(func)
         self.visit(func.body)
+
+    def _check_size_names(self, func: stmt.PrimFunc) -> None:
+        """Two different size variables of one name in the signature are an error (see above)."""
+        first: dict[str, tir.Var] = {}
+        sizes = [p for p in func.params if p.dtype != "handle"]
+        for _, buffer in func.buffer_map:
+            for dim in buffer.shape + buffer.strides:
+                sizes += _vars_of(dim)
+        for var in sizes:
+            other = first.setdefault(var.name, var)
+            if other is not var:
+                self.error(f"the signature of '{self.name}' has two different variables named '{var.name}'",
+                           once=("size name", var.name))
 
     # -- scopes ---------------------------------------------------------------------
 
@@ -174,6 +194,19 @@ class _PrimFuncChecker(ReportingVisitor):
         if buffer.data is not None and self._is_visible(buffer.data):
             return  # backed by an enclosing Allocate's handle
         self.error(f"buffer '{buffer.name}' is used but not declared in '{self.name}'", once=id(buffer))
+
+
+def _vars_of(expr) -> list[tir.Var]:
+    """The variables in a buffer dimension (a bare variable or an expression of some)."""
+    if isinstance(expr, tir.Var):
+        return [expr]
+    if not isinstance(expr, tir.PrimExpr):
+        return []
+    found = []
+    for _, value in field_values(expr):
+        for item in value if isinstance(value, tuple) else (value,):
+            found += _vars_of(item)
+    return found
 
 
 def check_prim_func(func: stmt.PrimFunc, name: str, function_names: set[str] | None = None) -> list[Diagnostic]:

@@ -13,7 +13,7 @@ from typing import Callable
 from ..ir import dtype as dt
 from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
-from . import te
+from . import runtime_shape, te
 from .registry import OpDef, register
 from .shape import BroadcastError, broadcast_index, broadcast_shapes, make_tensor_info, tensor_info
 
@@ -107,6 +107,9 @@ def _make_legalize(name: str, element: Callable):
     def legalize(call, context):
         out = call.op.infer(call)
         if out.shape_values is None:
+            # An operand of unknown shape, or sizes that may or may not broadcast ((n,) with (m,)).
+            if runtime_shape.known_dtypes(call.arg_info):
+                return runtime_shape.binary(call, context, element, name)
             return None
 
         def fcompute(a: te.Tensor, b: te.Tensor) -> te.Tensor:

@@ -33,6 +33,21 @@ def _sinfo_args_or(default: StructInfo):
     return infer
 
 
+def _call_py_func(call) -> StructInfo:
+    """As TVM: the name is a string, the arguments a tuple, and the result the one tensor (or
+    the tuple of tensors) that `out_ty` gives, each with its shape spelled out: the VM cannot
+    ask a Python function what it will return before calling it."""
+    if not isinstance(call.args[0], rx.StringImm):
+        raise call.error("the function name must be a string")
+    if not isinstance(call.args[1], rx.Tuple) and not isinstance(call.arg_info[1], TupleStructInfo):
+        raise call.error("the arguments must be a tuple")
+    result = _from_sinfo_args(call)
+    for info in result.fields if isinstance(result, TupleStructInfo) else (result,):
+        if not isinstance(info, TensorStructInfo) or info.shape_values is None:
+            raise call.error("each output must be a tensor with a known shape, such as R.Tensor((n, 4), \"float32\")")
+    return result
+
+
 def _allocated_tensor(shape_position: int, dtype_position: int):
     """Struct info of an allocation from its shape and dtype arguments."""
 
@@ -78,6 +93,8 @@ _op("call_tir_inplace", ("func", "args", "*tir_vars"), _from_sinfo_args,
     "call a TIR function that writes some outputs into its inputs", (AttrSpec("inplace_indices", ()),))
 _op("call_dps_packed", ("func", "args"), _from_sinfo_args,
     "call a packed function in destination-passing style")
+_op("call_py_func", ("func_name", "args"), _call_py_func,
+    "call a Python function of the module (or one registered at run time) by its name")
 _op("call_pure_packed", ("func", "*args"), _sinfo_args_or(ObjectStructInfo()),
     "call a packed function known to have no side effects")
 _op("call_builtin_with_ctx", ("func", "args"), _sinfo_args_or(ObjectStructInfo()),
@@ -105,7 +122,9 @@ _op("assert_op", ("condition", "format", "*format_args"), lambda call: VOID,
 _op("shape_of", ("x",), _shape_of, "the shape of a tensor as a shape value")
 _op("shape_to_tensor", ("shape",), _shape_to_tensor, "a shape value as a 1-D int64 tensor")
 _op("tensor_to_shape", ("x",), _tensor_to_shape, "a 1-D int64 tensor as a shape value")
-_op("invoke_closure", ("closure", "args"), _sinfo_args_or(ObjectStructInfo()), "call a closure")
+_op("invoke_closure", ("closure", "args"), _sinfo_args_or(ObjectStructInfo()), "call a closure", pure=False)
+_op("invoke_pure_closure", ("closure", "args"), _sinfo_args_or(ObjectStructInfo()),
+    "call a closure known to have no side effects")
 _op("make_closure", ("func", "args"), lambda call: ObjectStructInfo(), "bind arguments to a function")
 
 

@@ -57,7 +57,7 @@ def concat_compute(tensors, axis, name="T_concat"):
         # The last tensor whose start the index has passed holds the element: test the
         # later tensors first by nesting them outermost.
         for t, start in zip(tensors, starts):
-            local = tuple(tir.Sub(i, start) if a == axis else i for a, i in enumerate(index))
+            local = tuple(i - start if a == axis else i for a, i in enumerate(index))
             load = t[local]
             # if_then_else, not Select: only the chosen input may be read, the other
             # index is out of its bounds.
@@ -121,6 +121,8 @@ def _split_bounds(call, dims):
     spec = call.attrs["indices_or_sections"]
     length = dims[axis]
     if isinstance(spec, int):
+        if spec < 1:
+            raise call.error(f"the number of sections must be positive, got {spec}")
         if static_value(length) is not None and static_value(length) % spec:
             raise call.error(f"axis {axis} of size {static_value(length)} does not split into {spec} equal sections")
         piece = int64(length.value // spec) if static_value(length) is not None else tir.FloorDiv(length, int64(spec))

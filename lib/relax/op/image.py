@@ -1,4 +1,7 @@
-"""Image operators: R.image.resize2d(data, size), as TVM's topi computes it.
+"""Image operators: R.image.resize2d(data, size), as TVM's topi computes it. The
+computation takes the number of spatial axes as a parameter: image_3d.py registers
+resize3d from it (roi then holds 6 numbers in TVM's order, start_w, start_h,
+start_d, end_w, end_h, end_d: the 3-D axes listed innermost first, unlike 2-D).
 
 Each output pixel maps back to an input coordinate (in float32) by the
 coordinate_transformation_mode:
@@ -13,7 +16,7 @@ coordinate_transformation_mode:
 
 "nearest_neighbor" picks a pixel by rounding_method ("round" rounds half to even;
 "" is "round" for align_corners, else "floor"); "linear" blends the 2x2 neighbours;
-"cubic" the 4x4 neighbours with Keys' spline (cubic_alpha; cubic_exclude drops
+"cubic" the 4x4 neighbours (2x2x2 and 4x4x4 in 3-D) with Keys' spline (cubic_alpha; cubic_exclude drops
 neighbours outside the image). Neighbour indices are clamped to the image.
 """
 
@@ -33,7 +36,9 @@ METHODS = ("nearest_neighbor", "linear", "cubic")
 COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
                     "tf_crop_and_resize")
 ROUNDING_METHODS = ("round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "")
-LAYOUTS = ("NCHW", "NHWC")
+LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+SPATIAL = {2: "HW", 3: "DHW"}
+ROI_ORDER = {2: "HW", 3: "WHD"}  # the axes in the order roi lists their starts, then their ends
 FLOAT = "float32"  # the precision of coordinates and blending, as in topi
 
 
@@ -41,21 +46,28 @@ def _one_of(choices):
     return lambda value: None if value in choices else "expected one of " + ", ".join(repr(c) for c in choices)
 
 
-def _roi_check(value) -> str | None:
-    values = (value,) if isinstance(value, (int, float, tir.FloatImm)) else value
-    if value is None or isinstance(values, tuple) and len(values) in (1, 4):
-        return None
-    return "expected 4 numbers (start_h, start_w, end_h, end_w)"
+def _roi_check(rank: int):
+    letters = ROI_ORDER[rank].lower()
+    names = ", ".join([f"start_{a}" for a in letters] + [f"end_{a}" for a in letters])
+
+    def check(value) -> str | None:
+        values = (value,) if isinstance(value, (int, float, tir.FloatImm)) else value
+        if value is None or isinstance(values, tuple) and len(values) in (1, 2 * rank):
+            return None
+        return f"expected {2 * rank} numbers ({names})"
+
+    return check
 
 
-def _roi_values(value) -> tuple[float, ...]:
+def _roi_values(value, rank: int) -> tuple[float, ...]:
     values = (value,) if not isinstance(value, tuple) else value
     values = tuple(float(v.value if isinstance(v, (tir.FloatImm, tir.IntImm)) else v) for v in values)
-    return values * 4 if len(values) == 1 else values
+    return values * (2 * rank) if len(values) == 1 else values
 
 
-def _size_dims(call):
-    """The target (height, width) from the size argument, or None when not known."""
+def _size_dims(call, rank: int):
+    """The target sizes of the spatial axes (D,) H, W from the size argument, or None
+    when not known."""
     arg, info = call.args[1], call.arg_info[1]
     if isinstance(arg, rx.ShapeExpr):
         dims = tuple(arg.values)
@@ -67,27 +79,36 @@ def _size_dims(call):
     else:
         return None
     if len(dims) == 1:
-        dims = dims * 2
-    if len(dims) != 2:
-        raise call.error(f"size must give 1 or 2 values (height, width), got {len(dims)}")
+        dims = dims * rank
+    if len(dims) != rank:
+        names = {2: "height, width", 3: "depth, height, width"}[rank]
+        raise call.error(f"size must give 1 or {rank} values ({names}), got {len(dims)}")
     return dims
 
 
-def _resize_infer(call) -> TensorStructInfo:
-    data = tensor_info(call, 0)
-    if data.ndim >= 0 and data.ndim != 4:
-        raise call.error(f"data must have rank 4, got rank {data.ndim}")
-    out_dtype = call.attrs["out_dtype"] or data.dtype
-    size = _size_dims(call)
-    if data.shape_values is None or size is None:
-        return TensorStructInfo(None, out_dtype, 4)
-    for value in size:
-        if static_value(value) is not None and static_value(value) < 1:
-            raise call.error(f"size must be positive, got {static_value(value)}")
-    layout = call.attrs["layout"]
-    dims = list(data.shape_values)
-    dims[layout.index("H")], dims[layout.index("W")] = size
-    return make_tensor_info(tuple(dims), out_dtype)
+def _resized_dims(call, dims, size, rank: int) -> tuple:
+    """`dims` with the spatial axes of the layout replaced by the target sizes."""
+    dims = list(dims)
+    for letter, value in zip(SPATIAL[rank], size):
+        dims[call.attrs["layout"].index(letter)] = value
+    return tuple(dims)
+
+
+def resize_infer(rank: int):
+    def infer(call) -> TensorStructInfo:
+        data = tensor_info(call, 0)
+        if data.ndim >= 0 and data.ndim != rank + 2:
+            raise call.error(f"data must have rank {rank + 2}, got rank {data.ndim}")
+        out_dtype = call.attrs["out_dtype"] or data.dtype
+        size = _size_dims(call, rank)
+        if data.shape_values is None or size is None:
+            return TensorStructInfo(None, out_dtype, rank + 2)
+        for value in size:
+            if static_value(value) is not None and static_value(value) < 1:
+                raise call.error(f"size must be positive, got {static_value(value)}")
+        return make_tensor_info(_resized_dims(call, data.shape_values, size, rank), out_dtype)
+
+    return infer
 
 
 def _f(value) -> tir.PrimExpr:
@@ -160,49 +181,53 @@ def _weighted_sum(values, weights) -> tir.PrimExpr:
     return total
 
 
-def resize_compute(call, data: te.Tensor, out_dims, out_dtype: str) -> te.Tensor:
+def _axis_weights(attrs, method: str, coordinate, size):
+    """For one axis: the first neighbour's index, the neighbour offsets and their weights."""
+    floor = _call("floor", coordinate)
+    start, fraction = tir.Cast(te.INDEX_DTYPE, floor), tir.Sub(coordinate, floor)
+    if method == "linear":
+        return start, (0, 1), [tir.Sub(_f(1.0), fraction), fraction]
+    weights = _cubic_weights(fraction, attrs["cubic_alpha"])
+    if attrs["cubic_exclude"]:
+        weights = _exclude_outside(weights, start, size)
+    return start, (-1, 0, 1, 2), weights
+
+
+def resize_compute(call, data: te.Tensor, out_dims, out_dtype: str, rank: int) -> te.Tensor:
     attrs = call.attrs
     layout, method, mode = attrs["layout"], attrs["method"], attrs["coordinate_transformation_mode"]
-    h_axis, w_axis = layout.index("H"), layout.index("W")
-    height, width = data.shape[h_axis], data.shape[w_axis]
-    roi = _roi_values(attrs["roi"])
+    axes = [layout.index(letter) for letter in SPATIAL[rank]]
+    sizes = [data.shape[axis] for axis in axes]
+    roi = _roi_values(attrs["roi"], rank)
+    roi_axes = [ROI_ORDER[rank].index(letter) for letter in SPATIAL[rank]]
     rounding = attrs["rounding_method"] or ("round" if mode == "align_corners" else "floor")
 
-    def pixel(index, y, x):
-        y = tir.Max(tir.Min(y, height - int64(1)), int64(0))
-        x = tir.Max(tir.Min(x, width - int64(1)), int64(0))
+    def pixel(index, positions):
         source = list(index)
-        source[h_axis], source[w_axis] = y, x
+        for axis, size, position in zip(axes, sizes, positions):
+            source[axis] = tir.Max(tir.Min(position, size - int64(1)), int64(0))
         return _as_float(data[tuple(source)])
 
+    def blend(index, taps, chosen=()):
+        """The weighted sum over the neighbours of the axes from len(chosen) on (the
+        outer axis outermost, as topi nests it)."""
+        if len(chosen) == rank:
+            return pixel(index, chosen)
+        start, offsets, weights = taps[len(chosen)]
+        return _weighted_sum([blend(index, taps, (*chosen, start + int64(o))) for o in offsets], weights)
+
     def body(*index):
-        y, x = index[h_axis], index[w_axis]
-        in_y = source_coordinate(mode, y, height, out_dims[h_axis], roi[0], roi[2])
-        in_x = source_coordinate(mode, x, width, out_dims[w_axis], roi[1], roi[3])
+        coordinates = [source_coordinate(mode, index[axis], size, out_dims[axis], roi[i], roi[rank + i])
+                       for i, axis, size in zip(roi_axes, axes, sizes)]
         if method == "nearest_neighbor":
-            value = pixel(index, nearest_index(in_y, rounding), nearest_index(in_x, rounding))
+            value = pixel(index, [nearest_index(c, rounding) for c in coordinates])
         else:
-            y_floor, x_floor = _call("floor", in_y), _call("floor", in_x)
-            y_int, x_int = tir.Cast(te.INDEX_DTYPE, y_floor), tir.Cast(te.INDEX_DTYPE, x_floor)
-            y_frac, x_frac = tir.Sub(in_y, y_floor), tir.Sub(in_x, x_floor)
-            if method == "linear":
-                x_weights = [tir.Sub(_f(1.0), x_frac), x_frac]
-                y_weights = [tir.Sub(_f(1.0), y_frac), y_frac]
-                taps = (0, 1)
-            else:
-                x_weights = _cubic_weights(x_frac, attrs["cubic_alpha"])
-                y_weights = _cubic_weights(y_frac, attrs["cubic_alpha"])
-                taps = (-1, 0, 1, 2)
-                if attrs["cubic_exclude"]:
-                    x_weights = _exclude_outside(x_weights, x_int, width)
-                    y_weights = _exclude_outside(y_weights, y_int, height)
-            rows = [_weighted_sum([pixel(index, y_int + int64(j), x_int + int64(i)) for i in taps], x_weights)
-                    for j in taps]
-            value = _weighted_sum(rows, y_weights)
+            value = blend(index, [_axis_weights(attrs, method, c, size) for c, size in zip(coordinates, sizes)])
         if mode == "tf_crop_and_resize":
-            outside = tir.Or(
-                tir.Or(tir.LT(in_y, _f(0.0)), tir.GT(in_y, tir.Sub(_as_float(height), _f(1.0)))),
-                tir.Or(tir.LT(in_x, _f(0.0)), tir.GT(in_x, tir.Sub(_as_float(width), _f(1.0)))))
+            outside = None
+            for coordinate, size in zip(coordinates, sizes):
+                part = tir.Or(tir.LT(coordinate, _f(0.0)), tir.GT(coordinate, tir.Sub(_as_float(size), _f(1.0))))
+                outside = part if outside is None else tir.Or(outside, part)
             value = tir.Select(outside, _f(attrs["extrapolation_value"]), value)
         return value if out_dtype == FLOAT else tir.Cast(out_dtype, value)
 
@@ -222,41 +247,47 @@ def _exclude_outside(weights, start, size):
     return [tir.Div(weight, total) for weight in kept]
 
 
-def _resize_legalize(call, context):
-    info = _resize_infer(call)
-    if info.shape_values is None:
-        return None
-    out_dtype = info.dtype
-    if not dt.is_float(tensor_info(call, 0).dtype) and call.attrs["method"] != "nearest_neighbor":
-        raise call.error(f"{call.attrs['method']} resizing needs a floating-point tensor")
-    layout, size = call.attrs["layout"], _size_dims(call)
+def resize_legalize(rank: int):
+    def legalize(call, context):
+        info = resize_infer(rank)(call)
+        if info.shape_values is None:
+            return None
+        if not dt.is_float(tensor_info(call, 0).dtype) and call.attrs["method"] != "nearest_neighbor":
+            raise call.error(f"{call.attrs['method']} resizing needs a floating-point tensor")
+        size = _size_dims(call, rank)
 
-    def fcompute(data):
-        # The output dims from the placeholder's own shape, so that symbolic sizes
-        # are the kernel's variables, not the caller's.
-        dims = list(data.shape)
-        dims[layout.index("H")], dims[layout.index("W")] = size
-        return resize_compute(call, data, tuple(dims), out_dtype)
+        def fcompute(data):
+            # The output dims from the placeholder's own shape, so that symbolic sizes
+            # are the kernel's variables, not the caller's.
+            return resize_compute(call, data, _resized_dims(call, data.shape, size, rank), info.dtype, rank)
 
-    return context.call_te(fcompute, call.args[:1], call.arg_info[:1], "resize2d")
+        return context.call_te(fcompute, call.args[:1], call.arg_info[:1], f"resize{rank}d")
+
+    return legalize
 
 
-register(OpDef(
-    name="relax.image.resize2d",
-    args=("data", "size"),
-    attrs=(
-        AttrSpec("roi", (0.0, 0.0, 0.0, 0.0), _roi_check),
-        AttrSpec("layout", "NCHW", _one_of(LAYOUTS)),
-        AttrSpec("method", "linear", _one_of(METHODS)),
-        AttrSpec("coordinate_transformation_mode", "half_pixel", _one_of(COORDINATE_MODES)),
-        AttrSpec("rounding_method", "round", _one_of(ROUNDING_METHODS)),
-        AttrSpec("cubic_alpha", -0.75),
-        AttrSpec("cubic_exclude", 0),
-        AttrSpec("extrapolation_value", 0.0),
-        AttrSpec("out_dtype", None, out_dtype_check),
-    ),
-    infer=_resize_infer,
-    pattern="injective",
-    legalize=_resize_legalize,
-    doc="resize the H and W axes of an image by nearest, linear or cubic interpolation",
-))
+def register_resize(rank: int, rounding_method: str) -> None:
+    """Registers resize<rank>d (TVM's Python API defaults rounding_method to "round" in
+    2-D and to "" in 3-D)."""
+    register(OpDef(
+        name=f"relax.image.resize{rank}d",
+        args=("data", "size"),
+        attrs=(
+            AttrSpec("roi", (0.0,) * (2 * rank), _roi_check(rank)),
+            AttrSpec("layout", LAYOUTS[rank][0], _one_of(LAYOUTS[rank])),
+            AttrSpec("method", "linear", _one_of(METHODS)),
+            AttrSpec("coordinate_transformation_mode", "half_pixel", _one_of(COORDINATE_MODES)),
+            AttrSpec("rounding_method", rounding_method, _one_of(ROUNDING_METHODS)),
+            AttrSpec("cubic_alpha", -0.75),
+            AttrSpec("cubic_exclude", 0),
+            AttrSpec("extrapolation_value", 0.0),
+            AttrSpec("out_dtype", None, out_dtype_check),
+        ),
+        infer=resize_infer(rank),
+        pattern="injective",
+        legalize=resize_legalize(rank),
+        doc=f"resize the {' and '.join(SPATIAL[rank])} axes of an image by nearest, linear or cubic interpolation",
+    ))
+
+
+register_resize(2, "round")

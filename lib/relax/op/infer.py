@@ -18,6 +18,8 @@ from ..ir.struct_info import (
     TensorStructInfo, TupleStructInfo,
 )
 from . import registry
+from .call_ret import derive_call_ret
+from .canonical import canonical_struct_info
 from .registry import REQUIRED, OpCall
 
 
@@ -144,7 +146,8 @@ def infer_call(call: rx.Call, module=None) -> StructInfo:
     if isinstance(callee, rx.Op):
         bound = bind_call(call, module)
         try:
-            return bound.op.infer(bound)
+            # Sizes in canonical form (n * 2, not n + n): what later passes bind and compare.
+            return canonical_struct_info(bound.op.infer(bound))
         except ValueError:  # an operand of a data type the parser reads but ir.dtype does not know
             _refuse_unknown_dtype(call)
             raise
@@ -152,8 +155,18 @@ def infer_call(call: rx.Call, module=None) -> StructInfo:
         return call.sinfo_args[0] if call.sinfo_args else ObjectStructInfo()
     callee_info = struct_info_of(callee, module)
     if isinstance(callee_info, FuncStructInfo):
-        return callee_info.ret
+        # The callee's sizes bound to the arguments': its own n never reaches the caller.
+        return derive_call_ret(callee_info, [_arg_info(arg, module) for arg in call.args])
     return ObjectStructInfo()
+
+
+def _arg_info(arg: rx.Expr, module):
+    """What an argument's struct info binds the callee's sizes to; None when it has none
+    yet (an argument without struct info is reported where it is inferred)."""
+    try:
+        return struct_info_of(arg, module)
+    except DiagnosticError:
+        return None
 
 
 def _refuse_unknown_dtype(call: rx.Call) -> None:

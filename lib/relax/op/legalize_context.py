@@ -3,8 +3,9 @@
 `LegalizeContext.call_te(fcompute, args, name)` makes te placeholders for the tensor
 arguments (their shapes from struct info, symbolic sizes renamed into the new
 PrimFunc), runs `fcompute`, builds the PrimFunc with te.create_prim_func, gives it
-a name unique in the module, and returns the `R.call_tir` that calls it. Symbolic
-sizes that only the output shape mentions are passed as `tir_vars`.
+a name unique in the module, and returns the `R.call_tir` that calls it. A symbolic
+size that no buffer dimension names alone (n, when every buffer is (n * 2,)) is
+passed as a `tir_var`.
 """
 
 from __future__ import annotations
@@ -61,9 +62,23 @@ class LegalizeContext:
     def __init__(self, taken_names: set[str] | None = None):
         self.taken_names = set(taken_names or ())
         self.new_functions: dict[str, tir.PrimFunc] = {}
+        # The Relax and TIR variable names of the function being legalized (one Python
+        # scope when printed), and whether the binding is in a dataflow block: what a
+        # legalization that adds bindings (op/runtime_shape.py) names and makes.
+        self.local_names: set[str] = set()
+        self.in_dataflow = False
 
     def unique_name(self, hint: str) -> str:
         return fresh_name(hint, self.taken_names)
+
+    def local_var(self, hint: str, info: StructInfo) -> rx.Var:
+        """A new Relax variable of the function being legalized, local to its dataflow block if in one."""
+        kind = rx.DataflowVar if self.in_dataflow else rx.Var
+        return kind(fresh_name(hint, self.local_names), info)
+
+    def local_size(self, hint: str) -> tir.Var:
+        """A new int64 symbolic size of the function being legalized."""
+        return tir.Var(fresh_name(hint, self.local_names, "_"), "int64")
 
     def call_te(self, fcompute: Callable[..., te.Tensor | tuple], args: Sequence[rx.Expr],
                 arg_info: Sequence[StructInfo], name: str, extra: Sequence = ()) -> rx.Call | None:
@@ -73,6 +88,7 @@ class LegalizeContext:
         (no shape values): the operator then stays as it is. Symbolic sizes that only
         an output shape mentions need no scalar parameter: the kernel binds every
         size from its buffers' shapes, outputs included (as TVM's legalization does).
+        A size that no buffer dimension names alone is passed as a tir_var.
         """
         leaves = _tensor_leaves(args, arg_info)
         if leaves is None:
@@ -89,15 +105,19 @@ class LegalizeContext:
         result = fcompute(*grouped, *extra)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         func_name = self.unique_name(name)
-        func = te.create_prim_func(placeholders + outputs)
-        self.new_functions[func_name] = _own_symbolic_vars(func, outer_vars, inner_of)
+        func, copies = _own_symbolic_vars(te.create_prim_func(placeholders + outputs), outer_vars, inner_of)
         outer_of = {id(inner_of[id(v)]): v for v in outer_vars}
+        outer_of.update((id(copy), var) for var, copy in copies.items())
+        func, tir_vars = _size_parameters(func, outer_of)
+        self.new_functions[func_name] = func
         out_infos = [
             TensorStructInfo(rx.ShapeExpr(tuple(substitute_prim(d, outer_of) for d in out.shape)), out.dtype)
             for out in outputs
         ]
         out_sinfo = out_infos[0] if len(out_infos) == 1 and not isinstance(result, (tuple, list)) else TupleStructInfo(tuple(out_infos))
         call_args = (rx.GlobalVar(func_name), rx.Tuple(tuple(expr for expr, _, _ in leaves)))
+        if tir_vars:
+            call_args += (rx.ShapeExpr(tir_vars),)
         return rx.Call(rx.Op("relax.call_tir"), call_args, sinfo_args=(out_sinfo,))
 
 
@@ -110,10 +130,25 @@ def _own_symbolic_vars(func: tir.PrimFunc, outer_vars: list[tir.Var], inner_of: 
     inner = {id(v) for v in inner_of.values()}
     shapes = [d for _, buffer in func.buffer_map for d in buffer.shape]
     mapping = {v: inner_of[id(v)] for v in outer_vars}
+    copies = {}
     for var in symbolic_vars(shapes):
         if id(var) not in inner and var not in mapping:
-            mapping[var] = tir.Var(var.name, var.dtype)
-    return substitute(func, mapping) if mapping else func
+            mapping[var] = copies[var] = tir.Var(var.name, var.dtype)
+    return (substitute(func, mapping) if mapping else func), copies
+
+
+def _size_parameters(func: tir.PrimFunc, outer_of: dict[int, tir.Var]) -> tuple[tir.PrimFunc, tuple]:
+    """The kernel with a scalar parameter for each size no buffer dimension names
+    alone (n, when every buffer is (n * 2,)), and the caller's sizes to pass for them
+    as tir_vars. A kernel binds a size from a buffer dimension that is the bare
+    variable; an expression of it (n * 2) can only be checked, as TVM's call_te
+    passes such sizes too."""
+    dims = [d for _, buffer in func.buffer_map for d in buffer.shape]
+    named = {id(d) for d in dims if isinstance(d, tir.Var)}
+    unbound = tuple(v for v in symbolic_vars(dims) if id(v) not in named)
+    if not unbound:
+        return func, ()
+    return func.with_fields(params=tuple(func.params) + unbound), tuple(outer_of.get(id(v), v) for v in unbound)
 
 
 def _is_static_tensor(info) -> bool:

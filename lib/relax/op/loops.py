@@ -38,6 +38,6 @@ def sequence(*stmts: tir.Stmt) -> tir.Stmt:
 def prim_func(buffers: Sequence[tir.Buffer], body: tir.Stmt) -> tir.PrimFunc:
     root = tir.Block("root", (), (), (), body)
     realize = tir.BlockRealize((), tir.IntImm("bool", 1), root)
-    params = tuple(b.data for b in buffers)
-    return tir.PrimFunc(params, realize, None, tuple((b.data, b) for b in buffers),
+    params = tuple(tir.Var(b.name, "handle") for b in buffers)  # handles apart from the data, as te's
+    return tir.PrimFunc(params, realize, None, tuple(zip(params, buffers)),
                         FrozenDict({"tirx.noalias": True}))

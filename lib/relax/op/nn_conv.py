@@ -1,6 +1,7 @@
 """Convolutions of R.nn: conv1d, conv2d (any permutation of NCHW / OIHW, e.g.
 NHWC with HWIO), grouped and depthwise, dilated, strided, padded; conv2d_transpose
-(NCHW / IOHW).
+(NCHW / IOHW). The computations take the number of spatial axes as a parameter:
+nn_conv_nd.py registers the 1-D and 3-D forms from them.
 
 A convolution legalizes to a padding stage ("pad_temp", zeros outside the input,
 only when there is padding) and one reduction over input channels of the group and
@@ -16,14 +17,11 @@ from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
 from . import te
 from .nn_window import (
-    axes_of, dim, fold, if_then_else, in_bounds, int_tuple_check, layout_check, out_dtype_check,
+    SPATIAL_LETTERS, axes_of, dim, fold, if_then_else, in_bounds, int_tuple_check, layout_check, out_dtype_check,
     padding_check, padding_values, pick, place, positive, spatial_values, window_out_size,
 )
 from .registry import AttrSpec, OpDef, register
 from .shape import format_shape, int64, make_tensor_info, same_dim, static_value, tensor_info
-
-SPATIAL = {1: "W", 2: "HW"}
-
 
 def conv_attrs(rank: int, data_layout: str, kernel_layout: str, transpose: bool = False):
     spatial = int_tuple_check((1, rank), minimum=1)
@@ -55,7 +53,7 @@ class ConvParams:
         self.padding = padding_values(attrs["padding"], rank)
         self.output_padding = spatial_values(attrs["output_padding"], rank) if transpose else (0,) * rank
         self.groups = attrs["groups"]
-        spatial = SPATIAL[rank]
+        spatial = SPATIAL_LETTERS[rank]
         self.data_axes = axes_of(attrs["data_layout"], "NC" + spatial)
         self.kernel_axes = axes_of(attrs["kernel_layout"], ("IO" if transpose else "OI") + spatial)
         self.out_layout = attrs["out_layout"] or attrs["data_layout"]
@@ -136,7 +134,7 @@ def conv_out_dims(call, params: ConvParams, data_dims, weight_dims, transpose: b
     return (batch, out_channels, *out_spatial)
 
 
-def _conv_infer(rank: int, transpose: bool = False):
+def conv_infer(rank: int, transpose: bool = False):
     def infer(call) -> TensorStructInfo:
         data, weight = tensor_info(call, 0), tensor_info(call, 1)
         for name, info in (("data", data), ("weight", weight)):
@@ -157,8 +155,9 @@ def _cast(value: tir.PrimExpr, dtype: str) -> tir.PrimExpr:
 
 
 def _window_axes(kernel) -> list[te.ReduceAxis]:
-    """Reduction axes over the kernel's spatial extents: ry, rx (or rx alone in 1-D)."""
-    names = ("ry", "rx")[-len(kernel):]
+    """Reduction axes over the kernel's spatial extents: rz, ry, rx in 3-D, ry, rx in
+    2-D, rx alone in 1-D."""
+    names = ("rz", "ry", "rx")[-len(kernel):]
     return [te.reduce_axis(extent, name) for extent, name in zip(kernel, names)]
 
 
@@ -234,9 +233,9 @@ def conv_transpose_compute(call, params: ConvParams, data: te.Tensor, weight: te
     return te.compute(out_dims, body, name, out_dtype)
 
 
-def _conv_legalize(rank: int, transpose: bool = False):
+def conv_legalize(rank: int, transpose: bool = False):
     def legalize(call, context):
-        info = _conv_infer(rank, transpose)(call)
+        info = conv_infer(rank, transpose)(call)
         if info.shape_values is None:
             return None
         params = ConvParams(call, rank, transpose)
@@ -259,9 +258,9 @@ for _rank, _data_layout, _kernel_layout in ((1, "NCW", "OIW"), (2, "NCHW", "OIHW
         name=f"relax.nn.conv{_rank}d",
         args=("data", "weight"),
         attrs=conv_attrs(_rank, _data_layout, _kernel_layout),
-        infer=_conv_infer(_rank),
+        infer=conv_infer(_rank),
         pattern="out_elementwise_fusable",
-        legalize=_conv_legalize(_rank),
+        legalize=conv_legalize(_rank),
         doc=f"{_rank}-D convolution (grouped, dilated, strided, padded; any permutation of the layouts)",
     ))
 
@@ -269,8 +268,8 @@ register(OpDef(
     name="relax.nn.conv2d_transpose",
     args=("data", "weight"),
     attrs=conv_attrs(2, "NCHW", "IOHW", transpose=True),
-    infer=_conv_infer(2, transpose=True),
+    infer=conv_infer(2, transpose=True),
     pattern="out_elementwise_fusable",
-    legalize=_conv_legalize(2, transpose=True),
+    legalize=conv_legalize(2, transpose=True),
     doc="2-D transposed convolution (the gradient of conv2d with respect to its input)",
 ))

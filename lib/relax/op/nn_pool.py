@@ -1,6 +1,7 @@
 """Pools of R.nn: max_pool2d, avg_pool2d (pool_size, strides, dilation, padding,
 ceil_mode, count_include_pad; layout any permutation of NCHW) and
-adaptive_avg_pool2d (output_size).
+adaptive_avg_pool2d (output_size). The computations take the number of spatial
+axes as a parameter: nn_pool_nd.py registers the 1-D and 3-D pools from them.
 
 A pool legalizes to one reduction over the window. Positions outside the input are
 skipped by an if_then_else (never loaded): they read as the reduction's identity.
@@ -17,53 +18,66 @@ from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
 from . import te
 from .nn_window import (
-    axes_of, fold, if_then_else, in_bounds, int_tuple_check, layout_check, padding_check, padding_values,
+    SPATIAL_LETTERS, axes_of, fold, if_then_else, in_bounds, int_tuple_check, layout_check, padding_check, padding_values,
     pick, place, positive, spatial_values, window_out_size,
 )
 from .registry import AttrSpec, OpDef, register
 from .shape import format_shape, int64, make_tensor_info, static_value, tensor_info
 
-POOL_ATTRS = (
-    AttrSpec("pool_size", (1, 1), int_tuple_check((1, 2), minimum=1)),
-    AttrSpec("strides", (1, 1), int_tuple_check((1, 2), minimum=1)),
-    AttrSpec("dilation", (1, 1), int_tuple_check((1, 2), minimum=1)),
-    AttrSpec("padding", (0, 0, 0, 0), padding_check(2)),
-    AttrSpec("ceil_mode", False),
-    AttrSpec("count_include_pad", False),
-    AttrSpec("layout", "NCHW", layout_check("NCHW")),
-    AttrSpec("out_layout", None, layout_check("NCHW")),
-)
+def layout_letters(rank: int) -> str:
+    """The default layout of a pool with `rank` spatial axes: NCW, NCHW, NCDHW."""
+    return "NC" + SPATIAL_LETTERS[rank]
+
+
+def pool_attrs(rank: int, count_include_pad: bool):
+    """A pool's attributes (TVM's Python API defaults count_include_pad to False in
+    2-D but to True in 1-D and 3-D)."""
+    spatial = int_tuple_check((1, rank), minimum=1)
+    layout = layout_letters(rank)
+    return (
+        AttrSpec("pool_size", (1,) * rank, spatial),
+        AttrSpec("strides", (1,) * rank, spatial),
+        AttrSpec("dilation", (1,) * rank, spatial),
+        AttrSpec("padding", (0,) * (2 * rank), padding_check(rank)),
+        AttrSpec("ceil_mode", False),
+        AttrSpec("count_include_pad", count_include_pad),
+        AttrSpec("layout", layout, layout_check(layout)),
+        AttrSpec("out_layout", None, layout_check(layout)),
+    )
 
 
 class PoolParams:
-    def __init__(self, call):
+    def __init__(self, call, rank: int):
         attrs = call.attrs
-        self.pool_size = spatial_values(attrs["pool_size"], 2)
-        self.strides = spatial_values(attrs["strides"], 2)
-        self.dilation = spatial_values(attrs["dilation"], 2)
-        self.padding = padding_values(attrs["padding"], 2)
+        self.rank = rank
+        self.pool_size = spatial_values(attrs["pool_size"], rank)
+        self.strides = spatial_values(attrs["strides"], rank)
+        self.dilation = spatial_values(attrs["dilation"], rank)
+        self.padding = padding_values(attrs["padding"], rank)
         self.ceil_mode = bool(attrs["ceil_mode"])
         self.count_include_pad = bool(attrs["count_include_pad"])
         self.layout = attrs["layout"]
         self.out_layout = attrs["out_layout"] or self.layout
-        self.data_axes = axes_of(self.layout, "NCHW")
-        self.out_axes = axes_of(self.out_layout, "NCHW")
+        self.data_axes = axes_of(self.layout, layout_letters(rank))
+        self.out_axes = axes_of(self.out_layout, layout_letters(rank))
+
+    def pad_after(self, axis: int) -> int:
+        return self.padding[self.rank + axis]
 
 
-
-def _data_info(call) -> TensorStructInfo:
+def data_info(call, rank: int) -> TensorStructInfo:
     data = tensor_info(call, 0)
-    if data.ndim >= 0 and data.ndim != 4:
-        raise call.error(f"data must have rank 4, got rank {data.ndim}")
+    if data.ndim >= 0 and data.ndim != rank + 2:
+        raise call.error(f"data must have rank {rank + 2}, got rank {data.ndim}")
     return data
 
 
 def pool_out_dims(call, params: PoolParams, dims):
-    """Output dims in canonical order (N, C, H, W)."""
+    """Output dims in canonical order (N, C, spatial...)."""
     batch, channels, *spatial = pick(dims, params.data_axes)
     out = []
     for axis, size in enumerate(spatial):
-        value = window_out_size(size, params.padding[axis] + params.padding[2 + axis], params.pool_size[axis],
+        value = window_out_size(size, params.padding[axis] + params.pad_after(axis), params.pool_size[axis],
                                 params.dilation[axis], params.strides[axis], params.ceil_mode)
         if params.ceil_mode:
             value = _drop_window_in_padding(value, size, params.strides[axis], params.padding[axis])
@@ -85,16 +99,19 @@ def _drop_window_in_padding(count, size, stride: int, pad_before: int):
     return tir.Call("int64", "tir.if_then_else", (starts_outside, fold(count - int64(1)), count))
 
 
-def _pool_infer(call) -> TensorStructInfo:
-    data = _data_info(call)
-    params = PoolParams(call)
-    if data.shape_values is None:
-        return TensorStructInfo(None, data.dtype, 4)
-    return make_tensor_info(place(params.out_axes, pool_out_dims(call, params, data.shape_values)), data.dtype)
+def pool_infer(rank: int):
+    def infer(call) -> TensorStructInfo:
+        data = data_info(call, rank)
+        params = PoolParams(call, rank)
+        if data.shape_values is None:
+            return TensorStructInfo(None, data.dtype, rank + 2)
+        return make_tensor_info(place(params.out_axes, pool_out_dims(call, params, data.shape_values)), data.dtype)
+
+    return infer
 
 
 def _window(params: PoolParams, out_index, window):
-    """Input positions (H, W) read by each window element at an output index."""
+    """Input positions (one per spatial axis) read by each window element at an output index."""
     positions = []
     for axis, (position, k) in enumerate(zip(out_index, window)):
         start = position * int64(params.strides[axis]) - int64(params.padding[axis])
@@ -111,7 +128,7 @@ def _window_count(params: PoolParams, out_index, sizes) -> tir.PrimExpr:
         start = position * int64(stride) - int64(params.padding[axis])
         low, high = int64(0), size
         if params.count_include_pad:
-            low, high = int64(-params.padding[axis]), size + int64(params.padding[2 + axis])
+            low, high = int64(-params.padding[axis]), size + int64(params.pad_after(axis))
         # The first and last k with low <= start + k * dilation < high.
         first = tir.Max(int64(0), tir.FloorDiv(low - start + int64(dilation - 1), int64(dilation)))
         last = tir.Min(int64(extent - 1), tir.FloorDiv(high - int64(1) - start, int64(dilation)))
@@ -121,7 +138,7 @@ def _window_count(params: PoolParams, out_index, sizes) -> tir.PrimExpr:
 
 
 def pool_compute(call, params: PoolParams, data: te.Tensor, kind: str) -> te.Tensor:
-    window = [te.reduce_axis(params.pool_size[axis], name) for axis, name in enumerate(("rv0", "rv1"))]
+    window = [te.reduce_axis(size, f"rv{axis}") for axis, size in enumerate(params.pool_size)]
     sizes = pick(data.shape, params.data_axes[2:])
     out_dims = place(params.out_axes, pool_out_dims(call, params, data.shape))
     identity = lowest(data.dtype) if kind == "max" else _zero(data.dtype)
@@ -159,53 +176,64 @@ def _zero(dtype: str) -> tir.PrimExpr:
     return tir.FloatImm(dtype, 0.0) if dt.is_float(dtype) else tir.IntImm(dtype, 0)
 
 
-def _pool_legalize(kind: str):
+def pool_legalize(kind: str, rank: int):
     def legalize(call, context):
-        data = _data_info(call)
+        data = data_info(call, rank)
         if data.shape_values is None:
             return None
-        params = PoolParams(call)
+        params = PoolParams(call, rank)
         return context.call_te(lambda d: pool_compute(call, params, d, kind), call.args, call.arg_info,
-                               f"{kind}_pool2d")
+                               f"{kind}_pool{rank}d")
 
     return legalize
 
 
-for _kind in ("max", "avg"):
-    register(OpDef(
-        name=f"relax.nn.{_kind}_pool2d",
-        args=("data",),
-        attrs=POOL_ATTRS,
-        infer=_pool_infer,
-        pattern="out_elementwise_fusable",  # what TVM's AnnotateTIROpPattern finds in the kernel
-        legalize=_pool_legalize(_kind),
-        doc=f"2-D {'maximum' if _kind == 'max' else 'average'} pooling over sliding windows",
-    ))
+def register_pools(rank: int, count_include_pad: bool) -> None:
+    """Registers max_pool<rank>d and avg_pool<rank>d."""
+    for kind in ("max", "avg"):
+        register(OpDef(
+            name=f"relax.nn.{kind}_pool{rank}d",
+            args=("data",),
+            attrs=pool_attrs(rank, count_include_pad),
+            infer=pool_infer(rank),
+            pattern="out_elementwise_fusable",  # what TVM's AnnotateTIROpPattern finds in the kernel
+            legalize=pool_legalize(kind, rank),
+            doc=f"{rank}-D {'maximum' if kind == 'max' else 'average'} pooling over sliding windows",
+        ))
+
+
+register_pools(2, count_include_pad=False)
 
 
 # -- adaptive_avg_pool2d ---------------------------------------------------------------
-def _output_size_check(value) -> str | None:
-    if value is None:
-        return None
-    return int_tuple_check((1, 2), minimum=1)(value)
+def _output_size_check(rank: int):
+    def check(value) -> str | None:
+        if value is None:
+            return None
+        return int_tuple_check((1, rank), minimum=1)(value)
+
+    return check
 
 
-def _adaptive_out_dims(call, dims, layout):
-    batch, channels, *spatial = pick(dims, axes_of(layout, "NCHW"))
+def _adaptive_out_dims(call, dims, layout, rank: int):
+    batch, channels, *spatial = pick(dims, axes_of(layout, layout_letters(rank)))
     output_size = call.attrs["output_size"]
     if output_size is not None:
-        spatial = [int64(v) for v in spatial_values(output_size, 2)]
+        spatial = [int64(v) for v in spatial_values(output_size, rank)]
     return (batch, channels, *spatial)
 
 
-def _adaptive_infer(call) -> TensorStructInfo:
-    data = _data_info(call)
-    layout = call.attrs["layout"]
-    out_layout = call.attrs["out_layout"] or layout
-    if data.shape_values is None:
-        return TensorStructInfo(None, data.dtype, 4)
-    canonical = _adaptive_out_dims(call, data.shape_values, layout)
-    return make_tensor_info(place(axes_of(out_layout, "NCHW"), canonical), data.dtype)
+def adaptive_infer(rank: int):
+    def infer(call) -> TensorStructInfo:
+        data = data_info(call, rank)
+        layout = call.attrs["layout"]
+        out_layout = call.attrs["out_layout"] or layout
+        if data.shape_values is None:
+            return TensorStructInfo(None, data.dtype, rank + 2)
+        canonical = _adaptive_out_dims(call, data.shape_values, layout, rank)
+        return make_tensor_info(place(axes_of(out_layout, layout_letters(rank)), canonical), data.dtype)
+
+    return infer
 
 
 def _bin_bounds(index, in_size, out_size):
@@ -223,14 +251,14 @@ def _largest_bin(in_size, out_size):
     return max(-(-(i + 1) * size // bins) - (i * size // bins) for i in range(bins))
 
 
-def adaptive_pool_compute(call, data: te.Tensor) -> te.Tensor:
+def adaptive_pool_compute(call, data: te.Tensor, rank: int) -> te.Tensor:
     layout = call.attrs["layout"]
     out_layout = call.attrs["out_layout"] or layout
-    data_axes, out_axes = axes_of(layout, "NCHW"), axes_of(out_layout, "NCHW")
-    canonical = _adaptive_out_dims(call, data.shape, layout)
+    data_axes, out_axes = axes_of(layout, layout_letters(rank)), axes_of(out_layout, layout_letters(rank))
+    canonical = _adaptive_out_dims(call, data.shape, layout, rank)
     sizes = pick(data.shape, data_axes[2:])
-    window = [te.reduce_axis(_largest_bin(size, bins), name)
-              for size, bins, name in zip(sizes, canonical[2:], ("rv0", "rv1"))]
+    window = [te.reduce_axis(_largest_bin(size, bins), f"rv{axis}")
+              for axis, (size, bins) in enumerate(zip(sizes, canonical[2:]))]
 
     def bounds(out_index):
         position = pick(out_index, out_axes[2:])
@@ -250,31 +278,40 @@ def adaptive_pool_compute(call, data: te.Tensor) -> te.Tensor:
     total = te.compute(out_dims, reduce, "adaptive_pool_sum")
 
     def average(*out_index):
-        (top, bottom), (left, right) = bounds(out_index)
-        count = (bottom - top) * (right - left)
+        count = None
+        for start, end in bounds(out_index):
+            count = end - start if count is None else count * (end - start)
         return tir.Div(total[out_index], tir.Cast(data.dtype, count))
 
     return te.compute(out_dims, average, "adaptive_pool_avg")
 
 
-def _adaptive_legalize(call, context):
-    data = _data_info(call)
-    if data.shape_values is None:
-        return None
-    return context.call_te(lambda d: adaptive_pool_compute(call, d), call.args, call.arg_info,
-                           "adaptive_avg_pool2d")
+def adaptive_legalize(rank: int):
+    def legalize(call, context):
+        data = data_info(call, rank)
+        if data.shape_values is None:
+            return None
+        return context.call_te(lambda d: adaptive_pool_compute(call, d, rank), call.args, call.arg_info,
+                               f"adaptive_avg_pool{rank}d")
+
+    return legalize
 
 
-register(OpDef(
-    name="relax.nn.adaptive_avg_pool2d",
-    args=("data",),
-    attrs=(
-        AttrSpec("output_size", None, _output_size_check),
-        AttrSpec("layout", "NCHW", layout_check("NCHW")),
-        AttrSpec("out_layout", None, layout_check("NCHW")),
-    ),
-    infer=_adaptive_infer,
-    pattern="opaque",  # as TVM annotates its two-stage kernel
-    legalize=_adaptive_legalize,
-    doc="2-D average pooling into a fixed output size (bins as in TVM and PyTorch)",
-))
+def register_adaptive_pool(rank: int) -> None:
+    layout = layout_letters(rank)
+    register(OpDef(
+        name=f"relax.nn.adaptive_avg_pool{rank}d",
+        args=("data",),
+        attrs=(
+            AttrSpec("output_size", None, _output_size_check(rank)),
+            AttrSpec("layout", layout, layout_check(layout)),
+            AttrSpec("out_layout", None, layout_check(layout)),
+        ),
+        infer=adaptive_infer(rank),
+        pattern="opaque",  # as TVM annotates its two-stage kernel
+        legalize=adaptive_legalize(rank),
+        doc=f"{rank}-D average pooling into a fixed output size (bins as in TVM and PyTorch)",
+    ))
+
+
+register_adaptive_pool(2)

@@ -13,6 +13,11 @@ from ..ir import tir
 from .shape import int64, static_value
 
 
+# The spatial layout letters of 1-, 2- and 3-D windows: a layout is a permutation of
+# "NC" + these (data) or "OI" / "IO" + these (kernels).
+SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -25,7 +30,7 @@ def int_tuple_check(lengths: tuple[int, ...], minimum: int = 0):
         if not isinstance(values, tuple) or not all(_is_int(v) for v in values):
             return "expected an int or a list of ints"
         if len(values) not in lengths:
-            counts = " or ".join(str(n) for n in lengths)
+            counts = " or ".join(str(n) for n in sorted(set(lengths)))  # (1, rank) is (1, 1) in 1-D
             return f"expected {counts} values, got {len(values)}"
         if any(v < minimum for v in values):
             return f"values must be at least {minimum}"

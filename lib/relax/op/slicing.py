@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
 from . import te
+from .index_check import checked_position
 from .infer import literal_of
 from .reduction import normalize_axes
 from .shape import axis_list, int64, make_tensor_info, mul_dims, product_dims, static_value, tensor_info, unflatten
@@ -23,7 +24,16 @@ def _slice_spec(call, ndim):
         raise call.error("axes, begin, end and strides must have the same length")
     if not all(isinstance(v, int) for v in (*axes, *begin, *end, *strides)):
         return None
-    return {a % ndim: (b, e, s) for a, b, e, s in zip(axes, begin, end, strides)}
+    # An axis is checked before it is wrapped: modulo would map axis 5 of a rank-3 tensor
+    # onto axis 2, and divide by zero on a rank-0 one.
+    spec = {}
+    for a, b, e, s in zip(axes, begin, end, strides):
+        if not -ndim <= a < ndim:
+            raise call.error(f"axis {a} is out of range for a tensor of rank {ndim}")
+        if a % ndim in spec:
+            raise call.error(f"axis {a} is sliced more than once")
+        spec[a % ndim] = (b, e, s)
+    return spec
 
 
 def _sliced_dims(call, dims):
@@ -104,13 +114,14 @@ def take_legalize(call, context):
 
 
 def _wrap(position, extent, mode):
-    """An index into [0, extent): negative indices count from the end ("fast" trusts
-    the input), "wrap" takes it modulo, "clip" clamps it."""
+    """An index into [0, extent): "wrap" takes it modulo, "clip" clamps it, and "fast"
+    counts a negative one from the end and stops the kernel on one out of range (TVM
+    trusts the input there; an unchecked read would crash or leak memory)."""
     if mode == "wrap":
         return tir.FloorMod(position, extent)
     if mode == "clip":
         return tir.Max(tir.Min(position, extent - 1), int64(0))
-    return tir.Select(tir.LT(position, int64(0)), position + extent, position)
+    return checked_position(position, extent, "R.take")
 
 
 def tile_dims(call, dims):

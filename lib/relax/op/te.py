@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 from ..ir import dtype as dt
 from ..ir import tir
 from ..ir.node import FrozenDict, Node, field_values
+from .canonical import canonical_dim
 
 INDEX_DTYPE = "int64"
 
@@ -156,7 +157,9 @@ def placeholder(shape: Sequence, dtype: str, name: str) -> Tensor:
 def compute(shape: Sequence, fcompute: Callable[..., tir.PrimExpr | Reduce], name: str = "T_compute",
             dtype: str | None = None, axis_names: Sequence[str] | None = None) -> Tensor:
     """A tensor whose element at each index is `fcompute(*index_vars)`."""
-    dims = tuple(as_index(d) for d in shape)
+    # Sizes in canonical form (n * 2 for a concat of two n), like the struct info the
+    # operator inferred: the call's output shape and the kernel's buffer then agree.
+    dims = tuple(canonical_dim(as_index(d)) for d in shape)
     names = list(axis_names) if axis_names else [f"ax{i}" for i in range(len(dims))]
     axes = tuple(tir.Var(f"v_{axis_name}", INDEX_DTYPE) for axis_name in names)
     body = fcompute(*axes)
@@ -278,8 +281,12 @@ def create_prim_func(args: Sequence[Tensor], name: str | None = None,
     body = statements[0] if len(statements) == 1 else tir.SeqStmt(tuple(statements))
     root = tir.Block("root", (), (), (), body, alloc_buffers=intermediates)
     root_realize = tir.BlockRealize((), tir.IntImm("bool", 1), root)
-    params = tuple(t.buffer.data for t in args) + tuple(tir_var_params)
-    buffer_map = tuple((t.buffer.data, t.buffer) for t in args)
+    # Each buffer parameter is a handle of its own, apart from the buffer's data, as TVM
+    # builds it and as the parser reads `A: T.Buffer(...)` back: printed and re-read, the
+    # kernel is the same IR (the staged build lowers what the one-shot build does).
+    handles = tuple(tir.Var(t.buffer.name, "handle") for t in args)
+    params = handles + tuple(tir_var_params)
+    buffer_map = tuple((handle, t.buffer) for handle, t in zip(handles, args))
     attrs = {"tirx.noalias": True}
     if name is not None:
         attrs = {"global_symbol": name, **attrs}

@@ -12,7 +12,7 @@ from typing import Callable
 from ..ir import dtype as dt
 from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
-from . import te
+from . import runtime_shape, te
 from .registry import AttrSpec, OpDef, register
 from .shape import tensor_info
 
@@ -75,6 +75,14 @@ UNARY_OPS: tuple[tuple[str, Callable, str, str | None], ...] = (
     ("cos", intrinsic("cos"), "float", None),
     ("tan", intrinsic("tan"), "float", None),
     ("tanh", intrinsic("tanh"), "float", None),
+    ("asin", intrinsic("asin"), "float", None),
+    ("acos", intrinsic("acos"), "float", None),
+    ("atan", intrinsic("atan"), "float", None),
+    ("sinh", intrinsic("sinh"), "float", None),
+    ("cosh", intrinsic("cosh"), "float", None),
+    ("asinh", intrinsic("asinh"), "float", None),
+    ("acosh", intrinsic("acosh"), "float", None),
+    ("atanh", intrinsic("atanh"), "float", None),
     ("sigmoid", intrinsic("sigmoid"), "float", None),
     ("erf", intrinsic("erf"), "float", None),
     ("floor", intrinsic("floor"), "any_round", None),
@@ -125,6 +133,8 @@ def elementwise_legalize(name: str, element: Callable[..., tir.PrimExpr], accept
 
             return te.compute(x.shape, body, f"T_{name}")
 
+        if runtime_shape.needs_runtime_shape(call.arg_info):
+            return runtime_shape.unary(call, context, fcompute, name)
         return context.call_te(fcompute, call.args, call.arg_info, name)
 
     return legalize

@@ -26,7 +26,7 @@ from .printer_values import attr_value, indent
 EMPTY_COMMENT = "\x00"  # a `#`-less empty comment line: indentation only, as TVM prints it
 
 _DPS_CALLS = {"relax.call_tir", "relax.call_tir_with_grad", "relax.call_dps_packed", "relax.call_tir_inplace"}
-_PACKED_CALLEE_OPS = {"relax.call_pure_packed", "relax.call_builtin_with_ctx"}  # callee prints as a string
+_PACKED_CALLEE_OPS = {"relax.call_pure_packed", "relax.call_builtin_with_ctx", "relax.call_inplace_packed"}  # callee prints as a string
 _STRING_TAIL_OPS = {"relax.hint_on_device"}
 _HIDES_ANNOTATION = {"relax.call_tir", "relax.call_dps_packed"}
 
@@ -44,7 +44,8 @@ class RelaxPrinter:
 
     # -- symbolic variables --------------------------------------------------------
     def _signature_var(self, var) -> str:
-        if self.depth > 1:
+        # A module-level TypeVar parses back as int64: other dtypes are declared in the body.
+        if self.depth > 1 or var.dtype != "int64":
             return self._body_var(var)
         return self.ctx.add_type_var(var, var.name)
 

@@ -24,9 +24,17 @@ class TirPrinter(BlockPrinting):
         self.exprs = PrimExprPrinter(ctx, "int32", on_free_var=self._free_var)
         self.signature = PrimExprPrinter(ctx, "int32", on_free_var=self._free_var)
         self.loops: dict[object, tir.For] = {}
+        self.declared: list | None = None  # the (name, var)s that the current declaration line declares
 
     def _free_var(self, var: tir.Var) -> str:
-        return self.ctx.add_type_var(var, var.name)
+        """An undefined variable: an int64 size is a module-level TypeVar (which parses back
+        as int64); another dtype is declared at the top of the function's body, so it keeps
+        its dtype and stays the function's own."""
+        if var.dtype == "int64" or self.declared is None:
+            return self.ctx.add_type_var(var, var.name)
+        name = self.ctx.define(var, var.name)
+        self.declared.append((name, var))
+        return name
 
     def expr(self, node) -> str:
         return self.exprs.expr(node)
@@ -35,17 +43,33 @@ class TirPrinter(BlockPrinting):
     def prim_func(self, func: tir.PrimFunc, name: str) -> list[str]:
         ctx = self.ctx
         with ctx.signature_vars(), ctx.scope():
-            params = [self._param(func, param) for param in func.params]
+            declarations: list[str] = []
+            params = [self._declaring(declarations, self._param, func, param) for param in func.params]
             body: list[str] = []
             attrs = {k: v for k, v in func.attrs.items()
                      if not (k == "global_symbol" and v == name) and k != "s_tir"}
             if attrs:
                 body.append(f"{ctx.tir('func_attr')}({attr_value(ctx, self.exprs, attrs)})")
-            body.extend(self._function_body(func.body))
+            body.extend(self._declaring(declarations, self._function_body, func.body))
+            body[:0] = declarations
             ret = f" -> {ctx.tir(func.ret_type)}" if func.ret_type not in (None, "void") else ""
             decorator = self._decorator(func)
             header = f"def {name}({', '.join(params)}){ret}:"
         return [decorator, header] + indent(body or ["pass"])
+
+    def _declaring(self, declarations: list[str], method, *args):
+        """Runs method(*args), adding one line that declares the non-int64 variables it
+        defined: `h, w = T.int32(), T.int32()`, one line per parameter as TVM 0.27 prints."""
+        self.declared = []
+        try:
+            result = method(*args)
+        finally:
+            declared, self.declared = self.declared, None
+        if declared:
+            names = ", ".join(name for name, _ in declared)
+            calls = ", ".join(self.ctx.tir(var.dtype) + "()" for _, var in declared)
+            declarations.append(f"{names} = {calls}")
+        return result
 
     def _decorator(self, func: tir.PrimFunc) -> str:
         options = []
@@ -92,6 +116,9 @@ class TirPrinter(BlockPrinting):
 
     def _shape_dim(self, dim, printer, signature: bool) -> str:
         if signature and not isinstance(dim, (tir.Var, tir.IntImm)):
+            return doc.string_text(printer.expr(dim))
+        if signature and isinstance(dim, tir.Var) and dim.dtype != "int64" and not self.ctx.is_defined(dim):
+            # Its declaration follows the signature, so TVM 0.27 prints its first use as a string.
             return doc.string_text(printer.expr(dim))
         return printer.expr(dim)
 

@@ -99,7 +99,10 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
             self.scope.define(name, tir.Var(name, dtype))
 
     # -- the function ------------------------------------------------------------------
-    def parse_function(self, func_def: ast.FunctionDef, decorator: ast.expr, top_level: bool) -> ir.Function:
+    def parse_function(self, func_def: ast.FunctionDef, decorator: ast.expr, top_level: bool,
+                       on_signature=None) -> ir.Function:
+        """The function `func_def` spells; on_signature(params, ret, pure), if given, runs
+        between the signature and the body (a local function's own name is defined there)."""
         pure, private = function_options(self.ctx, decorator)
         self._declare_symbolic_prelude(func_def.body)
         self._declare_signature_strings(func_def)
@@ -107,6 +110,8 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         ret = None
         if func_def.returns is not None:
             ret = self._guarded(lambda: self.struct_info(func_def.returns))
+        if on_signature is not None:
+            on_signature(params, ret, pure)
         blocks, result = self._function_body(func_def)
         attrs = {"global_symbol": func_def.name} if top_level and not private else {}
         if private and "global_symbol" in self.attrs:
@@ -288,11 +293,29 @@ class RelaxFunctionParser(ControlFlowParser, ExprParser):
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         if decorator is None or self.ctx.dialect_of(target) != ("relax", "function"):
             raise self.ctx.fail("a function inside a Relax function must be decorated with @R.function", stmt)
-        var = self._make_var(stmt.name, None, stmt, dataflow)
-        self.scope.define(stmt.name, var)  # a local function may call itself
+        defined: list[ir.Var] = []
+
+        def define_own_name(params, ret, pure) -> None:
+            # A local function may call itself: inside its body its name is a variable
+            # whose struct info its signature gives (TVM prints recursion this way).
+            info = None
+            if ret is not None and all(p.struct_info is not None for p in params):
+                info = ir.FuncStructInfo(tuple(p.struct_info for p in params), ret, pure)
+            elif _calls_itself(stmt):
+                self.ctx.error(f"local function '{stmt.name}' calls itself, so it needs a return annotation"
+                               " such as -> R.Tensor((4,), \"float32\")", stmt)
+            defined.append(self._make_var(stmt.name, info, stmt, dataflow))
+            self.scope.define(stmt.name, defined[0])
+
         inner = RelaxFunctionParser(self.ctx, self.scope)
-        func = inner.parse_function(stmt, decorator, top_level=False)
-        builder.add(ir.VarBinding(var, func, span=self.ctx.span(stmt)))
+        func = inner.parse_function(stmt, decorator, top_level=False, on_signature=define_own_name)
+        builder.add(ir.VarBinding(defined[0], func, span=self.ctx.span(stmt)))
+
+
+def _calls_itself(func_def: ast.FunctionDef) -> bool:
+    """Whether the body of `func_def` names the function itself."""
+    return any(isinstance(node, ast.Name) and node.id == func_def.name
+               for stmt in func_def.body for node in ast.walk(stmt))
 
 
 def _assigned_names(stmt: ast.stmt) -> list[str]:

@@ -32,6 +32,8 @@ from .tir_values import parse_attr_dict
 STATEMENT_ALLOCS = ("alloc_buffer", "alloc_local", "alloc_shared")
 # Annotation of the Allocate that holds a `x: T.int32 = v` scalar, so it prints back so.
 LOCAL_SCALAR_ANNOTATION = "tir.local_scalar"
+SEVERAL_NAMES = ("only T.axis.remap and declarations such as `h, w = T.int32(), T.int32()` "
+                 "assign several names in TIR")
 
 
 @dataclass
@@ -73,11 +75,39 @@ class AssignmentParser:
         return Scoped(lambda body: tir.LetStmt(var, value, body, span=span), inner)
 
     def tuple_assign(self, target: ast.Tuple, value: ast.expr, scope: Scope) -> None:
+        if isinstance(value, ast.Tuple):
+            return self.tuple_declaration(target, value, scope)
         dialect = self.ctx.dialect_of(value.func) if isinstance(value, ast.Call) else None
         if dialect != ("tir", "axis.remap"):
-            raise self.ctx.fail("only T.axis.remap assigns several names in TIR", target)
+            raise self.ctx.fail(SEVERAL_NAMES, target)
         self.require_block(value, "T.axis.remap")
         self.headers.remap(self.frame, target.elts, value, scope)
+        return None
+
+    def tuple_declaration(self, target: ast.Tuple, value: ast.Tuple, scope: Scope) -> None:
+        """`h, w = T.int32(), T.int32()`: several symbolic variables, as TVM 0.27 prints
+        the sizes that one buffer parameter introduces."""
+        if len(target.elts) != len(value.elts):
+            raise self.ctx.fail(f"{len(target.elts)} names but {len(value.elts)} values", target)
+        pairs = list(zip(target.elts, value.elts))
+        for name, call in pairs:
+            if not isinstance(name, ast.Name):
+                raise self.ctx.fail(SEVERAL_NAMES, name)
+            if self.var_dtype(call, scope) is None:
+                raise self.ctx.fail(SEVERAL_NAMES, call)
+        for name, call in pairs:
+            self.declare_var(name, self.var_dtype(call, scope), call, scope)
+        return None
+
+    def var_dtype(self, value: ast.expr, scope: Scope) -> str | None:
+        """The dtype that `T.int32()` (or `T.var("int32")`) declares; None for other values."""
+        dialect = self.ctx.dialect_of(value.func) if isinstance(value, ast.Call) else None
+        if dialect is None or dialect[0] != "tir":
+            return None
+        if is_dtype_name(dialect[1]) and not value.args:
+            return dialect[1]
+        if dialect[1] == "var" and len(value.args) == 1:  # `n = T.var("int32")`, before TVM 0.11
+            return self.exprs(scope).dtype_string(value.args[0])
         return None
 
     def declaration(self, target: ast.Name, value: ast.expr, scope: Scope):
@@ -90,10 +120,9 @@ class AssignmentParser:
         if dialect is None or dialect[0] != "tir":
             return False
         name = dialect[1]
-        if is_dtype_name(name) and not value.args:
-            return self.declare_var(target, name, value, scope)
-        if name == "var" and len(value.args) == 1:  # `n = T.var("int32")`, before TVM 0.11
-            return self.declare_var(target, self.exprs(scope).dtype_string(value.args[0]), value, scope)
+        var_dtype = self.var_dtype(value, scope)
+        if var_dtype is not None:
+            return self.declare_var(target, var_dtype, value, scope)
         if name.startswith("axis."):
             return self.axis_declaration(target, value, name[len("axis."):], scope)
         if name == "launch_thread":

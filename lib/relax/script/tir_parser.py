@@ -35,6 +35,7 @@ import ast
 
 from ..ir import FrozenDict, tir
 from .context import ParseAbort, ParseContext, Scope
+from .printer_tir_block import contains_block
 from .prim_expr import POISONED, embedded_expression, is_dtype_name
 from .tir_block_parser import BlockFrame
 from .tir_buffer import BufferParser
@@ -82,7 +83,9 @@ class _FunctionParser:
         attrs = dict(stmts.func_attrs)
         if not options.get("private") and "global_symbol" not in attrs:
             attrs["global_symbol"] = func_def.name
-        if options.get("s_tir"):
+        if options.get("s_tir") and not contains_block(body):
+            # Blocks say it already (the printer writes s_tir=True for them): a kernel with
+            # blocks reads back with the attributes it was printed from.
             attrs["s_tir"] = True
         ordered_map = tuple((p, buffer_map[p]) for p in params if p in buffer_map)
         return tir.PrimFunc(tuple(params), body, stmts.ret_type, ordered_map, FrozenDict(attrs),
@@ -118,19 +121,30 @@ class _FunctionParser:
     def declare_header_vars(self, func_def: ast.FunctionDef, stmts: StmtParser) -> None:
         """`n = T.int64()` at the top level of the body: defined before the signature reads them."""
         for stmt in func_def.body:
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
                 continue
-            value = stmt.value
-            dialect = self.ctx.dialect_of(value.func) if isinstance(value, ast.Call) else None
-            is_declaration = dialect and dialect[0] == "tir" and (
-                (is_dtype_name(dialect[1]) and not value.args) or (dialect[1] == "var" and len(value.args) == 1)
-            )
-            if is_declaration:
+            target, value = stmt.targets[0], stmt.value
+            if isinstance(target, ast.Name):
+                names, values = [target], [value]
+            elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):  # `h, w = T.int32(), T.int32()`
+                names, values = target.elts, value.elts
+            else:
+                continue
+            if all(self._is_var_declaration(v) for v in values):
                 try:
                     stmts.statement(stmt, self.scope)
                 except ParseAbort:
-                    self.scope.define(stmt.targets[0].id, POISONED)
+                    for name in names:
+                        if isinstance(name, ast.Name):
+                            self.scope.define(name.id, POISONED)
                 stmts.skip.add(id(stmt))
+
+    def _is_var_declaration(self, value: ast.expr) -> bool:
+        """`T.int64()` or `T.var("int32")`: a symbolic variable's declaration."""
+        dialect = self.ctx.dialect_of(value.func) if isinstance(value, ast.Call) else None
+        return bool(dialect and dialect[0] == "tir" and (
+            (is_dtype_name(dialect[1]) and not value.args) or (dialect[1] == "var" and len(value.args) == 1)
+        ))
 
     def declare_signature_vars(self, func_def: ast.FunctionDef) -> None:
         """Each name of the signature that is neither a parameter nor declared in the body

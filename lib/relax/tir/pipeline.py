@@ -51,4 +51,6 @@ def lower_for_codegen(func: tir.PrimFunc, target=None, context: PassContext | No
     func = schedule_for_codegen(func, target, context)  # tir/schedule/: default CPU schedules at -O1 and up
     for tir_pass in passes(target, context):
         func = tir_pass.run(func)
-    return func.with_fields(attrs=func.attrs.updated(**{"tir.lowered": True}))
+    # No blocks are left: the function is no longer S-TIR, whether its text said
+    # `s_tir=True` (a parsed .vms) or not (built in memory); both lower alike.
+    return func.with_fields(attrs=func.attrs.without("s_tir").updated(**{"tir.lowered": True}))

@@ -18,6 +18,7 @@ from ..ir.analysis import collect, free_symbolic_vars, free_vars, substitute
 from ..ir.node import FrozenDict
 from ..ir.struct_info import ShapeStructInfo, TupleStructInfo
 from ..ir.visitor import ExprMutator
+from ..op.legalize_context import symbolic_vars
 
 CALL_TIR = "relax.call_tir"
 
@@ -108,13 +109,33 @@ def make_function(group: GroupFunction) -> tuple[rx.Function, list[rx.Expr]]:
     body = rx.SeqExpr((rx.DataflowBlock(tuple(bindings)),), body_value)
     attrs = FrozenDict({"Primitive": True})
     func = rx.Function(tuple(params), body, ret, True, attrs)
-    symbols = free_symbolic_vars(func)
+    symbols = free_symbolic_vars(func) + _undefinable_symbols(params)
     if symbols:
         params.append(rx.Var("tir_vars", ShapeStructInfo(tuple(symbols))))
         arguments.append(rx.ShapeExpr(tuple(symbols)))
         func = dataclasses.replace(func, params=tuple(params))
     renewed = {var: tir.Var(var.name, var.dtype) for var in _symbols_of(func)}
     return substitute(func, renewed), arguments
+
+
+def _undefinable_symbols(params: list[rx.Var]) -> list[tir.Var]:
+    """Sizes the parameters mention only inside expressions (n, when every parameter
+    is (n * 2,)): a kernel cannot bind them from a shape, so they arrive as tir_vars."""
+    dims = []
+    for param in params:
+        for info in _struct_info_leaves(param.struct_info):
+            values = info.values if isinstance(info, ShapeStructInfo) else getattr(info, "shape_values", None)
+            dims += list(values or ())
+    bare = {id(d) for d in dims if isinstance(d, tir.Var)}
+    return [v for v in symbolic_vars(dims) if id(v) not in bare]
+
+
+def _struct_info_leaves(info):
+    if isinstance(info, TupleStructInfo):
+        for field in info.fields:
+            yield from _struct_info_leaves(field)
+    elif info is not None:
+        yield info
 
 
 def _symbols_of(func: rx.Function) -> list[tir.Var]:

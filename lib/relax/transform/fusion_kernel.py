@@ -99,12 +99,13 @@ class FusedKernelBuilder:
         outputs = [buffer for result in results for buffer in self.buffers_of[id(result)]]
         allocations = [b for b in self.allocations if all(b is not o for o in outputs)]
         scalars = self._scalar_params(inputs + outputs)
-        params = tuple(b.data for b in inputs + outputs) + tuple(scalars)
+        handles = tuple(tir.Var(b.name, "handle") for b in inputs + outputs)  # apart from the data, as te's
+        params = handles + tuple(scalars)
         statements = _unique_block_names(self.statements)
         seq = statements[0] if len(statements) == 1 else tir.SeqStmt(tuple(statements))
         root = tir.Block("root", (), (), (), seq, alloc_buffers=tuple(allocations))
         prim = tir.PrimFunc(params, tir.BlockRealize((), TRUE, root), None,
-                            tuple((b.data, b) for b in inputs + outputs), FrozenDict({"tirx.noalias": True}))
+                            tuple(zip(handles, inputs + outputs)), FrozenDict({"tirx.noalias": True}))
         return prim, scalars
 
     def _scalar_params(self, buffers: list[tir.Buffer]) -> list[tir.Var]:

@@ -59,6 +59,9 @@ class LastUses:
         self.last: dict[int, rx.Binding | None] = {}
         self.defined: dict[int, rx.Binding] = {}
         self.killed: set[int] = set()
+        # A match_cast of a variable names the same value (the VM gives both one
+        # register): a use of either is a use of the source, and only the source is killed.
+        self.source_of: dict[int, int] = {}
         self.seq(func.body)
 
     def seq(self, seq: rx.Expr) -> None:
@@ -81,11 +84,15 @@ class LastUses:
         else:
             self.use(value, binding)
         self.defined[id(binding.var)] = binding
+        if isinstance(binding, rx.MatchCast) and isinstance(value, rx.Var):
+            self.source_of[id(binding.var)] = self.source_of.get(id(value), id(value))
 
     def use(self, expr: rx.Expr, binding: rx.Binding | None) -> None:
         for node in pre_order(expr):
             if isinstance(node, rx.Var):
                 self.last[id(node)] = binding
+                if id(node) in self.source_of:
+                    self.last[self.source_of[id(node)]] = binding
 
 
 def _kill(var: rx.Var, definition: rx.Binding) -> rx.Binding | None:
@@ -110,7 +117,7 @@ class _Inserter:
         self.kills_after: dict[int, list[rx.Binding]] = {}
         for var_id, binding in uses.last.items():
             definition = uses.defined.get(var_id)
-            if binding is None or definition is None or var_id in uses.killed:
+            if binding is None or definition is None or var_id in uses.killed or var_id in uses.source_of:
                 continue
             kill = _kill(definition.var, definition)
             if kill is not None:

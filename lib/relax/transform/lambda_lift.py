@@ -4,9 +4,11 @@
         @R.function                               return R.add(y, x)
         def inner(y):                ->       def main(x):
             return R.add(y, x)                    inner = R.make_closure(cls.main_inner, (x,))
-        a = inner(x)                              a = R.invoke_closure(inner, (x,), sinfo_args=...)
+        a = inner(x)                              a = R.invoke_pure_closure(inner, (x,), sinfo_args=...)
 
-A local function that captures nothing is called directly (`cls.main_inner(x)`).
+A local function that captures nothing is called directly (`cls.main_inner(x)`); the
+closure of an impure one is invoked with R.invoke_closure. A recursive local function
+calls its lifted self directly, with what it captured passed on as trailing arguments.
 Captured variables are bound as the LAST arguments, as the VM's closures bind them.
 Runs after Normalize, so every local function and variable has struct info.
 """
@@ -33,8 +35,8 @@ class _Lifter:
     def fresh_name(self, hint: str) -> str:
         return fresh_name(hint, self.taken)
 
-    def function(self, func: rx.Function, prefix: str) -> rx.Function:
-        body = self.seq(func.body, prefix, {})
+    def function(self, func: rx.Function, prefix: str, closures: dict[int, tuple] | None = None) -> rx.Function:
+        body = self.seq(func.body, prefix, dict(closures or {}))
         return func if body is func.body else dataclasses.replace(func, body=body)
 
     def seq(self, seq: rx.SeqExpr, prefix: str, closures: dict[int, tuple]) -> rx.SeqExpr:
@@ -51,13 +53,16 @@ class _Lifter:
         if isinstance(value, rx.Function):
             return self.lift(binding, value, prefix, closures)
         if isinstance(value, rx.Call) and isinstance(value.op, rx.Var) and id(value.op) in closures:
-            name, captured = closures[id(value.op)]
-            ret = value.op.struct_info.ret if isinstance(value.op.struct_info, FuncStructInfo) else ObjectStructInfo()
-            if not captured:
-                value = rx.Call(rx.GlobalVar(name), value.args, span=value.span)
+            name, captured, passed = closures[id(value.op)]
+            info = value.op.struct_info
+            ret = info.ret if isinstance(info, FuncStructInfo) else ObjectStructInfo()
+            if not captured or passed is not None:
+                value = rx.Call(rx.GlobalVar(name), value.args + (passed or ()), span=value.span)
             else:
-                value = rx.Call(rx.Op("relax.invoke_closure"), (value.op, rx.Tuple(value.args)),
-                                sinfo_args=(ret,), span=value.span)
+                # As TVM: a closure of a pure function is invoked as pure.
+                pure = not isinstance(info, FuncStructInfo) or info.purity
+                op = "relax.invoke_pure_closure" if pure else "relax.invoke_closure"
+                value = rx.Call(rx.Op(op), (value.op, rx.Tuple(value.args)), sinfo_args=(ret,), span=value.span)
         elif isinstance(value, rx.If):
             value = dataclasses.replace(value, true_branch=self.seq(value.true_branch, prefix, closures),
                                         false_branch=self.seq(value.false_branch, prefix, closures))
@@ -66,15 +71,19 @@ class _Lifter:
     def lift(self, binding: rx.Binding, local: rx.Function, prefix: str, closures: dict[int, tuple]) -> rx.Binding:
         name = self.fresh_name(f"{prefix}_{binding.var.name_hint}")
         captured = [v for v in free_vars(local) if v is not binding.var]
-        if any(v is binding.var for v in free_vars(local)):
-            raise error("a recursive local function is not supported yet: define it in the module", local.span)
+        fresh = [rx.Var(v.name_hint, v.struct_info) for v in captured]
         if captured:
-            fresh = [rx.Var(v.name_hint, v.struct_info) for v in captured]
             local = substitute(local, dict(zip(captured, fresh)))
             local = dataclasses.replace(local, params=local.params + tuple(fresh))
         local = dataclasses.replace(local, attrs=FrozenDict(local.attrs.without("global_symbol")))
-        self.lifted[name] = self.function(local, name)
-        closures[id(binding.var)] = (name, captured)
+        # Inside its own body, a recursive function calls its lifted self directly, passing
+        # on what it captured as the trailing arguments.
+        own = {id(binding.var): (name, captured, tuple(fresh))}
+        self.lifted[name] = lifted = self.function(local, name, own)
+        if any(v is binding.var for v in free_vars(lifted)):
+            raise error(f"local function '{binding.var.name_hint}' uses itself other than by calling itself;"
+                        " define it in the module", local.span)
+        closures[id(binding.var)] = (name, captured, None)
         if not captured:
             return dataclasses.replace(binding, value=rx.GlobalVar(name))
         closure = rx.Call(rx.Op("relax.make_closure"), (rx.GlobalVar(name), rx.Tuple(tuple(captured))),

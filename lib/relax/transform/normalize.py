@@ -19,7 +19,12 @@ from ..diagnostics import Diagnostic, DiagnosticError
 from ..ir import expr as rx
 from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
-from ..ir.struct_info import INT64_MAX, MAX_NESTING, ObjectStructInfo, nesting_depth, oversized_tensor
+from ..ir import tir
+from ..ir.names import fresh_name
+from ..ir.struct_info import (
+    INT64_MAX, MAX_NESTING, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo,
+    nesting_depth, oversized_tensor,
+)
 from ..ir.struct_info_check import conflict, describe
 from ..op.infer import struct_info_of
 from ..ir.pass_infra import Pass, register_pass
@@ -44,6 +49,10 @@ class _FunctionNormalizer:
         # computed from one that failed is not inferred again (no cascades).
         self.errors = errors
         self.failed: set[int] = set()
+        # Shape variables of unknown sizes already given fresh ones in this block (id -> cast var),
+        # and the symbolic variable names taken in the function.
+        self.sized_shapes: dict[int, rx.Var] = {}
+        self.symbol_names: set[str] | None = None
 
     def infer(self, value: rx.Expr, fallback=None):
         """The struct info of `value`, or `fallback` after recording why it has none."""
@@ -93,6 +102,8 @@ class _FunctionNormalizer:
         if isinstance(expr, rx.Call):
             op = expr.op if isinstance(expr.op, (rx.Op, rx.GlobalVar, rx.ExternFunc)) else self.leaf(expr.op)
             args = tuple(self.leaf(arg) for arg in expr.args)
+            if isinstance(op, rx.Op):
+                args = self.sized_shapes_of(expr, op, args)
             if op is expr.op and all(a is b for a, b in zip(args, expr.args)):
                 return expr
             return dataclasses.replace(expr, op=op, args=args)
@@ -112,22 +123,55 @@ class _FunctionNormalizer:
             return self.function(expr)
         return expr
 
+    def sized_shapes_of(self, expr: rx.Call, op: rx.Op, args: tuple) -> tuple:
+        """The call's arguments, the shape operand that gives its result's shape cast to
+        fresh symbolic sizes when only its rank is known (R.reshape(x, R.tensor_to_shape(s))):
+        `lv_cast = R.match_cast(lv, R.Shape([lv_0, lv_1]))`. What is computed from the
+        result then has sizes the VM binds at run time; with the rank alone (TVM's result)
+        no kernel can be built for it or for anything that uses it."""
+        shapes = [a for a in args if isinstance(a, rx.Var) and isinstance(a.struct_info, ShapeStructInfo)
+                  and a.struct_info.values is None and a.struct_info.ndim >= 0 and id(a) not in self.failed]
+        if not shapes or self.emitted is None:
+            return args
+        try:
+            result = struct_info_of(dataclasses.replace(expr, op=op, args=args), self.mod)
+        except (DiagnosticError, ValueError):
+            return args  # reported where the call is inferred
+        shape = result.shape if isinstance(result, TensorStructInfo) else None
+        if all(shape is not a for a in shapes):
+            return args
+        return tuple(self.sized_shape(a) if a is shape else a for a in args)
+
+    def sized_shape(self, arg: rx.Var) -> rx.Var:
+        info = arg.struct_info
+        cast = self.sized_shapes.get(id(arg))
+        if cast is None:
+            sizes = tuple(tir.Var(fresh_name(f"{arg.name_hint}_{axis}", self.symbol_names), "int64")
+                          for axis in range(info.ndim))
+            cast_info = ShapeStructInfo(sizes)
+            var_class = rx.DataflowVar if self.in_dataflow else rx.Var
+            cast = var_class(f"{arg.name_hint}_cast", cast_info, span=arg.span)
+            self.emitted.append(rx.MatchCast(cast, arg, cast_info, span=arg.span))
+            self.sized_shapes[id(arg)] = cast
+        return cast
+
     # -- blocks -----------------------------------------------------------------------
     def seq(self, expr: rx.Expr) -> rx.SeqExpr:
         if not isinstance(expr, rx.SeqExpr):
             expr = rx.SeqExpr((), expr, span=expr.span)
-        outer_emitted, outer_dataflow = self.emitted, self.in_dataflow
+        outer_emitted, outer_dataflow, outer_sized = self.emitted, self.in_dataflow, self.sized_shapes
         blocks = [self.block(block) for block in expr.blocks]
-        self.emitted, self.in_dataflow = [], False
+        self.emitted, self.in_dataflow, self.sized_shapes = [], False, {}
         body = self.leaf(expr.body)
         if self.emitted:
             blocks.append(rx.BindingBlock(tuple(self.emitted)))
-        self.emitted, self.in_dataflow = outer_emitted, outer_dataflow
+        self.emitted, self.in_dataflow, self.sized_shapes = outer_emitted, outer_dataflow, outer_sized
         return rx.SeqExpr(tuple(blocks), body, span=expr.span)
 
     def block(self, block: rx.BindingBlock) -> rx.BindingBlock:
         self.emitted = []
         self.in_dataflow = isinstance(block, rx.DataflowBlock)
+        self.sized_shapes = {}  # a cast in another block is out of scope (a dataflow variable)
         for binding in block.bindings:
             self.emitted.append(self.binding(binding))
         return dataclasses.replace(block, bindings=tuple(self.emitted))
@@ -173,6 +217,8 @@ class _FunctionNormalizer:
         return new
 
     def function(self, func: rx.Function) -> rx.Function:
+        if self.symbol_names is None:
+            self.symbol_names = {v.name for v in collect(func, lambda n: isinstance(n, tir.Var))}
         params = tuple(p if p.struct_info is not None else self.define(p, ObjectStructInfo()) for p in func.params)
         for param in func.params:
             if param.struct_info is not None and not self.allowed(param.struct_info, param.struct_info.span or func.span):
@@ -180,10 +226,45 @@ class _FunctionNormalizer:
         if func.ret_struct_info is not None:
             self.allowed(func.ret_struct_info, func.ret_struct_info.span or func.span)
         body = self.seq(func.body)
-        ret = func.ret_struct_info or self.infer(body) or ObjectStructInfo()
+        ret = func.ret_struct_info or _erase_body_definitions(self.infer(body), params, body) or ObjectStructInfo()
         if params == func.params and body is func.body and ret is func.ret_struct_info:
             return func
         return dataclasses.replace(func, params=params, body=body, ret_struct_info=ret)
+
+
+def _erase_body_definitions(info, params, body: rx.SeqExpr):
+    """The inferred result of a function without what only its body defines, as TVM's
+    EraseToWellDefined: a size a match_cast introduces (m in R.Tensor((m, k))) or a shape
+    variable bound inside (R.Tensor(lv)) becomes unknown, the rank kept. The signature
+    must read back on its own: a printed `-> R.Tensor((m, k))` names m out of scope."""
+    if info is None:
+        return None
+    inner = {id(v) for v in collect(body, lambda n: isinstance(n, rx.Var))} - {id(p) for p in params}
+    casts = collect(body, lambda n: isinstance(n, rx.MatchCast))
+    symbols = {id(v) for cast in casts for v in collect(cast.struct_info, lambda n: isinstance(n, tir.Var))}
+    symbols -= {id(v) for p in params if p.struct_info is not None
+                for v in collect(p.struct_info, lambda n: isinstance(n, tir.Var))}
+    if not inner and not symbols:
+        return info
+
+    def undefined(values) -> bool:
+        return any(id(v) in symbols for d in values for v in collect(d, lambda n: isinstance(n, tir.Var)))
+
+    def erase(item):
+        if isinstance(item, TensorStructInfo):
+            values = item.shape_values
+            if (values is None and id(item.shape) in inner) or (values is not None and undefined(values)):
+                return TensorStructInfo(None, item.dtype, item.ndim, item.vdevice)
+        elif isinstance(item, ShapeStructInfo) and item.values is not None and undefined(item.values):
+            return ShapeStructInfo(ndim=item.ndim)
+        elif isinstance(item, PrimStructInfo) and item.value is not None and undefined((item.value,)):
+            return PrimStructInfo(item.dtype)
+        elif isinstance(item, TupleStructInfo):
+            fields = tuple(erase(f) for f in item.fields)
+            return item if all(a is b for a, b in zip(fields, item.fields)) else TupleStructInfo(fields)
+        return item
+
+    return erase(info)
 
 
 def _describe_size(size: int) -> str:

@@ -7,8 +7,9 @@ becomes
 
 and likewise R.memory.alloc_storage/alloc_tensor -> R.vm.*, kills -> R.vm.kill_object,
 R.call_pure_packed -> a plain packed call, shape_of / tensor_to_shape / null_value /
-make_closure / invoke_closure -> the vm.builtin.* functions of the same names, and
-R.print / R.assert_op / R.shape_to_tensor -> the runtime's relax.run.* host operations.
+make_closure / invoke_closure (and invoke_pure_closure) -> the vm.builtin.* functions of those names, and
+R.print / R.assert_op / R.shape_to_tensor -> the runtime's relax.run.* host operations,
+R.call_py_func -> vm.builtin.call_py_func.
 Symbolic sizes stay PrimExprs inside ShapeExprs; VMShapeLower computes them.
 """
 
@@ -51,9 +52,17 @@ def _op(name: str, args, span) -> rx.Call:
     return rx.Call(rx.Op(f"relax.{name}"), tuple(args), span=span)
 
 
+def _call_py_func(call: rx.Call) -> rx.Call:
+    """R.call_py_func("f", (x,)) -> vm.builtin.call_py_func(("f", (x,))): as TVM lowers it, one
+    tuple argument; the VM binds the name when it starts (vm/machine/py_functions.py)."""
+    return _packed("vm.builtin.call_py_func", (rx.Tuple(tuple(call.args)),), call.sinfo_args[0], call.span)
+
+
 class _Lowerer(BindingRewriter):
     def rewrite(self, binding: rx.Binding) -> list[rx.Binding]:
         value = binding.value
+        if isinstance(value, rx.Call) and isinstance(value.op, rx.Op) and value.op.name == "relax.call_py_func":
+            return [dataclasses.replace(binding, value=_call_py_func(value))]
         if isinstance(value, rx.Call) and isinstance(value.op, rx.Op):
             lowered = self.call(binding, value)
             if lowered is not None:
@@ -100,7 +109,7 @@ class _Lowerer(BindingRewriter):
             fields = args[1].fields if isinstance(args[1], rx.Tuple) else (args[1],)
             value = _packed("vm.builtin.make_closure", (args[0],) + tuple(fields), ObjectStructInfo(), span)
             return [dataclasses.replace(binding, value=value)]
-        if name == "relax.invoke_closure":
+        if name in ("relax.invoke_closure", "relax.invoke_pure_closure"):
             fields = args[1].fields if isinstance(args[1], rx.Tuple) else (args[1],)
             info = call.sinfo_args[0] if call.sinfo_args else ObjectStructInfo()
             return [dataclasses.replace(binding, value=_with_ctx("vm.builtin.invoke_closure", (args[0],) + tuple(fields),

@@ -70,6 +70,9 @@ class _FunctionShapeLowerer:
         self.heap = rx.Var("shape_heap", HEAP_INFO)
         self.shape_funcs: dict[str, tir.PrimFunc] = {}
         self.used_heap = False
+        # (value, builtin, sizes, error context) of matches with composite sizes (n * 2),
+        # checked once the variables they use are stored: see check_composites.
+        self.composite_checks: list[tuple] = []
 
     # -- heap slots ---------------------------------------------------------------------
     def _new_slot(self) -> int:
@@ -108,7 +111,8 @@ class _FunctionShapeLowerer:
         )
         body = stores[0] if len(stores) == 1 else tir.SeqStmt(stores)
         name = self.names.fresh("shape_func")
-        self.shape_funcs[name] = tir.PrimFunc((heap_buffer.data,), body, None, ((heap_buffer.data, heap_buffer),),
+        handle = tir.Var("H", "handle")  # apart from the buffer's data, as the parser reads it back
+        self.shape_funcs[name] = tir.PrimFunc((handle,), body, None, ((handle, heap_buffer),),
                                               FrozenDict({"tirx.noalias": True}))
         self.used_heap = True
         out.append(rx.VarBinding(rx.Var("_", VOID), rx.Call(rx.GlobalVar(name), (self.heap,))))
@@ -149,25 +153,21 @@ class _FunctionShapeLowerer:
             out.append(rx.VarBinding(rx.Var("_", VOID), _packed(
                 "vm.builtin.check_tensor_info", (value, _int(info.ndim), dtype, error_context))))
             if info.shape_values is not None:
-                codes = self._match_codes(info.shape_values)
-                out.append(rx.VarBinding(rx.Var("_", VOID), _packed(
-                    "vm.builtin.match_shape",
-                    (value, self.heap, _int(len(info.shape_values))) + tuple(_int(c) for c in codes) + (error_context,))))
+                self._match_shape(value, info.shape_values, error_context, out)
         elif isinstance(info, ShapeStructInfo):
             out.append(rx.VarBinding(rx.Var("_", VOID), _packed(
                 "vm.builtin.check_shape_info", (value, _int(info.ndim), error_context))))
             if info.values is not None:
-                codes = self._match_codes(info.values)
-                out.append(rx.VarBinding(rx.Var("_", VOID), _packed(
-                    "vm.builtin.match_shape",
-                    (value, self.heap, _int(len(info.values))) + tuple(_int(c) for c in codes) + (error_context,))))
+                self._match_shape(value, info.values, error_context, out)
         elif isinstance(info, PrimStructInfo):
             out.append(rx.VarBinding(rx.Var("_", VOID), _packed(
                 "vm.builtin.check_prim_value_info", (value, rx.DataTypeImm(info.dtype), error_context))))
-            if info.value is not None and not _is_static(info.value) and isinstance(info.value, tir.Var):
+            if info.value is not None and isinstance(info.value, tir.Var):
                 code, operand = self._match_codes([info.value])
                 out.append(rx.VarBinding(rx.Var("_", VOID), _packed(
                     "vm.builtin.match_prim_value", (value, self.heap, _int(code), _int(operand), error_context))))
+            elif info.value is not None and not _is_static(info.value):
+                self.composite_checks.append((value, "vm.builtin.match_prim_value", (info.value,), error_context))
         elif isinstance(info, TupleStructInfo):
             out.append(rx.VarBinding(rx.Var("_", VOID), _packed(
                 "vm.builtin.check_tuple_info", (value, _int(len(info.fields)), error_context))))
@@ -177,6 +177,34 @@ class _FunctionShapeLowerer:
                 self.match(item, field, f"{context}[{index}]", out)
         elif isinstance(info, FuncStructInfo):
             out.append(rx.VarBinding(rx.Var("_", VOID), _packed("vm.builtin.check_func_info", (value, error_context))))
+
+    def _match_shape(self, value: rx.Expr, sizes, error_context: rx.StringImm, out: list[rx.Binding]) -> None:
+        codes = self._match_codes(sizes)
+        out.append(rx.VarBinding(rx.Var("_", VOID), _packed(
+            "vm.builtin.match_shape", (value, self.heap, _int(len(sizes))) + tuple(_int(c) for c in codes) + (error_context,))))
+        if any(not _is_static(v) and not isinstance(v, tir.Var) for v in sizes):
+            self.composite_checks.append((value, "vm.builtin.match_shape", tuple(sizes), error_context))
+
+    def check_composites(self, out: list[rx.Binding]) -> None:
+        """Checks the composite sizes of the matches so far (a parameter of shape (n * 2,)
+        once n is stored), as TVM's second matching round does: each is computed into
+        the heap and compared with the value's size. A composite size whose variables
+        no match defines is not checked (well-formedness refuses it first)."""
+        checks, self.composite_checks = self.composite_checks, []
+        for value, builtin, sizes, error_context in checks:
+            checked = [v if not (_is_static(v) or isinstance(v, tir.Var))
+                       and all(id(var) in self.slots for var in symbolic_vars([v])) else None for v in sizes]
+            if not any(v is not None for v in checked):
+                continue
+            self._ensure_computed([v for v in checked if v is not None], out)
+            codes: list[int] = []
+            for v in checked:
+                codes += [NO_OP, 0] if v is None else [ASSERT_EQUAL_TO_LOAD, self._composite_slot(v)]
+            if builtin == "vm.builtin.match_shape":
+                args = (value, self.heap, _int(len(sizes))) + tuple(_int(c) for c in codes)
+            else:
+                args = (value, self.heap) + tuple(_int(c) for c in codes)
+            out.append(rx.VarBinding(rx.Var("_", VOID), _packed(builtin, args + (error_context,))))
 
     # -- making (uses) -----------------------------------------------------------------------
     def lower_arg(self, expr: rx.Expr, out: list[rx.Binding]) -> rx.Expr:
@@ -220,6 +248,7 @@ class _FunctionShapeLowerer:
         if isinstance(binding, rx.MatchCast):
             source = self.lower_arg(value, out)
             self.match(source, binding.struct_info, f"loc=match_cast, var={binding.var.name_hint}", out)
+            self.check_composites(out)
             # The binding stays a match_cast, as in TVM: CodeGenVM treats it as an alias, and the
             # printed module (.vms) still defines the symbolic variables it annotates.
             out.append(dataclasses.replace(binding, value=source))
@@ -240,6 +269,7 @@ class _FunctionShapeLowerer:
         for index, param in enumerate(func.params):
             info = param.struct_info or ObjectStructInfo()
             self.match(param, info, f"loc=param[{index}], param={param.name_hint}", prologue)
+        self.check_composites(prologue)
         body = self.seq(func.body)
         heap_size = len(self.slots) + len(self.composites)
         allocate = rx.VarBinding(self.heap, rx.Call(

@@ -22,8 +22,11 @@ from ...runtime.dtype import DataType
 from ...runtime.errors import VMError
 from ...runtime.objects import Closure, ShapeTuple, Storage, type_key
 from ...runtime import host_ops  # noqa: F401 - registers relax.run.* (sorting, unique, nonzero)
+from ...runtime.tensor_inspect import ensure_zero_offset  # also registers the R.inspect builtins
 from ...runtime.registry import register_func
 from ...runtime.cuda.tensors import is_device_array
+from .broadcast import BROADCAST_BUILTINS
+from .py_functions import PY_FUNC_BUILTINS
 
 ASSERT_EQUAL_TO_IMM, STORE_TO_HEAP, NO_OP, ASSERT_EQUAL_TO_LOAD = range(4)
 USE_IMM, LOAD_SHAPE = range(2)
@@ -208,11 +211,6 @@ def alloc_tensor(storage: Storage, offset: int, shape, dtype, mem_scope=None) ->
     return storage.buffer[offset:offset + nbytes].view(element).reshape(shape)
 
 
-def ensure_zero_offset(tensor: np.ndarray) -> np.ndarray:
-    """A tensor whose data starts at its own buffer: kernels get compact arrays."""
-    return tensor if tensor.flags.c_contiguous else np.ascontiguousarray(tensor)
-
-
 def to_device(data, device_type: int, device_id: int):
     """A copy of `data` on device (type, id): numpy on the cpu (1), cupy on a cuda GPU (2)."""
     if device_type == 1:
@@ -315,6 +313,8 @@ BUILTINS = {
         make_closure, invoke_closure, call_tir_dyn,
     )
 }
+BUILTINS.update(BROADCAST_BUILTINS)
+BUILTINS.update(PY_FUNC_BUILTINS)  # a VM binds its own (py_functions.py); this one: the registry alone
 
 for _name, _func in BUILTINS.items():
     register_func(_name, _func, override=True)
