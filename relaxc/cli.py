@@ -16,13 +16,14 @@ Examples:
   relaxc -O0 --target "llvm -mtriple=aarch64-linux-gnu" model.relax -o model.vmx
   relaxc --emit ir model.relax                      print the parsed module
   relaxc --emit json model.relax -o model.json      the IR as JSON
+  relaxc --emit pyfunc model.relax                  Relax functions as Python (numpy) functions
   relaxc --emit kernels --target llvm model.relax -o model.ko
   relaxc --emit asm --target "llvm -mtriple=aarch64-linux-gnu" model.relax
   cat model.relax | relaxc --emit ir -
   relaxc --list-targets | relaxc --list-ops
 """
 
-EMIT_KINDS = ["ir", "json", "kernels", "llvm", "asm", "cuda", "vms", "vmo", "vmx"]
+EMIT_KINDS = ["ir", "json", "pyfunc", "kernels", "llvm", "asm", "cuda", "vms", "vmo", "vmx"]
 
 
 def _list_callback(kind: str):
@@ -41,7 +42,8 @@ def _list_callback(kind: str):
 @click.argument("source", metavar="FILE")
 @click.option(
     "--emit", type=click.Choice(EMIT_KINDS), default=None,
-    help="ir: TVMScript text; json: the IR as JSON; kernels: a .ko kernel object; "
+    help="ir: TVMScript text; json: the IR as JSON; pyfunc: the module with every Relax function as an "
+         "equivalent @I.py_func (numpy); kernels: a .ko kernel object; "
          "llvm: LLVM IR of the kernels; asm: their assembly; cuda: their CUDA C (cuda target); vms: the lowered module (-S); "
          "vmo: bytecode; vmx: a linked artifact. Default: from -o's suffix (.vmx, .vmo, .vms), else ir.",
 )

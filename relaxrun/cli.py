@@ -22,6 +22,7 @@ Examples:
   relaxrun model.vmx --input @inputs.npz --profile --json
   relaxrun model.vmx --list-functions
   relaxrun packed.vmx --plugin my_funcs.py --input 2x3xf32=1
+  relaxrun py_func.vmx --allow-python --input x.npy          run the Python functions it embeds
   relaxrun model.vmx --trust keys/ --input x.npy           only if signed by a key in keys/
 """
 
@@ -53,13 +54,17 @@ Examples:
 @click.option("--print-max-elements", type=click.IntRange(min=0), default=1024, show_default=True,
               help="Elide printed results with more elements than this.")
 @click.option("--plugin", "plugins", metavar="FILE.py", multiple=True,
-              help="Run this Python file first (it registers host functions); repeatable.")
+              help="Run this Python file first; what it registers with relax.runtime.register_func (e.g. "
+                   "@register_func on a def: its own name) binds packed calls and R.call_py_func by name; repeatable.")
+@click.option("--allow-python", is_flag=True,
+              help="Let R.call_py_func run the Python source embedded in the artifact (numpy as np) for any "
+                   "function no --plugin registers. Without it, that source never runs.")
 @click.option("--trust", "trust", metavar="PUBKEY", multiple=True,
               help="Run only artifacts signed by this Ed25519 public key (PEM), or by a key in this directory "
                    "(*.pub, *.pem); repeatable.")
 @options.common_options("relaxrun")
 def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, device, memory, exec_mode, repeat, warmup,
-            print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, trust, traceback,
+            print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, allow_python, trust, traceback,
             error_limit, color, verbose):
     """Run a function of a compiled artifact on inputs."""
     from relax.driver.run import RunOptions, run_main
@@ -69,7 +74,7 @@ def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, d
         expected=tuple(expected), atol=atol, rtol=rtol, device=device, memory=memory, exec_mode=exec_mode, repeat=repeat,
         warmup=warmup, print_time=print_time, profile=profile, trace=trace, json=as_json,
         list_functions=list_functions, print_max_elements=print_max_elements, plugins=tuple(plugins),
-        trust=tuple(trust),
+        allow_python=allow_python, trust=tuple(trust),
         verbose=verbose,
     ))
 

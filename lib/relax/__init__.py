@@ -12,6 +12,10 @@ The pipeline, one folder per stage:
     vm/         bytecode, executables and their file format, the virtual machine
     runtime/    devices, tensors, the PackedFunc registry, kernel loaders
 
+Beside them, py_module/ holds relax.BasePyModule: an IRModule with Python functions,
+compiled and run just in time. py_convert/ turns Relax functions into such Python
+functions (`mod.as_pyfunc("main")`, `relaxc --emit pyfunc`).
+
 The runtime side (vm/, runtime/) never imports the compiler side, so an artifact
 runs on a host that has only the runtime's needs. Names are imported lazily here
 for the same reason.
@@ -23,6 +27,7 @@ _LAZY = {
     "VirtualMachine": ("relax.vm", "VirtualMachine"),
     "load": ("relax.vm", "load"),
     "build": ("relax.build", "build"),
+    "BasePyModule": ("relax.py_module", "BasePyModule"),
 }
 
 

@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 # The owners of the formats (vm/, codegen/) import their number from here so that
 # `--version` and the files agree.
 FORMAT_VERSIONS = {
-    "vmo": "0.1",  # bytecode object
+    "vmo": "0.2",  # bytecode object (0.2 adds the Python functions; one without them is still written as 0.1)
     "vmx": "0.2",  # linked artifact (0.2 adds the signature section; an unsigned one is still written as 0.1)
     "ko": "0.4",   # kernel object (0.2 adds cuda targets, 0.3 CPU kernels in parts, 0.4 code hashes)
 }

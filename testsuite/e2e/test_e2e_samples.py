@@ -10,9 +10,10 @@ from relax.build import build
 from relax.driver.compile import parse_source
 from relax.runtime import register_func
 from relax.vm import VirtualMachine
+from sample_names import ARTIFACT_SAMPLES
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
-NAMES = sorted(p.stem for p in SAMPLES.glob("*.relax"))
+NAMES = ARTIFACT_SAMPLES
 KNOWN_FAILURES: dict[str, str] = {}
 
 

@@ -124,8 +124,9 @@ def every_node_module() -> ir.IRModule:
     ))
     main = ir.Function((x, shape_var, flag, size), ir.SeqExpr((bindings, others), branch), None,
                        attrs=ir.FrozenDict(global_symbol="main", num_input=1), span=span)
-    return ir.IRModule.from_functions({"main": main, "kernel": every_tir_node_func(), "simple": prim_func()},
-                                      attrs=ir.FrozenDict(name="every"))
+    python = ir.PyFunction("helper", "@I.py_func\ndef helper(self, x):\n    return x", span=span)
+    return ir.IRModule.from_functions({"main": main, "kernel": every_tir_node_func(), "simple": prim_func(),
+                                       "helper": python}, attrs=ir.FrozenDict(name="every"))
 
 
 def every_tir_node_func() -> tir.PrimFunc:

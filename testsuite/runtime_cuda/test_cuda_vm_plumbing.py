@@ -17,12 +17,13 @@ from relax.runtime import register_func
 from relax.runtime.cuda.allocator import CUDA_ALLOCATORS
 from relax.runtime.cuda.tensors import is_device_array
 from relax.vm import VirtualMachine
+from sample_names import ARTIFACT_SAMPLES
 
 # The stand-in cupy and kernel library patch the runtime only: the builds are the session's.
 pytestmark = pytest.mark.shared_builds
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
-NAMES = sorted(p.stem for p in SAMPLES.glob("*.relax"))
+NAMES = ARTIFACT_SAMPLES
 
 
 class DeviceArray(np.ndarray):

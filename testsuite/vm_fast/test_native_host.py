@@ -152,6 +152,8 @@ def test_python_threads_sharing_one_vm_get_their_own_results():
 def test_tuple_results_and_every_eligible_sample_match_the_python_path():
     seen = set()
     for path in sorted(SAMPLES.glob("*.relax")):
+        if not (SAMPLES / "data" / f"{path.stem}.inputs.npz").exists():
+            continue  # py_func.relax: main is a Python function, run just in time
         mod = parse_source(str(path))
         data = np.load(SAMPLES / "data" / f"{path.stem}.inputs.npz")
         args = [data[p.name_hint] for p in mod["main"].params]

@@ -49,6 +49,14 @@ def _emit_json(mod, options: CompileOptions) -> None:
     write_text(options.output, to_json(mod) + "\n")
 
 
+def _emit_pyfunc(mod, options: CompileOptions) -> None:
+    """The module with every Relax function as an equivalent `@I.py_func` (numpy), its TIR
+    functions kept (relax/py_convert/): after --passes, at whatever stage they leave it."""
+    from ..py_convert import module_as_pyfunc
+
+    write_text(options.output, module_as_pyfunc(mod))
+
+
 def _emit_kernels(mod, options: CompileOptions) -> None:
     """The kernel objects of the targets' backend (codegen/backends.py): for CPU targets one,
     written to -o; for cuda targets the GPU kernels to -o and the shape functions, which
@@ -101,7 +109,7 @@ def _emit_cuda(mod, options: CompileOptions) -> None:
 
 
 EMITTERS = {"ir": _emit_ir, "json": _emit_json, "kernels": _emit_kernels, "llvm": _emit_llvm, "asm": _emit_asm,
-            "cuda": _emit_cuda}
+            "cuda": _emit_cuda, "pyfunc": _emit_pyfunc}
 
 
 # Output suffixes that choose what to emit when --emit is not given.

@@ -53,6 +53,7 @@ class RunOptions:
     list_functions: bool = False
     print_max_elements: int = 1024
     plugins: tuple[str, ...] = ()
+    allow_python: bool = False  # R.call_py_func may run the Python sources embedded in the artifact
     trust: tuple[str, ...] = ()  # public key files or directories: only artifacts they signed run
     verbose: int = 0
 
@@ -163,7 +164,13 @@ def make_vm(exe, options: RunOptions):
         problem = cuda_problem()
         if problem is not None:
             raise UserError(f"device {device} is not available: {problem}")
-    vm = VirtualMachine(exe, device, memory=options.memory, exec_mode=options.exec_mode)
+    from ..vm.machine.py_functions import UnboundPythonFunction
+
+    try:
+        vm = VirtualMachine(exe, device, memory=options.memory, exec_mode=options.exec_mode,
+                            allow_python=options.allow_python)
+    except UnboundPythonFunction as error:  # before anything runs
+        raise UserError(f"'{options.artifact}': {error}") from None
     if vm.unresolved_functions:
         names = ", ".join(f"'{name}'" for name in vm.unresolved_functions[:6])
         more = f" and {len(vm.unresolved_functions) - 6} more" if len(vm.unresolved_functions) > 6 else ""

@@ -12,7 +12,7 @@ namespace (`ir.tir.Var`, `ir.tir.For`, ...), since both have a `Var`.
 from . import dtype, tir
 from .expr import (
     Binding, BindingBlock, Call, Constant, DataflowBlock, DataflowVar, DataTypeImm, Expr,
-    ExternFunc, Function, GlobalVar, If, MatchCast, Op, PrimValue, SeqExpr, ShapeExpr,
+    ExternFunc, Function, GlobalVar, If, MatchCast, Op, PrimValue, PyFunction, SeqExpr, ShapeExpr,
     StringImm, Tuple, TupleGetItem, Var, VarBinding, const,
 )
 from .module import BaseFunc, IRModule

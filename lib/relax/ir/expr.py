@@ -119,6 +119,19 @@ class ExternFunc(Expr):
 
 
 @node
+class PyFunction(Expr):
+    """A Python function of a BasePyModule (`@I.py_func`), kept as its source text.
+
+    `source` is the method as written in the module (decorator and `def` line included,
+    dedented to column 0); the printer writes it back verbatim, so a round trip is exact.
+    Passes leave it alone: it runs in Python, bound by relax.BasePyModule, or through
+    R.call_py_func at run time. (TVM keeps it as an ExternFunc with the text in its attrs.)"""
+
+    name: str
+    source: str
+
+
+@node
 class Call(Expr):
     op: Expr
     args: tuple[Expr, ...]

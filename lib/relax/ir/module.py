@@ -57,3 +57,10 @@ class IRModule(Node):
 
     def without_function(self, name: str) -> "IRModule":
         return IRModule(self.functions.without(name), self.attrs, self.global_infos, span=self.span)
+
+    def as_pyfunc(self, name: str, backend: str = "numpy") -> str:
+        """Python source of a `@I.py_func` method equivalent to the Relax function `name`,
+        with numpy (or torch, `backend="torch"`) for its operators (relax/py_convert/)."""
+        from ..py_convert import as_pyfunc
+
+        return as_pyfunc(self, name, backend)

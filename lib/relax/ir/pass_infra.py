@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, TextIO
 
 from ..diagnostics import UserError
-from .expr import Function
+from .expr import Function, PyFunction
 from .module import IRModule
+from .node import FrozenDict
 
 
 class Pass:
@@ -230,7 +231,19 @@ def run_passes(mod: IRModule, passes: Iterable[str | Pass], context: PassContext
             instrument.run_before_pass(mod, pass_)
         # Passes read settings through PassContext.current(): make it this context.
         with context if PassContext.current() is not context else contextlib.nullcontext():
-            mod = pass_.run(mod)
+            mod = run_without_python(pass_, mod)
         for instrument in context.instruments:
             instrument.run_after_pass(mod, pass_)
     return mod
+
+
+def run_without_python(pass_: Pass, mod: IRModule) -> IRModule:
+    """`pass_.run(mod)` with the module's Python functions (`@I.py_func`) set aside and put
+    back first: they are source text that runs in Python, which no pass reads or changes."""
+    python = {name: func for name, func in mod.functions.items() if isinstance(func, PyFunction)}
+    if not python:
+        return pass_.run(mod)
+    rest = {name: func for name, func in mod.functions.items() if name not in python}
+    result = pass_.run(IRModule(FrozenDict(rest), mod.attrs, mod.global_infos, span=mod.span))
+    functions = {**python, **{name: func for name, func in result.functions.items() if name not in python}}
+    return IRModule(FrozenDict(functions), result.attrs, result.global_infos, span=result.span)

@@ -23,11 +23,14 @@ from ..diagnostics import Diagnostic, DiagnosticError, Span
 from . import array_literals
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .relax_literals import attr_dict, attr_value
+from .py_function import is_py_func_decorator, parse_py_function
 from .relax_parser import RelaxFunctionParser, symbolic_declarations
 from .tir_parser import parse_prim_func
 
 # `from tvm.script import tirx as T` is what newer TVM prints for the TIR dialect.
 _DIALECT_MODULES = {"ir": "ir", "relax": "relax", "tir": "tir", "tirx": "tir"}
+# `from relax.script import I, R, T`: the spelling of a BasePyModule written in a .py file.
+_OWN_DIALECTS = {"I": "ir", "R": "relax", "T": "tir", "ir": "ir", "relax": "relax", "tir": "tir"}
 
 
 def parse_module(text: str, source_name: str = "<string>") -> ir.IRModule:
@@ -87,6 +90,7 @@ class ModuleParser:
         self.global_vars: dict[str, ir.GlobalVar] = {}
         self.attrs: dict = {}
         self.global_infos: dict = {}
+        self.module_class: ast.ClassDef | None = None
 
     def parse(self, tree: ast.Module) -> ir.IRModule:
         module_class = None
@@ -101,7 +105,7 @@ class ModuleParser:
                     self.ctx.error("a file holds one module; this is a second @I.ir_module class", stmt,
                                    (self.ctx.note("the first module is here", module_class),))
                 else:
-                    module_class = stmt
+                    module_class = self.module_class = stmt
             elif isinstance(stmt, ast.FunctionDef):
                 loose_functions.append(stmt)
             elif isinstance(stmt, ast.Assign):
@@ -122,9 +126,10 @@ class ModuleParser:
     # -- header --------------------------------------------------------------------------
     def _import(self, stmt: ast.Import | ast.ImportFrom) -> None:
         if isinstance(stmt, ast.ImportFrom):
-            if stmt.module in ("tvm.script", "tvm.script.parser", "tvm"):
+            own = stmt.module == "relax.script"
+            if own or stmt.module in ("tvm.script", "tvm.script.parser", "tvm"):
                 for alias in stmt.names:
-                    dialect = _DIALECT_MODULES.get(alias.name)
+                    dialect = (_OWN_DIALECTS if own else _DIALECT_MODULES).get(alias.name)
                     if dialect is not None:
                         self.ctx.aliases[alias.asname or alias.name] = dialect
             return
@@ -216,12 +221,16 @@ class ModuleParser:
             return "relax", decorator
         if dialect == ("tir", "prim_func"):
             return "tir", decorator
+        if is_py_func_decorator(self.ctx, decorator):
+            return "python", decorator
         self.ctx.error(f"unknown decorator '{_dotted(target) or '?'}'; use @R.function or @T.prim_func", decorator)
         return None, None
 
     def _function(self, stmt: ast.FunctionDef, kind: str, decorator: ast.expr):
         if kind == "tir":
             return parse_prim_func(stmt, self.ctx, self.scope)
+        if kind == "python":
+            return parse_py_function(self.ctx, stmt, self.module_class)
         parser = RelaxFunctionParser(self.ctx, self.scope, self.symbols)
         return parser.parse_function(stmt, decorator, top_level=True)
 

@@ -2,8 +2,9 @@
 
 A module prints as TVM's `mod.script()` does: the `# from tvm.script import ...`
 comments of the dialects used, the module-level `TypeVar`s of symbolic signature
-variables, then `@I.ir_module class Module:` with PrimFuncs first, Relax functions
-next and `main` last (each group by name). Functions, expressions, struct info,
+variables, then `@I.ir_module class Module:` with Python functions (`@I.py_func`,
+printed verbatim, and then the class is `Module(BasePyModule)`) first, PrimFuncs
+next, Relax functions after them and `main` last (each group by name). Functions, expressions, struct info,
 statements and buffers print on their own as TVM's repr of them does. The text
 always ends with one newline.
 
@@ -45,6 +46,8 @@ def _standalone_name(func) -> str:
 def _function(ctx, func, name: str, relax: RelaxPrinter, tir_printer: TirPrinter) -> list[str]:
     if isinstance(func, tir.PrimFunc):
         return tir_printer.prim_func(func, name)
+    if isinstance(func, ir.PyFunction):
+        return func.source.split("\n")  # verbatim: the source as written, dedented
     return relax.function(func, name, top_level=True)
 
 
@@ -52,7 +55,8 @@ def _sort_key(item):
     name, func = item
     if name == "main":
         return (1000, name)
-    return (1 if isinstance(func, tir.PrimFunc) else 3, name)
+    # Python functions first, as TVM's BasePyModule.script() inserts them.
+    return (0 if isinstance(func, ir.PyFunction) else 1 if isinstance(func, tir.PrimFunc) else 3, name)
 
 
 def _module(ctx: PrintContext, module: ir.IRModule) -> list[str]:
@@ -70,7 +74,9 @@ def _module(ctx: PrintContext, module: ir.IRModule) -> list[str]:
         body.append("")
     lines = _type_var_lines(ctx)
     lines.append(f"@{ctx.ir('ir_module')}")
-    lines.append(f"class {ctx.module_name}:")
+    # Only a BasePyModule may hold Python functions (script/py_function.py).
+    has_python = any(isinstance(func, ir.PyFunction) for func in module.functions.values())
+    lines.append(f"class {ctx.module_name}(BasePyModule):" if has_python else f"class {ctx.module_name}:")
     lines.extend(indent(body) or ["    pass"])
     return lines
 

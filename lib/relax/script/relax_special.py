@@ -25,6 +25,7 @@ import numpy as np
 from .. import ir
 from .literal_limits import LiteralError, check_constant, check_literal
 from .relax_literals import NotALiteral, number_or_list
+from .relax_py_call import call_py_func
 
 
 def bind_arguments(parser, node: ast.Call, name: str, positional: tuple[str, ...],
@@ -327,4 +328,5 @@ SPECIAL_FORMS = {
     "tuple": make_tuple,
     "print": print_op,
     "assert_op": assert_op,
+    "call_py_func": call_py_func,
 }

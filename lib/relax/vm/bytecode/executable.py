@@ -60,6 +60,11 @@ class Executable:
     device_kernel_objects: list[tuple[str, Any]] = field(default_factory=list)
     link_info: Any = None
     signature: Any = None
+    # The Python functions it names (py_functions.PyFunctionEntry, sorted by name): those its
+    # bytecode calls through vm.builtin.call_py_func and the sources relaxc embedded. In the .vmo.
+    py_functions: tuple = ()
+    # Whether a VM may run the embedded sources (relax.load(..., allow_python=True)); in memory only.
+    allow_python: bool = False
 
     # ---- questions -----------------------------------------------------------------
 

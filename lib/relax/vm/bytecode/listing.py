@@ -98,6 +98,11 @@ def as_text(exe: Executable, func: str | None = None) -> str:
     if exe.constants:
         parts.append(".constants\n")
         parts.extend(f"  c[{index}] = {format_constant(value)}\n" for index, value in enumerate(exe.constants))
+    if exe.py_functions:
+        from .py_functions import listing_lines
+
+        parts.append(".py_functions\n")
+        parts.extend(listing_lines(exe.py_functions))
     if exe.source_locations:
         parts.append(".source_locations\n")
         for info in exe.func_table:

@@ -64,8 +64,23 @@ def load_bytes(data: bytes, source: str = "<bytes>", trust=None) -> Executable:
         f"'{source}': not a relax executable: unknown magic number 0x{int.from_bytes(data[:8], 'little'):016X}")
 
 
-def load(path: str, trust=None) -> Executable:
-    """The executable in the file `path` (.vmo or .vmx, told by its magic); `trust`: see load_bytes."""
+def load(path: str, trust=None, allow_python: bool = False, plugins=()) -> Executable:
+    """The executable in the file `path` (.vmo or .vmx, told by its magic); `trust`: see load_bytes.
+
+    For R.call_py_func (vm/machine/py_functions.py): `plugins`, Python files run first (what
+    they register binds by name), and `allow_python`, whether its VMs may run the Python
+    sources embedded in the file."""
+    if plugins:
+        from ..machine.py_functions import run_plugin
+
+        for plugin in plugins:
+            run_plugin(plugin)
+    exe = _load_file(path, trust)
+    exe.allow_python = bool(allow_python)
+    return exe
+
+
+def _load_file(path: str, trust) -> Executable:
     try:
         with open(path, "rb") as handle:
             data = handle.read()

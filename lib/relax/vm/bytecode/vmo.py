@@ -3,7 +3,10 @@
     u64 magic 0xD225DE2F4214151E, string version (u64 length + UTF-8)
     4 sections, each u64 payload length + payload: globals, memory scopes,
     constant pool, bytecode (the last also holds the instructions' source locations)
+    format 0.2 only: a fifth section, the Python functions (py_functions.py)
     u32 CRC-32 of every byte before it
+
+A .vmo without Python functions is written as format 0.1, byte for byte as before.
 
 Loading checks, in order: the magic, the version, that the section lengths add up
 to the file length (truncation), the checksum (corruption), each section's
@@ -19,12 +22,15 @@ from .binary import FormatError, Reader, Writer
 from .constant_pool import read_constant, write_constant
 from .executable import Executable, FuncInfo
 from .isa import FuncKind
+from .py_functions import check_entries, read_section, write_section
 from .verifier import verify
 
 MAGIC = 0xD225DE2F4214151E
 MAGIC_BYTES = MAGIC.to_bytes(8, "little")
-VERSION = FORMAT_VERSIONS["vmo"]
+VERSION = "0.1"  # a .vmo without Python functions: four sections
+PY_VERSION = FORMAT_VERSIONS["vmo"]  # "0.2": a fifth section holds the Python functions
 SECTIONS = ("globals", "memory scopes", "constant pool", "bytecode")
+PY_SECTIONS = SECTIONS + ("Python functions",)
 
 
 def save_executable(exe: Executable, check: bool = True) -> bytes:
@@ -33,8 +39,14 @@ def save_executable(exe: Executable, check: bool = True) -> bytes:
         verify(exe)
     out = Writer()
     out.u64(MAGIC)
-    out.string(VERSION)
-    for payload in (_globals(exe), _memory_scopes(exe), _constants(exe), _bytecode(exe)):
+    out.string(PY_VERSION if exe.py_functions else VERSION)
+    payloads = [_globals(exe), _memory_scopes(exe), _constants(exe), _bytecode(exe)]
+    if exe.py_functions:
+        check_entries(exe.py_functions)
+        py_out = Writer()
+        write_section(py_out, exe.py_functions)
+        payloads.append(py_out.getvalue())
+    for payload in payloads:
         out.u64(len(payload))
         out.raw(payload)
     body = out.getvalue()
@@ -87,8 +99,8 @@ def _bytecode(exe: Executable) -> bytes:
 
 # ---- loading ---------------------------------------------------------------------------
 
-def check_header(data: bytes, source: str) -> int:
-    """Checks magic and version; returns the offset just past the header."""
+def check_header(data: bytes, source: str) -> tuple[int, tuple[str, ...]]:
+    """Checks magic and version; returns the offset just past the header and the sections."""
     if len(data) < 8 or data[:8] != MAGIC_BYTES:
         raise FormatError(f"'{source}': not a relax bytecode object (.vmo): bad magic number")
     reader = Reader(data, "header", 8)
@@ -96,17 +108,17 @@ def check_header(data: bytes, source: str) -> int:
         version = reader.string("version")
     except FormatError:
         raise FormatError(f"'{source}': truncated or corrupted .vmo header") from None
-    if version != VERSION:
-        raise FormatError(
-            f"'{source}': .vmo format version {version!r} is not supported (this toolchain reads {VERSION})")
-    return reader.pos
+    if version not in (VERSION, PY_VERSION):
+        raise FormatError(f"'{source}': .vmo format version {version!r} is not supported "
+                          f"(this toolchain reads {VERSION} and {PY_VERSION})")
+    return reader.pos, (PY_SECTIONS if version == PY_VERSION else SECTIONS)
 
 
 def load_executable(data: bytes, source: str = "<bytes>") -> Executable:
     data = bytes(data)
-    position = check_header(data, source)
+    position, sections = check_header(data, source)
     spans = []
-    for section in SECTIONS:
+    for section in sections:
         if position + 8 > len(data):
             raise FormatError(f"'{source}': truncated file: the {section} section is missing")
         size = int.from_bytes(data[position:position + 8], "little")
@@ -122,11 +134,15 @@ def load_executable(data: bytes, source: str = "<bytes>") -> Executable:
         raise FormatError(f"'{source}': checksum mismatch: the file is corrupted")
     try:
         exe = Executable()
-        readers = [Reader(data, section, start, end) for section, (start, end) in zip(SECTIONS, spans)]
+        readers = [Reader(data, section, start, end) for section, (start, end) in zip(sections, spans)]
         _read_globals(readers[0], exe)
         _read_memory_scopes(readers[1], exe)
         _read_constants(readers[2], exe)
         _read_bytecode(readers[3], exe)
+        if len(readers) > 4:
+            exe.py_functions = read_section(readers[4])
+            if not exe.py_functions:
+                raise readers[4].fail("a format 0.2 .vmo names at least one Python function")
         for reader in readers:
             reader.expect_end()
         verify(exe)

@@ -59,24 +59,22 @@ def assemble(text: str, source: str = "<listing>") -> Executable:
     functions: list[_Function] = []
     locations: list[tuple[_Line, str]] = []
     exe = Executable()
+    # What a line of each section adds: the code first, then the sections after their headers.
+    readers = {
+        "code": lambda line, stripped: _code_line(line, stripped, functions),
+        "functions": lambda line, stripped: _metadata_line(line, stripped, functions),
+        "memory_scopes": lambda line, stripped: _scope_line(line, stripped, exe),
+        "constants": lambda line, stripped: _constant_line(line, stripped, exe),
+        "py_functions": lambda line, stripped: _py_function_line(line, stripped, exe),
+        "source_locations": lambda line, stripped: locations.append((line, stripped)),
+    }
     section = "code"
     for line in lines:
         stripped = line.text.strip()
-        if not stripped:
-            continue
-        if stripped in (".functions", ".memory_scopes", ".constants", ".source_locations"):
+        if stripped.startswith(".") and stripped[1:] in readers and stripped != ".code":
             section = stripped[1:]
-            continue
-        if section == "code":
-            _code_line(line, stripped, functions)
-        elif section == "functions":
-            _metadata_line(line, stripped, functions)
-        elif section == "memory_scopes":
-            _scope_line(line, stripped, exe)
-        elif section == "constants":
-            _constant_line(line, stripped, exe)
-        else:
-            locations.append((line, stripped))
+        elif stripped:
+            readers[section](line, stripped)
     names = {function.name: index for index, function in enumerate(functions)}
     code, problems = {}, []
     for function in functions:
@@ -95,6 +93,17 @@ def assemble(text: str, source: str = "<listing>") -> Executable:
         _location_line(line, stripped, exe)
     verify(exe)
     return exe
+
+
+def _py_function_line(line: _Line, stripped: str, exe: Executable) -> None:
+    from ..bytecode.py_functions import check_entries, parse_listing_line
+
+    try:
+        entries = exe.py_functions + (parse_listing_line(stripped),)
+        check_entries(entries)
+    except ValueError as error:
+        raise line.error(str(error)) from None
+    exe.py_functions = entries
 
 
 def _location_line(line: _Line, stripped: str, exe: Executable) -> None:

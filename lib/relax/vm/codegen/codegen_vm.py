@@ -31,6 +31,7 @@ from ..bytecode.exec_builder import ExecBuilder
 from ..bytecode.executable import Executable
 from ..bytecode import signature
 from ..bytecode.isa import VALUE_MAX, VALUE_MIN
+from .py_functions import py_function_entries
 
 # Relax operators that survive to code generation, and the builtin each becomes.
 # `True` in the second place: the builtin takes the VM as its first argument.
@@ -288,7 +289,9 @@ def generate(mod: IRModule, builder: ExecBuilder | None = None) -> Executable:
     for name, func in mod.functions.items():
         if isinstance(func, rx.Function):
             builder.convert_constant(signature_record(name, func))
-    return builder.get()
+    exe = builder.get()
+    exe.py_functions = py_function_entries(mod)  # R.call_py_func targets and embedded sources
+    return exe
 
 
 # ---- signature records (vm/bytecode/signature.py) ---------------------------------------------------

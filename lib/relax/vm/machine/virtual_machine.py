@@ -36,6 +36,7 @@ from .static_calls import fuse_static_calls
 from .compiled_mode import compile_functions
 from .default_mode import default_exec_mode
 from .native_mode import native_function
+from .py_functions import CALL_PY_FUNC, PyFunctionBindings, run_plugin
 from ..bytecode.isa import FuncKind
 
 MAX_FRAMES = 10_000  # a runaway recursion stops in well under a second
@@ -65,12 +66,17 @@ def _unresolved(name: str) -> Callable:
 
 class VirtualMachine(FunctionAPI):
     def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str | None = None,
-                 native: bool = True):
+                 native: bool = True, allow_python: bool | None = None, plugins=(), py_functions: dict | None = None):
         if isinstance(exe, str):
             from ..bytecode.loader import load
 
             exe = load(exe)
         self.exe = exe
+        for plugin in plugins:
+            run_plugin(plugin)
+        # R.call_py_func's bindings, checked before anything runs (py_functions.py)
+        allow = exe.allow_python if allow_python is None else allow_python
+        self.py_functions = PyFunctionBindings(self, exe, allow, py_functions)
         devices = [Device.parse(d) for d in (device if isinstance(device, (list, tuple)) else [device])]
         if not devices or devices[-1].device_type != CPU:
             devices.append(cpu())
@@ -131,6 +137,8 @@ class VirtualMachine(FunctionAPI):
         return list(self.exe.constants)  # tensors are read-only numpy arrays, shared by every VM
 
     def _resolve(self, name: str) -> Callable | None:
+        if name == CALL_PY_FUNC:
+            return self.py_functions
         for library in self._device_libraries + self.exe.imports:
             found = library.get_function(name)
             if found is not None:
