@@ -51,3 +51,24 @@ def run_op(op_name: str, *values, **attrs):
     outputs = [np.zeros(_static_shape(info), dt.to_numpy(info.dtype)) for info in infos]
     run(func, *[np.require(a, requirements="C") for a in arrays], *outputs)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def tensor(name: str, dims, dtype: str = "float32") -> ir.Var:
+    """A tensor variable of shape `dims` (ints or PrimExprs), for inference tests."""
+    dims = tuple(d if isinstance(d, tir.PrimExpr) else tir.IntImm("int64", d) for d in dims)
+    return ir.Var(name, ir.TensorStructInfo(ir.ShapeExpr(dims), dtype))
+
+
+def call(op: str, *args, **attrs) -> ir.Call:
+    """`R.<op>(*args, **attrs)` as an IR call."""
+    return ir.Call(ir.Op(f"relax.{op}"), args, ir.FrozenDict(attrs))
+
+
+def dims_of(info) -> list:
+    """An inferred shape as ints where static, PrimExprs where symbolic."""
+    return [d.value if isinstance(d, tir.IntImm) else d for d in info.shape_values]
+
+
+def prim(value, dtype: str = "int64") -> ir.PrimValue:
+    """`R.prim_value(value)` of an int or a float."""
+    return ir.PrimValue(tir.IntImm(dtype, value) if isinstance(value, int) else tir.FloatImm(dtype, value))

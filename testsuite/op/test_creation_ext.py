@@ -8,24 +8,7 @@ from relax.diagnostics import DiagnosticError
 from relax.ir import tir
 from relax.op.infer import struct_info_of
 
-from numeric import run_op
-
-
-def prim(value, dtype="int64"):
-    return ir.PrimValue(tir.IntImm(dtype, value) if isinstance(value, int) else tir.FloatImm(dtype, value))
-
-
-def tensor(name, dims, dtype="float32"):
-    dims = tuple(d if isinstance(d, tir.PrimExpr) else tir.IntImm("int64", d) for d in dims)
-    return ir.Var(name, ir.TensorStructInfo(ir.ShapeExpr(dims), dtype))
-
-
-def call(op, *args, **attrs):
-    return ir.Call(ir.Op(f"relax.{op}"), args, ir.FrozenDict(attrs))
-
-
-def dims_of(info):
-    return [d.value if isinstance(d, tir.IntImm) else d for d in info.shape_values]
+from numeric import call, dims_of, prim, tensor, run_op
 
 
 def test_eye():

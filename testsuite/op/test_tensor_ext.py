@@ -4,27 +4,13 @@ multinomial_from_uniform: inference and kernels against numpy."""
 import numpy as np
 import pytest
 
-from relax import ir
 from relax.diagnostics import DiagnosticError
 from relax.ir import tir
 from relax.op.infer import struct_info_of
 
-from numeric import run_op
+from numeric import call, dims_of, tensor, run_op
 
 RNG = np.random.default_rng(3)
-
-
-def tensor(name, dims, dtype="float32"):
-    dims = tuple(d if isinstance(d, tir.PrimExpr) else tir.IntImm("int64", d) for d in dims)
-    return ir.Var(name, ir.TensorStructInfo(ir.ShapeExpr(dims), dtype))
-
-
-def call(op, *args, **attrs):
-    return ir.Call(ir.Op(f"relax.{op}"), args, ir.FrozenDict(attrs))
-
-
-def dims_of(info):
-    return [d.value if isinstance(d, tir.IntImm) else d for d in info.shape_values]
 
 
 def test_batch_flatten_and_pixel_shuffle():

@@ -11,7 +11,6 @@ compiler, so an artifact runs where only the runtime's needs are installed. Step
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import statistics
@@ -59,8 +58,10 @@ class RunOptions:
 
 
 def run_main(options: RunOptions) -> int:
+    from ..vm.machine.py_functions import run_plugin  # the VM's loader: relax.load(plugins=) runs the same
+
     for plugin in options.plugins:
-        load_plugin(plugin)
+        run_plugin(plugin)
     exe = load_artifact(options.artifact, options.trust)
     if options.list_functions:
         sys.stdout.write(list_functions_text(exe))
@@ -92,23 +93,6 @@ def run_main(options: RunOptions) -> int:
 
 
 # ---- set-up ------------------------------------------------------------------------------
-
-def load_plugin(path: str) -> None:
-    """Runs a Python file the user names (it registers functions with relax.runtime.register_func)."""
-    if not os.path.isfile(path):
-        raise UserError(f"--plugin '{path}': no such file")
-    name = "relaxrun_plugin_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(path))
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise UserError(f"--plugin '{path}': not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except UserError:
-        raise
-    except Exception as error:  # noqa: BLE001 - the user's code failing is a user error
-        raise UserError(f"--plugin '{path}' failed: {type(error).__name__}: {error}") from None
-
 
 def load_artifact(path: str, trust: tuple[str, ...] = ()):
     """The executable of `path`; with `trust` (--trust), only if one of those keys signed it."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..ir import tir
 from ..ir.struct_info import TensorStructInfo
 from . import te
-from .nn_norm import _axes_check, _check_channel_params, _float_data, _normalize
+from .nn_norm import _axes_check, _check_channel_params, _float_data, normalize_over
 from .reduction import normalize_axes
 from .registry import REQUIRED, AttrSpec, OpDef, register
 from .shape import int64
@@ -53,19 +53,7 @@ def instance_norm_compute(data, gamma, beta, channel_axis, axes, attrs):
     def stat_of(index):
         return tuple(int64(0) if a in axes else index[a] for a in range(data.ndim))
 
-    total = te.compute(stats_dims, reduce(lambda i: data[i]), "T_instance_sum")
-    mean = te.compute(stats_dims, lambda *s: tir.Div(total[s], count), "T_instance_mean")
-
-    def squared_deviation(index):
-        deviation = tir.Sub(data[index], mean[stat_of(index)])
-        return tir.Mul(deviation, deviation)
-
-    squares = te.compute(stats_dims, reduce(squared_deviation), "T_instance_sqsum")
-    variance = te.compute(stats_dims, lambda *s: tir.Div(squares[s], count), "T_instance_var")
-    return te.compute(data.shape, lambda *i: _normalize(
-        data[i], mean[stat_of(i)], variance[stat_of(i)], attrs["epsilon"],
-        gamma[(i[channel_axis],)] if attrs["scale"] else None,
-        beta[(i[channel_axis],)] if attrs["center"] else None), "T_instance_norm")
+    return normalize_over(data, stats_dims, reduce, stat_of, count, attrs, gamma, beta, channel_axis, "instance")
 
 
 def _instance_norm_legalize(call, context):

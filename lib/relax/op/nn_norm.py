@@ -205,19 +205,26 @@ def group_norm_compute(data, gamma, beta, channel_axis, axes, attrs):
         return tuple(tir.FloorDiv(index[a], group_size) if a == channel_axis else int64(0) if a in axes else index[a]
                      for a in range(data.ndim))
 
-    total = te.compute(stats_dims, reduce(lambda i: data[i]), "T_group_sum")
-    mean = te.compute(stats_dims, lambda *s: tir.Div(total[s], count), "T_group_mean")
+    return normalize_over(data, stats_dims, reduce, stat_of, count, attrs, gamma, beta, channel_axis, "group")
+
+
+def normalize_over(data, stats_dims, reduce, stat_of, count, attrs, gamma, beta, channel_axis: int, name: str):
+    """The mean and variance of `data` over what `reduce` sums (two passes, as TVM computes
+    them), then data normalized, scaled by gamma and shifted by beta per channel: the last
+    steps of group_norm and instance_norm, which differ in the positions they reduce over."""
+    total = te.compute(stats_dims, reduce(lambda i: data[i]), f"T_{name}_sum")
+    mean = te.compute(stats_dims, lambda *s: tir.Div(total[s], count), f"T_{name}_mean")
 
     def squared_deviation(index):
         deviation = tir.Sub(data[index], mean[stat_of(index)])
         return tir.Mul(deviation, deviation)
 
-    squares = te.compute(stats_dims, reduce(squared_deviation), "T_group_sqsum")
-    variance = te.compute(stats_dims, lambda *s: tir.Div(squares[s], count), "T_group_var")
+    squares = te.compute(stats_dims, reduce(squared_deviation), f"T_{name}_sqsum")
+    variance = te.compute(stats_dims, lambda *s: tir.Div(squares[s], count), f"T_{name}_var")
     return te.compute(data.shape, lambda *i: _normalize(
         data[i], mean[stat_of(i)], variance[stat_of(i)], attrs["epsilon"],
         gamma[(i[channel_axis],)] if attrs["scale"] else None,
-        beta[(i[channel_axis],)] if attrs["center"] else None), "T_group_norm")
+        beta[(i[channel_axis],)] if attrs["center"] else None), f"T_{name}_norm")
 
 
 def _group_norm_legalize(call, context):
