@@ -24,11 +24,13 @@ Examples:
   relaxrun packed.vmx --plugin my_funcs.py --input 2x3xf32=1
   relaxrun py_func.vmx --allow-python --input x.npy          run the Python functions it embeds
   relaxrun model.vmx --trust keys/ --input x.npy           only if signed by a key in keys/
+  relaxrun --serve 0.0.0.0:9090 --key-file secret          serve remote runs on this machine
+  relaxrun --remote board:9090 --key-file secret model.vmx --input x.npy --repeat 10 --print-time
 """
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
-@click.argument("artifact", metavar="FILE")
+@click.argument("artifact", metavar="FILE", required=False)
 @options.func_option
 @click.option("--input", "inputs", metavar="VALUE", multiple=True, help="An input (see below); repeatable.")
 @click.option("--output", "outputs", metavar="FILE", multiple=True,
@@ -62,19 +64,41 @@ Examples:
 @click.option("--trust", "trust", metavar="PUBKEY", multiple=True,
               help="Run only artifacts signed by this Ed25519 public key (PEM), or by a key in this directory "
                    "(*.pub, *.pem); repeatable.")
+@click.option("--remote", metavar="HOST:PORT", default=None,
+              help="Run on the relax.rpc server there (relaxrun --serve): upload, run, time there, report here.")
+@click.option("--serve", metavar="[HOST:]PORT", default=None,
+              help="Serve remote runs on this address (host default 127.0.0.1) until SIGINT/SIGTERM; no FILE.")
+@click.option("--key-file", metavar="FILE", default=None,
+              help="Shared secret of --serve/--remote (HMAC challenge); required to serve a non-loopback address.")
+@click.option("--tls-cert", metavar="PEM", default=None,
+              help="TLS: with --serve, the server's certificate (with --tls-key); with --remote, the one to trust.")
+@click.option("--tls-key", metavar="PEM", default=None, help="TLS: the server's private key (--serve).")
+@click.option("--workdir", metavar="DIR", default=None, help="--serve: where session folders go (default: temp).")
+@click.option("--max-upload-bytes", type=click.IntRange(min=1), default=None,
+              help="--serve: the largest artifact or message accepted (default 256 MiB).")
+@click.option("--idle-timeout", type=click.FloatRange(min=0.1), default=None,
+              help="--serve: seconds a client may stay silent before its session ends (default 300).")
 @options.common_options("relaxrun")
 def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, device, memory, exec_mode, repeat, warmup,
-            print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, allow_python, trust, traceback,
-            error_limit, color, verbose):
-    """Run a function of a compiled artifact on inputs."""
+            print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, allow_python, trust, remote,
+            serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout, traceback, error_limit, color,
+            verbose):
+    """Run a function of a compiled artifact on inputs, here or on a relax.rpc server."""
     from relax.driver.run import RunOptions, run_main
+
+    if serve is not None:
+        from relax.rpc.serve_main import serve_main
+
+        return serve_main(serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout)
+    if artifact is None:
+        raise click.UsageError("missing argument 'FILE'")
 
     return run_main(RunOptions(
         artifact=artifact, func=func, inputs=tuple(inputs), outputs=tuple(outputs), output_dir=output_dir,
         expected=tuple(expected), atol=atol, rtol=rtol, device=device, memory=memory, exec_mode=exec_mode, repeat=repeat,
         warmup=warmup, print_time=print_time, profile=profile, trace=trace, json=as_json,
         list_functions=list_functions, print_max_elements=print_max_elements, plugins=tuple(plugins),
-        allow_python=allow_python, trust=tuple(trust),
+        allow_python=allow_python, trust=tuple(trust), remote=remote, key_file=key_file, tls_cert=tls_cert,
         verbose=verbose,
     ))
 

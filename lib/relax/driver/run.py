@@ -55,9 +55,20 @@ class RunOptions:
     allow_python: bool = False  # R.call_py_func may run the Python sources embedded in the artifact
     trust: tuple[str, ...] = ()  # public key files or directories: only artifacts they signed run
     verbose: int = 0
+    remote: str | None = None  # HOST:PORT of a relax.rpc server (relaxrun --remote): run there
+    key_file: str | None = None  # the server's shared key
+    tls_cert: str | None = None  # the server's certificate (or CA): connect with TLS
 
 
 def run_main(options: RunOptions) -> int:
+    if options.remote is not None:
+        from ..rpc.remote_run import run_remote
+
+        return run_remote(options)
+    return _run_local(options)
+
+
+def _run_local(options: RunOptions) -> int:
     from ..vm.machine.py_functions import run_plugin  # the VM's loader: relax.load(plugins=) runs the same
 
     for plugin in options.plugins:

@@ -65,6 +65,15 @@ def _unresolved(name: str) -> Callable:
 
 
 class VirtualMachine(FunctionAPI):
+    def __new__(cls, exe=None, *args, **kwargs):
+        # A module loaded on an RPC server (relax.rpc) runs there: relax.VirtualMachine(remote_exe,
+        # session.cpu()) gives its proxy, as TVM's RPC modules do.
+        if getattr(exe, "remote_session", None) is not None:
+            from ...rpc.remote_vm import RemoteVirtualMachine
+
+            return RemoteVirtualMachine(exe, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, exe: Executable | str, device="cpu", memory: str = "pooled", exec_mode: str | None = None,
                  native: bool = True, allow_python: bool | None = None, plugins=(), py_functions: dict | None = None):
         if isinstance(exe, str):
