@@ -73,4 +73,4 @@ def _kernel_row(name: str, seconds_calls, runs: int, whole: float, flops: int | 
     if flops == 0:
         return text + "   (no floating-point arithmetic)"
     gflops = flops * (calls // runs) / per_run / 1e9
-    return text + f" {gflops:8.2f} GFLOP/s {100 * gflops / fma_gflops:6.1f}% of FMA peak"
+    return text + f" {gflops:8.3g} GFLOP/s {100 * gflops / fma_gflops:6.3g}% of FMA peak"
