@@ -8,5 +8,5 @@ __version__ = "0.1.0"
 FORMAT_VERSIONS = {
     "vmo": "0.2",  # bytecode object (0.2 adds the Python functions; one without them is still written as 0.1)
     "vmx": "0.2",  # linked artifact (0.2 adds the signature section; an unsigned one is still written as 0.1)
-    "ko": "0.4",   # kernel object (0.2 adds cuda targets, 0.3 CPU kernels in parts, 0.4 code hashes)
+    "ko": "0.5",   # kernel object (0.2 cuda targets, 0.3 CPU kernels in parts, 0.4 code hashes, 0.5 kernel signatures)
 }

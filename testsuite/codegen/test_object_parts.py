@@ -36,15 +36,15 @@ def test_cut_parts_depends_on_sizes_only():
     assert list(object_parts.cut_parts([], 40)) == []
 
 
-def test_one_part_is_format_0_4(monkeypatch):
+def test_one_part_is_format_0_5(monkeypatch):
     data = _build(monkeypatch, 1 << 30, 2)
-    assert data[8:12] == b"\0\0\x04\0"  # 0.1's layout, with code hashes
+    assert data[8:12] == b"\0\0\x05\0"  # 0.1's layout, with code hashes and kernel signatures
     ko = container.read(data)
     assert ko.parts == {} and len(ko.native_objects(0)) == 1
 
 
-def test_parts_are_format_0_4(parts_ko):
-    assert parts_ko[8:12] == b"\0\0\x04\0"  # 0.3's parts, with code hashes
+def test_parts_are_format_0_5(parts_ko):
+    assert parts_ko[8:12] == b"\0\0\x05\0"  # 0.3's parts, with code hashes and kernel signatures
     ko = container.read(parts_ko)
     assert len(ko.native_objects(0)) == len(ko.bitcode_parts(0)) == len(KERNELS)
     assert container.write(ko) == parts_ko

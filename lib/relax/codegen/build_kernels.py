@@ -32,7 +32,8 @@ from ..ir.node import Node
 from ..runtime.kernels.library import KernelLibrary, load_kernel_library
 from ..runtime.kernels.llvm_compile import optimize
 from .kernel_cache import KernelCache, cache_key
-from .kernel_codegen import DEFAULT_FLOAT_FLAGS, generate_forwarding_kernel, generate_shareable_kernel
+from .kernel_codegen import (DEFAULT_FLOAT_FLAGS, emit_signature, generate_forwarding_kernel,
+                             generate_shareable_kernel)
 from .kernel_dedup import identical_kernels
 from .fresh_stack import call_on_fresh_stack
 from .kernel_object import CompiledTarget, pack_kernel_object
@@ -117,6 +118,8 @@ def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, tar
                 infos.append(generate_shareable_kernel(module, name, first.func, flags).info)
             else:
                 infos.append(generate_forwarding_kernel(module, name, first))
+        for info in infos:  # each kernel's code bound to its own signature (.ko format 0.5)
+            emit_signature(module, info)
         text = resolve_loop_hints(str(module))
         if uses_libmvec(spec.triple):
             text = declare_vector_variants(text, vector_extensions(spec))

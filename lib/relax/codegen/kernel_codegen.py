@@ -22,6 +22,7 @@ from ..diagnostics import UserError
 from ..ir import dtype as dt
 from ..ir import tir
 from ..runtime.kernels import abi
+from ..runtime.kernels.kernel_signatures import DIGEST_BYTES, signature_digest, signature_symbol
 from ..runtime.kernels.metadata import KernelInfo, ParamInfo
 from .codegen_expr import ExprCodegen
 from .codegen_intrin import IntrinsicCodegen
@@ -201,6 +202,18 @@ def generate_forwarding_kernel(module: ir.Module, name: str, shared: GeneratedKe
     _entry(module, name, buffers, scalars, symbolic, shared.workspace, referenced_keys(shared.workspace, {}),
            forward=target)
     return dataclasses.replace(shared.info, name=name, symbol=abi.kernel_symbol(name))
+
+
+def emit_signature(module: ir.Module, info: KernelInfo) -> None:
+    """`@__relax_signature_<symbol>`: the SHA-256 of the kernel's canonical signature, a
+    constant the reader compares with the manifest before LLVM loads the object, so that
+    another kernel's code under this kernel's metadata is refused (kernel_signatures.py).
+    External and named, so that neither the optimizer nor the linker drops or merges it."""
+    array = ir.ArrayType(ir.IntType(8), DIGEST_BYTES)
+    variable = ir.GlobalVariable(module, array, signature_symbol(info))
+    variable.global_constant = True
+    variable.initializer = ir.Constant(array, bytearray(signature_digest(info)))
+    variable.align = 1
 
 
 def _entry(module, name, buffers, scalars, symbolic, workspace, body_keys, impl=None, forward=None) -> None:

@@ -21,9 +21,11 @@ the "ptx" section kind and KernelInfo.launches. Format 0.3 adds parts: a CPU
 target's kernels compiled as several objects (on several threads,
 codegen/object_parts.py), one object and one bitcode section per part, in part
 order. Format 0.4 adds the manifest's "code" list: the SHA-256 of every code
-section, which binds the kernels' metadata to their code (code_hashes.py). A writer
-writes 0.4 for every .ko; a reader reads 0.1 to 0.4 and checks the code hashes of a
-0.4 file.
+section, which binds the kernels' metadata to their code (code_hashes.py). Format 0.5
+adds, inside each CPU object, each kernel's signature digest next to its code
+(kernel_signatures.py), which binds every kernel's code to its own metadata. A writer
+writes 0.5 for every .ko; a reader reads 0.1 to 0.5, checks the code hashes of 0.4 and
+0.5 files and the kernel signatures of 0.5 files.
 """
 
 from __future__ import annotations
@@ -52,10 +54,13 @@ FORMAT_VERSION = tuple(int(part) for part in FORMAT_VERSIONS["ko"].split("."))
 CPU_FORMAT_VERSION = (0, 1)  # a .ko without cuda targets, each in one part, as written before 0.4
 CUDA_FORMAT_VERSION = (0, 2)  # a .ko of cuda targets, as written before 0.4
 PARTS_FORMAT_VERSION = (0, 3)  # a CPU .ko with a target in several parts, as written before 0.4
-CODE_HASHES_FORMAT_VERSION = (0, 4)  # what every .ko is written as: 0.2 and 0.3 with code hashes
-READABLE_VERSIONS = (CPU_FORMAT_VERSION, CUDA_FORMAT_VERSION, PARTS_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION)
-PARTS_VERSIONS = (PARTS_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION)  # those that may cut a target in parts
-CUDA_VERSIONS = (CUDA_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION)  # those that may hold cuda targets
+CODE_HASHES_FORMAT_VERSION = (0, 4)  # 0.2 and 0.3 with code hashes, as written before 0.5
+SIGNATURES_FORMAT_VERSION = (0, 5)  # what every .ko is written as: 0.4 with kernel signatures in the objects
+READABLE_VERSIONS = (CPU_FORMAT_VERSION, CUDA_FORMAT_VERSION, PARTS_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION,
+                     SIGNATURES_FORMAT_VERSION)
+# those that may cut a target in parts, and those that may hold cuda targets
+PARTS_VERSIONS = (PARTS_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION, SIGNATURES_FORMAT_VERSION)
+CUDA_VERSIONS = (CUDA_FORMAT_VERSION, CODE_HASHES_FORMAT_VERSION, SIGNATURES_FORMAT_VERSION)
 
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 ELF_MAGIC = b"\x7fELF"
@@ -103,6 +108,7 @@ class KernelObject:
     ptx: dict = field(default_factory=dict)  # target index -> PTX text bytes (cuda targets)
     # target index -> ((native object, bitcode), ...): the parts after the first (format 0.3)
     parts: dict = field(default_factory=dict)
+    signed: bool = False  # format 0.5: each CPU kernel's code stores its signature (kernel_signatures.py)
 
     def native_objects(self, index: int) -> tuple[bytes, ...]:
         """Every native object of target `index`, in part order (none when it has no native code)."""
@@ -161,7 +167,7 @@ def write(kernel_object: KernelObject) -> bytes:
     body = b"".join(table) + bytes(payload)
     size = HEADER.size + len(body)
     digest = hashlib.sha256(body).digest()
-    major, minor = CODE_HASHES_FORMAT_VERSION
+    major, minor = SIGNATURES_FORMAT_VERSION
     header = HEADER.pack(MAGIC, major, minor, len(sections), size, digest)
     return header + body
 
@@ -212,10 +218,12 @@ def read(data: bytes, name: str = "<memory>") -> KernelObject:
         if index >= len(targets):
             raise _refuse(name, f"a section names target {index}, the manifest lists {len(targets)}")
     objects, bitcode, ptx, parts = _parts(found, name, (major, minor))
-    result = KernelObject(targets, kernels, objects, bitcode, ptx, parts)
+    signed = (major, minor) >= SIGNATURES_FORMAT_VERSION
+    result = KernelObject(targets, kernels, objects, bitcode, ptx, parts, signed)
     _check_cuda(result, name, (major, minor))
     code_hashes.check(document, code, (major, minor) >= CODE_HASHES_FORMAT_VERSION, lambda why: _refuse(name, why))
-    check_native_objects(result, name)  # before LLVM or the CUDA driver sees them (elf_check.py)
+    # before LLVM or the CUDA driver sees them (elf_check.py); 0.5: each kernel's signature too
+    check_native_objects(result, name, signed)
     return result
 
 
@@ -239,7 +247,7 @@ def _parts(found: dict, name: str, version: tuple) -> tuple[dict, dict, dict, di
 
 
 def _check_cuda(kernel_object: KernelObject, name: str, version: tuple) -> None:
-    """A cuda .ko is all cuda (format 0.2 or 0.4): per target an ELF cubin and UTF-8 PTX, per kernel
+    """A cuda .ko is all cuda (format 0.2, 0.4 or 0.5): per target an ELF cubin and UTF-8 PTX, per kernel
     its launches; a CPU .ko has neither PTX nor launches."""
     cuda = [t.triple == CUDA_TRIPLE for t in kernel_object.targets]
     if not any(cuda):

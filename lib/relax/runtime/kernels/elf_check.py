@@ -14,7 +14,8 @@ over each table (time linear in the object, nothing allocated beyond its size):
 - the symbol table: entry size, locals first, every section index valid (or special),
   every defined symbol's value inside its section, common symbols bounded; in a
   relocatable object for MCJIT, every function inside its executable section, functions
-  not overlapping, each kernel's entry symbol a function (elf_functions.py);
+  not overlapping, each kernel's entry symbol a function (elf_functions.py), and in a
+  format 0.5 .ko each kernel's signature digest stored beside it (kernel_signatures.py);
 - relocations (elf_relocations.py): entry size, sh_link to the symbol table, sh_info to
   a section with bytes, every symbol index inside the symbol table, every patched field
   inside its section; section groups; .eh_frame records chained inside their section.
@@ -36,7 +37,7 @@ import struct
 from typing import NamedTuple
 
 from ...diagnostics import UserError
-from . import elf_functions, elf_relocations
+from . import elf_functions, elf_relocations, kernel_signatures
 from .elf_machines import (ET_EXEC, KNOWN_SECTION_FLAGS, RELOCATION_WIDTHS, Expected, ObjectError, abi_flags_problem,
                            expected_for, relocatable_section_type)
 
@@ -93,9 +94,10 @@ def _layout(bits: int, big_endian: bool) -> Layout:
 _LAYOUTS = {(bits, big): _layout(bits, big) for bits in (32, 64) for big in (False, True)}
 
 
-def check_native_objects(kernel_object, name: str) -> None:
+def check_native_objects(kernel_object, name: str, signed: bool = False) -> None:
     """Checks every native object of every target of a decoded .ko; a UserError names the
-    file, the target (and part) and what is wrong."""
+    file, the target (and part) and what is wrong. `signed` (format 0.5): each CPU kernel's
+    part also stores its signature digest (kernel_signatures.py)."""
     for index, target in enumerate(kernel_object.targets):
         codes, checked = kernel_object.native_objects(index), []
         for part, code in enumerate(codes):
@@ -110,6 +112,8 @@ def check_native_objects(kernel_object, name: str) -> None:
         if checked and all(elf is not None and elf.strict for elf in checked):  # MCJIT's: CPU kernels
             try:
                 elf_functions.check_entry_symbols(checked, kernel_object.kernels)
+                if signed:
+                    kernel_signatures.check_signatures(checked, kernel_object.kernels)
             except ObjectError as exc:
                 raise UserError(f"'{name}' is not a valid kernel object: target {index} ({target.triple}): "
                                 f"{exc}") from None

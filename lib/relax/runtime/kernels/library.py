@@ -23,7 +23,9 @@ from ...diagnostics import UserError
 from ..errors import VMError
 from . import abi, container
 from .host import host, host_target_machine, initialize_llvm, runs_natively, same_platform
+from .elf_check import ObjectError, check_object, object_format_of
 from .fast_call import make_fast_call
+from .kernel_signatures import check_signatures
 from .llvm_compile import compile_bitcode
 from .metadata import KernelInfo, evaluate, format_expr
 from .object_symbols import missing_symbols, undefined_symbols
@@ -272,6 +274,8 @@ def load_kernel_library(data, name: str = "<memory>", prefer: str = "native") ->
     for index, entry in enumerate(kernel_object.targets):
         if index in kernel_object.bitcode and same_platform(entry.triple, info.triple):
             codes = tuple(compile_bitcode(code, host_target_machine()) for code in kernel_object.bitcode_parts(index))
+            if kernel_object.signed:
+                _check_compiled_signatures(kernel_object, index, codes, info.triple, name)
             unresolved = [symbol for code in codes for symbol in _unresolved(code)]
             if not unresolved:
                 return KernelLibrary(kernel_object, index, codes, compiled=True)
@@ -282,6 +286,19 @@ def load_kernel_library(data, name: str = "<memory>", prefer: str = "native") ->
         f"'{name}' has no kernels that run on this host ({info.triple}, cpu {info.cpu}); "
         f"its targets: {targets}"
     )
+
+
+def _check_compiled_signatures(kernel_object, index: int, codes, triple: str, name: str) -> None:
+    """What LLVM compiled from a 0.5 .ko's bitcode stores each kernel's signature digest, as
+    its native objects do (kernel_signatures.py): bitcode of another kernel placed under this
+    metadata, code hashes recomputed, is refused before MCJIT links it."""
+    checked = [check_object(code, triple, object_format_of(triple)) for code in codes]
+    if all(elf is not None and elf.strict for elf in checked):
+        try:
+            check_signatures(checked, kernel_object.kernels)
+        except ObjectError as exc:
+            raise UserError(f"'{name}' is not a valid kernel object: the bitcode of target {index} "
+                            f"({kernel_object.targets[index].triple}): {exc}") from None
 
 
 def _unresolved(code: bytes) -> list[str]:
