@@ -51,7 +51,8 @@ fuzz-differential: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python testsuite/differential/fuzz.py --seconds $(SECONDS)
 
 # aarch64 artifacts built here, run under qemu-user in a Debian arm64 sysroot cached under
-# build/cross/ (scripts/cross_check.py); skipped, with a line saying why, where qemu or the
+# build/cross/ (scripts/cross_check.py), and one run by the host's relaxrun --remote on an
+# aarch64 relaxrun --serve there; skipped, with a line saying why, where qemu or the
 # packages cannot be had.
 cross-check: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python scripts/cross_check.py

@@ -26,6 +26,9 @@ Examples:
   relaxrun model.vmx --trust keys/ --input x.npy           only if signed by a key in keys/
   relaxrun --serve 0.0.0.0:9090 --key-file secret          serve remote runs on this machine
   relaxrun --remote board:9090 --key-file secret model.vmx --input x.npy --repeat 10 --print-time
+  relaxrun --tracker-serve 0.0.0.0:9190 --key-file secret     lend servers to clients
+  relaxrun --serve 0.0.0.0:9090 --key-file secret --tracker lab:9190 --device-key rpi4
+  relaxrun --remote tracker://lab:9190/rpi4 --key-file secret model.vmx --input x.npy
 """
 
 
@@ -65,11 +68,13 @@ Examples:
               help="Run only artifacts signed by this Ed25519 public key (PEM), or by a key in this directory "
                    "(*.pub, *.pem); repeatable.")
 @click.option("--remote", metavar="HOST:PORT", default=None,
-              help="Run on the relax.rpc server there (relaxrun --serve): upload, run, time there, report here.")
+              help="Run on the relax.rpc server there (relaxrun --serve): upload, run, time there, report here; "
+                   "tracker://HOST:PORT/DEVICE-KEY: on a free server the tracker lends.")
 @click.option("--serve", metavar="[HOST:]PORT", default=None,
               help="Serve remote runs on this address (host default 127.0.0.1) until SIGINT/SIGTERM; no FILE.")
 @click.option("--key-file", metavar="FILE", default=None,
-              help="Shared secret of --serve/--remote (HMAC challenge); required to serve a non-loopback address.")
+              help="Shared secret of --serve/--remote/--tracker-serve (HMAC challenge); required to serve a "
+                   "non-loopback address.")
 @click.option("--tls-cert", metavar="PEM", default=None,
               help="TLS: with --serve, the server's certificate (with --tls-key); with --remote, the one to trust.")
 @click.option("--tls-key", metavar="PEM", default=None, help="TLS: the server's private key (--serve).")
@@ -78,10 +83,18 @@ Examples:
               help="--serve: the largest artifact or message accepted (default 256 MiB).")
 @click.option("--idle-timeout", type=click.FloatRange(min=0.1), default=None,
               help="--serve: seconds a client may stay silent before its session ends (default 300).")
+@click.option("--tracker", metavar="HOST:PORT", default=None,
+              help="--serve: register with this tracker (with --device-key); --key-file is the tracker's key too.")
+@click.option("--device-key", metavar="NAME", default=None, help="--serve: the device key to register under.")
+@click.option("--tracker-serve", metavar="[HOST:]PORT", default=None,
+              help="Run a tracker: lend each client one free server of a device key; no FILE.")
+@click.option("--tracker-status", metavar="HOST:PORT", default=None,
+              help="Print the servers of the tracker there, free or in use, and the clients waiting; no FILE.")
 @options.common_options("relaxrun")
 def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, device, memory, exec_mode, repeat, warmup,
             print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, allow_python, trust, remote,
-            serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout, traceback, error_limit, color,
+            serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout, tracker, device_key, tracker_serve,
+            tracker_status, traceback, error_limit, color,
             verbose):
     """Run a function of a compiled artifact on inputs, here or on a relax.rpc server."""
     from relax.driver.run import RunOptions, run_main
@@ -89,7 +102,14 @@ def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, d
     if serve is not None:
         from relax.rpc.serve_main import serve_main
 
-        return serve_main(serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout)
+        return serve_main(serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout, tracker,
+                          device_key)
+    if tracker_serve is not None or tracker_status is not None:
+        from relax.rpc.tracker_main import tracker_serve_main, tracker_status_main
+
+        if tracker_serve is not None:
+            return tracker_serve_main(tracker_serve, key_file)
+        return tracker_status_main(tracker_status, key_file)
     if artifact is None:
         raise click.UsageError("missing argument 'FILE'")
 

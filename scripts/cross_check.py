@@ -10,7 +10,9 @@
    fat artifact for x86-64 and that aarch64 target.
 4. Each runs with relaxrun in the emulated aarch64 Python (the fat one on this host too) and its
    outputs are compared with samples/data/NAME.expected.npz.
-5. riscv64: one sample is built and its target checked, not run (PyPI has no riscv64 llvmlite).
+5. Remote: `relaxrun --serve` runs in the emulated aarch64 Python and the host's relaxrun
+   --remote runs the aarch64 mlp artifact on it (upload, load, run there; compare here).
+6. riscv64: one sample is built and its target checked, not run (PyPI has no riscv64 llvmlite).
 
 Exit status: 0 when everything ran and matched, or when qemu or the packages cannot be had here
 (a line 'cross-check: skipped: <why>' says so); 1 on any failure or mismatch.
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from cross_qemu import NEOVERSE_V1, ensure_qemu, guest_env, guest_python, present_cpu, qemu_version
 from cross_sysroot import ensure_sysroot, python_version
+from cross_remote import remote_run, write_key
 from cross_util import CommandFailed, Unavailable, log, run, tail
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,6 +66,7 @@ CASES = (
     Case("cnn-fat", "cnn", (X86_64, AARCH64), on_host=True),     # one artifact, both machines
 )
 RISCV_CASE = Case("mlp-riscv64", "mlp", (RISCV64,))
+REMOTE_CASE = CASES[0]  # also run from this host on an aarch64 relaxrun --serve
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +114,8 @@ def check(qemu: str, sysroot: Path, site: Path, jobs: int) -> bool:
     results = [Result(case, "host relaxc", False, "BUILD FAILED", 0.0, output)
                for case, output in builds.items() if output is not None and case in CASES]
     results += run_all([case for case in CASES if builds[case] is None], qemu, sysroot, site, jobs)
+    if builds[REMOTE_CASE] is None:
+        results.append(run_remote_case(REMOTE_CASE, qemu, sysroot, site))
     for result in results:
         report(result)
     riscv_ok = check_riscv(builds[RISCV_CASE])
@@ -195,6 +201,15 @@ def run_case(case: Case, where: str, relaxrun: list[str], env: dict | None) -> R
     status = {0: "ok" if ok else "NO COMPARISON", 3: "MISMATCH"}.get(result.returncode,
                                                                       f"FAILED (exit {result.returncode})")
     return Result(case, where, ok, status, seconds, result.stdout)
+
+
+def run_remote_case(case: Case, qemu: str, sysroot: Path, site: Path) -> Result:
+    """The case run by the host's relaxrun --remote on an emulated aarch64 relaxrun --serve."""
+    start = time.monotonic()
+    ok, status, output = remote_run(guest_relaxrun(qemu, sysroot), guest_env(sysroot, pythonpath(site)),
+                                    [sys.executable, "-m", "relaxrun"], relaxrun_arguments(case),
+                                    write_key(BUILD / "remote.key"), cwd=str(REPO))
+    return Result(case, "aarch64 server (qemu), x86_64 client", ok, status, time.monotonic() - start, output)
 
 
 def report(result: Result) -> None:

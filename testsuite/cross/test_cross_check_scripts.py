@@ -105,3 +105,26 @@ def test_runtime_pins_are_the_installed_runtime_requirements():
     for name in ("numpy", "llvmlite", "click", "rich"):
         assert pins[name] == metadata.version(name)
     assert "pytest" not in pins   # the test extra is not the runtime's
+
+
+def test_remote_step_runs_an_artifact_on_a_served_relaxrun(tmp_path):
+    """cross_remote.remote_run with the host's relaxrun on both sides (make cross-check puts the
+    emulated aarch64 one on the server side); a server that does not start is reported."""
+    import cross_remote
+
+    from relax.build import build
+    from relax.script import parse
+
+    samples = SCRIPTS.parent / "samples"
+    artifact = tmp_path / "tuples.vmx"
+    build(parse((samples / "tuples.relax").read_text(), "samples/tuples.relax")).export(str(artifact))
+    key = cross_remote.write_key(tmp_path / "remote.key")
+    relaxrun = [sys.executable, "-m", "relaxrun"]
+    arguments = [str(artifact), "--input", f"@{samples / 'data' / 'tuples.inputs.npz'}",
+                 "--expected-output", f"@{samples / 'data' / 'tuples.expected.npz'}"]
+    ok, status, output = cross_remote.remote_run(relaxrun, None, relaxrun, arguments, key, serve_timeout=60)
+    assert (ok, status) == (True, "ok"), output
+    assert "relaxrun: session 127.0.0.1:" in output and ": sha256:" in output  # the server ran it
+    ok, status, output = cross_remote.remote_run([sys.executable, "-c", "import sys; sys.stderr.write('no\\n')"],
+                                                 None, relaxrun, arguments, key, serve_timeout=60)
+    assert (ok, status) == (False, "SERVER DID NOT START") and output.startswith("no")

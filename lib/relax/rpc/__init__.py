@@ -13,11 +13,18 @@ client (`relaxrun --remote`, or this API) uploads, calls and times them from her
     client.py           connect(): a Session with upload, load_module, cpu
     remote_vm.py        the VirtualMachine of a remote module
     serve_main.py       relaxrun --serve
+    tracker_pool.py     the tracker's queue of servers per device key
+    tracker.py          the tracker: lends one free server to each client
+    tracker_client.py   connect_tracker(): request a server; a server's registration
+    tracker_main.py     relaxrun --tracker-serve, --tracker-status
 
 Like the runtime, it never imports the compiler. docs/rpc.md specifies the messages.
 """
 
 from .client import RemoteDevice, RemoteError, RemoteModule, Session, connect
 from .server import Server, ServerConfig
+from .tracker import Tracker, TrackerConfig
+from .tracker_client import TrackerClient, connect_tracker
 
-__all__ = ["RemoteDevice", "RemoteError", "RemoteModule", "Server", "ServerConfig", "Session", "connect"]
+__all__ = ["RemoteDevice", "RemoteError", "RemoteModule", "Server", "ServerConfig", "Session", "Tracker",
+           "TrackerClient", "TrackerConfig", "connect", "connect_tracker"]

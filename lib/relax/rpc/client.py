@@ -64,6 +64,7 @@ class Session:
         self.socket = sock
         self.address = address
         self.message_limit = message_limit
+        self.on_close: list = []  # called once the session ends (a tracker's lease gives its server back)
 
     # ---- the Python API --------------------------------------------------------------
 
@@ -106,6 +107,8 @@ class Session:
         finally:
             self.socket.close()
             self.socket = None
+            for callback in self.on_close:
+                callback()
 
     def __enter__(self) -> "Session":
         return self

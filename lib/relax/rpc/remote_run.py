@@ -1,4 +1,4 @@
-"""relaxrun --remote HOST:PORT: relaxrun's run (driver/run.py) with the artifact on a server.
+"""relaxrun --remote HOST:PORT (or tracker://HOST:PORT/DEVICE-KEY): relaxrun's run (driver/run.py) with the artifact on a server.
 
     connect -> upload (skipped when the server holds the same bytes) -> load there -> bind
     and check the inputs here, against the signature the server read -> warm-up and timed
@@ -22,6 +22,8 @@ from .auth import read_key_file
 from .client import RemoteError, connect
 from .remote_vm import RemoteVirtualMachine
 from .serve_main import parse_address
+from .tracker_client import connect_tracker
+from .tracker_main import SCHEME, parse_tracker_url
 
 LOCAL_ONLY = {"trace": "--trace", "plugins": "--plugin", "allow_python": "--allow-python", "trust": "--trust"}
 
@@ -30,15 +32,24 @@ def run_remote(options: RunOptions) -> int:
     for field, option in LOCAL_ONLY.items():
         if getattr(options, field):
             raise UserError(f"{option} cannot be used with --remote (it acts on this machine's runtime)")
-    host, port = parse_address(options.remote, "--remote")
     key = read_key_file(options.key_file) if options.key_file else None
-    with connect(host, port, key=key, tls_cert=options.tls_cert) as session:
+    with _open_session(options, key) as session:
         if options.artifact == "-":
             name = session.upload_bytes(sys.stdin.buffer.read(), "<stdin>")
         else:
             name = session.upload(options.artifact, options.artifact)
         module = session.load_module(name)
         return _run_module(session, module, options)
+
+
+def _open_session(options: RunOptions, key):
+    """A session with the server --remote names, or with one its tracker lends."""
+    if options.remote.startswith(SCHEME):
+        host, port, device_key = parse_tracker_url(options.remote)
+        with connect_tracker(host, port, key=key, tls_cert=options.tls_cert) as tracker:
+            return tracker.request(device_key)
+    host, port = parse_address(options.remote, "--remote")
+    return connect(host, port, key=key, tls_cert=options.tls_cert)
 
 
 def _run_module(session, module, options: RunOptions) -> int:

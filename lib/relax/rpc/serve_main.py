@@ -9,6 +9,7 @@ real port when PORT is 0), then one line per session.
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import signal
 import socket
 import sys
@@ -42,7 +43,7 @@ def is_loopback(host: str) -> bool:
 
 def serve_main(address: str, key_file: str | None = None, tls_cert: str | None = None, tls_key: str | None = None,
                workdir: str | None = None, max_upload_bytes: int | None = None,
-               idle_timeout: float | None = None) -> int:
+               idle_timeout: float | None = None, tracker: str | None = None, device_key: str | None = None) -> int:
     host, port = parse_address(address, "--serve")
     key = auth.read_key_file(key_file) if key_file else None
     if key is None and not is_loopback(host):
@@ -53,17 +54,46 @@ def serve_main(address: str, key_file: str | None = None, tls_cert: str | None =
         config.max_upload_bytes = max_upload_bytes
     if idle_timeout is not None:
         config.idle_timeout = idle_timeout
+    if (tracker is None) != (device_key is None):
+        raise UserError("--tracker and --device-key go together (with --serve)")
     server = Server(config)
 
     def stop(signum, frame):
         server.stop()  # the accept loop sees it within ACCEPT_POLL_SECONDS and shuts down
 
+    # Handlers go in before the first line: whoever reads it may signal at once.
+    previous = {}
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT)}
     sys.stderr.write(f"relaxrun: serving on {host}:{server.port}"
                      f"{' (TLS)' if config.tls else ''}{' (key required)' if key else ''}\n")
     sys.stderr.flush()
-    server.serve_forever()
+    try:
+        registration = _registration(server, tracker, device_key) if tracker else None
+    except UserError:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        raise
+    try:
+        server.serve_forever()
+    finally:
+        if registration is not None:
+            registration.stop()
     sys.stderr.write("relaxrun: server stopped\n")
     return 0
+
+
+def _registration(server: Server, tracker: str, device_key: str):
+    """Joins the tracker's pool (tracker_client.Registration); the server stops if it cannot."""
+    from .tracker_client import Registration
+
+    host, port = parse_address(tracker, "--tracker")
+    registration = Registration((host, port), device_key, server.config.host, server.port, server.config.key,
+                                server.config.log)
+    try:
+        registration.register()
+    except UserError:
+        server.socket.close()
+        shutil.rmtree(server.folder, ignore_errors=True)
+        raise
+    return registration
