@@ -60,7 +60,8 @@ Examples:
               help="Elide printed results with more elements than this.")
 @click.option("--plugin", "plugins", metavar="FILE.py", multiple=True,
               help="Run this Python file first; what it registers with relax.runtime.register_func (e.g. "
-                   "@register_func on a def: its own name) binds packed calls and R.call_py_func by name; repeatable.")
+                   "@register_func on a def: its own name) binds packed calls and R.call_py_func by name; repeatable. With --serve: registered "
+                   "in the server, for every session.")
 @click.option("--allow-python", is_flag=True,
               help="Let R.call_py_func run the Python source embedded in the artifact (numpy as np) for any "
                    "function no --plugin registers. Without it, that source never runs.")
@@ -103,7 +104,7 @@ def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, d
         from relax.rpc.serve_main import serve_main
 
         return serve_main(serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout, tracker,
-                          device_key)
+                          device_key, tuple(plugins))
     if tracker_serve is not None or tracker_status is not None:
         from relax.rpc.tracker_main import tracker_serve_main, tracker_status_main
 

@@ -43,8 +43,13 @@ def is_loopback(host: str) -> bool:
 
 def serve_main(address: str, key_file: str | None = None, tls_cert: str | None = None, tls_key: str | None = None,
                workdir: str | None = None, max_upload_bytes: int | None = None,
-               idle_timeout: float | None = None, tracker: str | None = None, device_key: str | None = None) -> int:
+               idle_timeout: float | None = None, tracker: str | None = None, device_key: str | None = None,
+               plugins: tuple[str, ...] = ()) -> int:
     host, port = parse_address(address, "--serve")
+    from ..vm.machine.py_functions import run_plugin
+
+    for plugin in plugins:  # host functions the served artifacts call, registered once for every session
+        run_plugin(plugin)
     key = auth.read_key_file(key_file) if key_file else None
     if key is None and not is_loopback(host):
         raise UserError(f"--serve '{address}': refusing to serve on a non-loopback address without --key-file "
