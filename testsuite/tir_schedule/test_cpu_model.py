@@ -82,4 +82,4 @@ def test_blocking_from_the_caches():
     assert row_block_tiles(xeon, 8, 256) == 32  # 256 rows of A: 256 KiB of a 2 MiB L2
     small = CpuInfo(vector_bits=256, l1d_bytes=32 * KIB, l2_bytes=256 * KIB)
     assert k_block(small, 16) == 256 and row_block_tiles(small, 6, 256) == 21  # 128 rows: half of L2
-    assert blocking(xeon, register_tile_shape(xeon)).chunk_tiles == 8  # 512 columns of 64
+    assert blocking(xeon, register_tile_shape(xeon)).chunk_tiles == 1  # 64 columns: one tile of 64

@@ -8,7 +8,7 @@ it is big (parallel.py). Rules reorder, tile, pack and accumulate in registers;
 each output element still combines its terms in the plain nest's order (register
 tiles round a multiply-add once; vector row reductions group terms by lane).
 
-    for i, j, k in T.grid(1024, 1024, 1024):       for chunk in T.parallel(2):        # 512 columns each
+    for i, j, k in T.grid(1024, 1024, 1024):       for chunk in T.parallel(16):       # 64 columns each
         with T.block("matmul"): ...          ->         ...pack B[k0:k0+256, j0:j0+16]...
             C[vi, vj] += A[vi, vk] * B[vk, vj]              for j_tile, i_tile: ...    # 6 x 16 in registers (AVX2)
                                                                 for k in range(256): 12 x T.fma(...)

@@ -8,7 +8,8 @@ floats), 4 x 4 with 32 (AVX-512: 4 x 64), the lanes of the target's vectors. The
 blocking (figures for a 48 KiB L1, a 2 MiB L2 and the AVX2 tile, 16 columns wide):
 
 - the parallel loop runs over column chunks (at most CHUNK_COLUMNS columns, at least
-  MIN_CHUNKS chunks): each thread works on its own columns of B and C;
+  MIN_CHUNKS chunks): each thread works on its own columns of B and C, and many small
+  chunks let a thread that has its core to itself take more of them;
 - K is cut into equal blocks of at most the k block (784 -> 4 x 196);
 - per chunk, row block and k block, the block's rows of A (256 x 256 floats) and of C
   stay in L2 while every column tile of the chunk reads them (A is read in place: its
@@ -39,10 +40,10 @@ tolerance).
 
     for i, j, k in T.grid(M, N, K): C[i, j] += A[i, k] * B[k, j]
 ->  (AVX2: 6 rows x 2 vectors of 8 lanes)
-    for chunk in T.parallel(2):                                  # 32 column tiles each
+    for chunk in T.parallel(16):                                 # 4 column tiles each
         for block in range(5):                                   # 42 row tiles (252 rows) each
             for k_outer in range(4):
-                for j_tile in range(32):
+                for j_tile in range(4):
                     panel = T.alloc_local((256 * 16,))
                     for k: panel[k * 16:k * 16 + 16] = B[k0 + k, j0:j0 + 16]
                     for i_tile in range(42):

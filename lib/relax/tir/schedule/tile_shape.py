@@ -26,7 +26,8 @@ docs/tir-lowering.md.) A weight packed for another target (a `.vms` built withou
 The blocking: a k block of the B panel (k steps x the tile's width) fills at most
 L1_SHARE of L1, the rest left to A's broadcast rows and C's tile; a row block of A
 (at most ROW_BLOCK_ROWS rows x k block) at most L2_SHARE of L2, so that it stays there
-while every column tile of the chunk reads it.
+while the chunk's column tiles read it
+(one with AVX-512's 64-column tiles, four with AVX2's: CHUNK_COLUMNS).
 
     register_tile_shape(CpuInfo.for_level("x86-64-v3"))  ->  TileShape(rows=6, vectors=2, lanes=8)
 """
@@ -88,7 +89,12 @@ class Blocking:
     row_block_tiles: int  # row tiles per row block
 
 
-CHUNK_COLUMNS = 512  # columns per parallel chunk, at most: its tiles share the row block of A in L2
+# Columns per parallel chunk, at most: one AVX-512 tile. Many small chunks let the pool's
+# threads balance (a thread that shares its core takes fewer) and keep a chunk's columns of C
+# in L2 across k blocks; A's row block is then read from L3 once per chunk, which costs
+# little beside the tiles' FMAs (512 columns: 1-11% slower at 1024^3 on a 2-core Zen 4 whose
+# second core was shared, docs/performance-notes.md).
+CHUNK_COLUMNS = 64
 
 
 def blocking(cpu, shape: TileShape) -> Blocking:
