@@ -37,13 +37,11 @@ pthreads per call); the loader still runs them as they are.
 
 from __future__ import annotations
 
-import dataclasses
-
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..ir import tir
-from ..ir.node import Node
+from ..ir.node import Node, field_names
 from ..runtime.kernels import abi
 from ..runtime.kernels.thread_pool import POOL_LAUNCH
 from .llvm_types import I32, I64, POINTER, opaque
@@ -142,15 +140,19 @@ def referenced_keys(node, found: dict, stores_only: bool = False) -> dict:
 
     With `stores_only`, only the pointer keys of buffers that BufferStores write.
     """
+    # Pre-order over an explicit stack (children pushed reversed), each node once: the
+    # order of a recursive walk, without a Python frame per node (it runs over every
+    # kernel body and every parallel loop's).
     seen: set[int] = set()
-
-    def walk(value):
+    stack = [node]
+    pop, push = stack.pop, stack.append
+    while stack:
+        value = pop()
         if isinstance(value, (tuple, list)):
-            for item in value:
-                walk(item)
-            return
+            stack.extend(reversed(value))
+            continue
         if not isinstance(value, Node) or id(value) in seen:
-            return
+            continue
         seen.add(id(value))
         if stores_only:
             if isinstance(value, tir.BufferStore):
@@ -160,11 +162,8 @@ def referenced_keys(node, found: dict, stores_only: bool = False) -> dict:
             found.setdefault(value, None)
         if not stores_only and isinstance(value, tir.Buffer) and value.data is None:
             found.setdefault(("buffer", value.name), None)
-        for field in dataclasses.fields(value):
-            if field.name != "span":
-                walk(getattr(value, field.name))
-
-    walk(node)
+        for name in reversed(field_names(value.__class__)):
+            push(getattr(value, name))
     return found
 
 
@@ -179,8 +178,7 @@ def work_per_iteration(node) -> int:
         return 1 + max(trips, 0) * work_per_iteration(node.body)
     if isinstance(node, tir.Call) and node.op in ("tir.call_extern", "tir.call_packed"):
         return EXTERN_CALL_WORK + work_per_iteration(node.args)
-    return 1 + sum(work_per_iteration(getattr(node, field.name))
-                   for field in dataclasses.fields(node) if field.name != "span")
+    return 1 + sum(work_per_iteration(getattr(node, name)) for name in field_names(node.__class__))
 
 
 class ParallelCodegen:

@@ -270,6 +270,13 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     return _tokens(lhs, map_free_vars).tokens == _tokens(rhs, map_free_vars).tokens
 
 
+def structural_key(node: Any, map_free_vars: bool = False) -> list:
+    """What structural_equal compares: two nodes are structurally equal exactly when their
+    keys are equal (`==`). A caller comparing one node with many keeps their keys rather
+    than reading each node again per comparison."""
+    return _tokens(node, map_free_vars).tokens
+
+
 def structural_hash(node: Any, map_free_vars: bool = False) -> int:
     """A 64-bit hash, the same for structurally equal nodes and across runs.
 

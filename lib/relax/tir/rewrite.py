@@ -10,6 +10,7 @@ memo so one buffer stays one object). Variables are leaves too.
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Mapping
 
 from ..ir import tir
@@ -22,6 +23,7 @@ _LEAVES = (tir.Var, tir.IntImm, tir.FloatImm, tir.StringImm)
 # class, the visit_<ClassName> function for each node class (None: generic_visit).
 _LEAF, _TUPLE, _NODE, _OTHER = 0, 1, 2, 3
 _KIND: dict[type, int] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}  # per node class, its field_names
 _DISPATCH: dict[type, dict[type, object]] = {}
 
 
@@ -78,7 +80,10 @@ class Rewriter:
             return node
         changes = None
         kinds = _KIND
-        for name in field_names(cls):
+        names = _FIELDS.get(cls)  # field_names' answer, read here without a call per node
+        if names is None:
+            names = _FIELDS[cls] = field_names(cls)
+        for name in names:
             value = getattr(node, name)
             value_kind = kinds.get(value.__class__)
             if value_kind == _OTHER:  # strings, numbers, None: nothing to visit
@@ -171,7 +176,10 @@ def walk(node, visit) -> None:
                 continue
             seen_buffers.add(id(current))
         visit(current)
-        for name in reversed(field_names(cls)):
+        names = _FIELDS.get(cls)
+        if names is None:
+            names = _FIELDS[cls] = field_names(cls)
+        for name in reversed(names):
             value = getattr(current, name)
             value_kind = kinds.get(value.__class__)
             if value_kind is None:
@@ -180,8 +188,25 @@ def walk(node, visit) -> None:
                 push(value)
 
 
+# collect's latest answers, by (id(node), node_type), each held with its node (so that the id
+# is not reused while the entry lives). The schedule rules ask the same questions of one
+# kernel again and again (about two thirds of the transformer's calls are repeats), and
+# nodes never change. Bounded: a long-lived process keeps only the last few kernels' nodes.
+_COLLECTED: dict[tuple, tuple] = {}
+_COLLECTED_MAX = 64
+_COLLECTED_LOCK = threading.Lock()
+
+
 def collect(node, node_type) -> list:
     """Every node of `node_type` below `node`, in pre-order."""
+    key = (id(node), node_type)
+    entry = _COLLECTED.get(key)
+    if entry is not None and entry[0] is node:
+        return list(entry[1])
     found = []
     walk(node, lambda n: found.append(n) if isinstance(n, node_type) else None)
+    with _COLLECTED_LOCK:
+        if len(_COLLECTED) >= _COLLECTED_MAX:
+            del _COLLECTED[next(iter(_COLLECTED))]
+        _COLLECTED[key] = (node, tuple(found))
     return found

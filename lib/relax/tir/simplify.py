@@ -58,7 +58,7 @@ class Simplifier(Rewriter):
         self._buffers: dict[int, tir.Buffer] = {}
 
     def expr(self, expr):
-        return ExprSimplifier(self.env, self.ranges).visit(expr)
+        return _ExprSimplifier(self, self.env, self.ranges).visit(expr)
 
     def visit_Buffer(self, buffer):
         if id(buffer) not in self._buffers:
@@ -69,7 +69,7 @@ class Simplifier(Rewriter):
 
     def generic_visit(self, node):
         if isinstance(node, tir.PrimExpr):
-            return self.expr(_with_buffers(self, node))
+            return self.expr(node)
         return super().generic_visit(node)
 
     def _scoped(self, env, node, ranges=None):
@@ -138,13 +138,14 @@ class Simplifier(Rewriter):
         return flat[0] if len(flat) == 1 else tir.SeqStmt(tuple(flat), span=stmt.span)
 
 
-def _with_buffers(simplifier: Simplifier, expr):
-    """Buffers inside an expression get their memoized simplified form."""
-    return _BufferSwap(simplifier).visit(expr)
+class _ExprSimplifier(ExprSimplifier):
+    """ExprSimplifier that also gives the buffers inside an expression their memoized
+    simplified form (`owner.visit_Buffer`). Every node it simplifies has its children
+    visited first, so the buffers are swapped in the same walk, not in a separate
+    rewrite of each expression beforehand."""
 
-
-class _BufferSwap(Rewriter):
-    def __init__(self, owner: Simplifier):
+    def __init__(self, owner: Simplifier, env: dict, ranges: dict):
+        super().__init__(env, ranges)
         self.owner = owner
 
     def visit_Buffer(self, buffer):

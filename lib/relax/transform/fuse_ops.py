@@ -38,7 +38,7 @@ from ..ir import tir
 from ..ir.analysis import free_vars
 from ..ir.module import IRModule
 from ..ir.names import fresh_name
-from ..ir.structural import structural_equal
+from ..ir.structural import structural_key
 from ..ir.visitor import ExprMutator, ExprVisitor
 from .annotate_tir_op_pattern import INJECTIVE, OPAQUE
 from .fusion_function import CALL_TIR, GroupFunction, leaves, make_function
@@ -120,6 +120,7 @@ class _Fusor(ExprMutator):
         self.group_of = group_of
         self.module_names = module_names
         self.created = created
+        self.created_keys: dict[int, list] = {}  # id of a function in `created` -> its structural_key
         self.names = names
         self.tuples: dict[int, rx.Tuple] = {}  # tuples built in the block, by their variable
 
@@ -164,14 +165,17 @@ class _Fusor(ExprMutator):
     def _units(self, block, groups: dict[int, GroupFunction]) -> list:
         """Bindings and groups in an order that defines every variable before its use."""
         unit_of: dict[int, object] = {}
+        # Each binding's operands, found once: every group below scans every binding.
+        operands: dict[int, list[rx.Var]] = {}
         for binding in block.bindings:
             group = self.group_of.get(id(binding.var))
             unit_of[id(binding.var)] = groups.get(id(group), binding) if group is not None else binding
+            operands[id(binding)] = free_vars(binding.value)
         for group in groups.values():
             members = {id(b.var) for b in group.bindings}
             for binding in block.bindings:
                 users_outside = unit_of[id(binding.var)] is not group
-                for operand in free_vars(binding.value):
+                for operand in operands[id(binding)]:
                     if id(operand) in members and users_outside and all(o is not operand for o in group.outputs):
                         group.outputs.append(operand)
             for binding in group.bindings:
@@ -187,7 +191,7 @@ class _Fusor(ExprMutator):
         needs: dict[int, set[int]] = {}
         for unit in pending:
             members = unit.bindings if isinstance(unit, GroupFunction) else [unit]
-            needs[id(unit)] = {id(unit_of[id(v)]) for b in members for v in free_vars(b.value)
+            needs[id(unit)] = {id(unit_of[id(v)]) for b in members for v in operands[id(b)]
                                if id(v) in unit_of} - {id(unit)}
         while pending:
             for position, unit in enumerate(pending):
@@ -236,11 +240,18 @@ class _Fusor(ExprMutator):
         return bindings
 
     def _add_function(self, base: str, func: rx.Function) -> str:
+        # structural_equal against each function created so far, through their keys: each
+        # function is read once, not once per comparison.
+        key = structural_key(func)
         for name, existing in self.created:
-            if structural_equal(existing, func):
+            existing_key = self.created_keys.get(id(existing))
+            if existing_key is None:
+                existing_key = self.created_keys[id(existing)] = structural_key(existing)
+            if existing is func or existing_key == key:
                 return name
         name = fresh_name(base, self.module_names)
         self.created.append((name, func))
+        self.created_keys[id(func)] = key
         return name
 
 
