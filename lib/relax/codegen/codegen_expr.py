@@ -81,8 +81,24 @@ class ExprCodegen:
             result.flags.append("nsw")
         return result
 
-    def _binary(self, node: tir.BinaryOp, float_op: str, int_op: str) -> ir.Value:
+    def operands(self, node: tir.BinaryOp) -> tuple[ir.Value, ir.Value]:
+        """Both operands, integers of two widths extended to the wider, as TVM's binary
+        operators promote int32 with int64: a schedule may index an int64 loop (an extent
+        past 2^31) with int32 constants."""
         a, b = self.emit(node.a), self.emit(node.b)
+        width_a, width_b = _int_width(a.type), _int_width(b.type)
+        if width_a and width_b and width_a != width_b:
+            if width_a < width_b:
+                a = self._widen(a, node.a.dtype, b.type)
+            else:
+                b = self._widen(b, node.b.dtype, a.type)
+        return a, b
+
+    def _widen(self, value: ir.Value, dtype: str, to: ir.Type) -> ir.Value:
+        return self.builder.sext(value, to) if is_signed(dtype) else self.builder.zext(value, to)
+
+    def _binary(self, node: tir.BinaryOp, float_op: str, int_op: str) -> ir.Value:
+        a, b = self.operands(node)
         if dt.is_float(node.dtype):
             return self._float_op(float_op, a, b)
         return self._int_op(int_op, a, b, node.dtype)
@@ -118,19 +134,19 @@ class ExprCodegen:
         return self.builder.select(is_zero, ir.Constant(a.type, None), result)
 
     def expr_Div(self, node):
-        a, b = self.emit(node.a), self.emit(node.b)
+        a, b = self.operands(node)
         if dt.is_float(node.dtype):
             return self.builder.fdiv(a, b)
         return self._int_divide("sdiv" if is_signed(node.dtype) else "udiv", a, b, node.dtype)
 
     def expr_Mod(self, node):
-        a, b = self.emit(node.a), self.emit(node.b)
+        a, b = self.operands(node)
         if dt.is_float(node.dtype):
             return self.builder.frem(a, b)
         return self._int_divide("srem" if is_signed(node.dtype) else "urem", a, b, node.dtype)
 
     def expr_FloorDiv(self, node):
-        a, b = self.emit(node.a), self.emit(node.b)
+        a, b = self.operands(node)
         if dt.is_float(node.dtype):
             return self.call_llvm_intrinsic("llvm.floor", [self.builder.fdiv(a, b)])
         if not is_signed(node.dtype):
@@ -147,7 +163,7 @@ class ExprCodegen:
         return self.builder.select(is_zero, zero, result)
 
     def expr_FloorMod(self, node):
-        a, b = self.emit(node.a), self.emit(node.b)
+        a, b = self.operands(node)
         if dt.is_float(node.dtype):
             floored = self.call_llvm_intrinsic("llvm.floor", [self.builder.fdiv(a, b)])
             return self.builder.fsub(a, self.builder.fmul(floored, b))
@@ -172,18 +188,18 @@ class ExprCodegen:
         return self.builder.icmp_unsigned(op, a, b)
 
     def expr_Min(self, node):
-        a, b = self.emit(node.a), self.emit(node.b)
+        a, b = self.operands(node)
         return self.builder.select(self._compare("<", a, b, node.dtype), a, b)
 
     def expr_Max(self, node):
-        a, b = self.emit(node.a), self.emit(node.b)
+        a, b = self.operands(node)
         return self.builder.select(self._compare(">", a, b, node.dtype), a, b)
 
     def expr_CompareOp(self, node):
         if isinstance(node, (tir.And, tir.Or)):
             a, b = self.as_bool(self.emit(node.a)), self.as_bool(self.emit(node.b))
             return self.builder.and_(a, b) if isinstance(node, tir.And) else self.builder.or_(a, b)
-        return self._compare(_ICMP[type(node)], self.emit(node.a), self.emit(node.b), node.a.dtype)
+        return self._compare(_ICMP[type(node)], *self.operands(node), node.a.dtype)
 
     def expr_Not(self, node):
         return self.builder.not_(self.as_bool(self.emit(node.a)))
@@ -362,3 +378,7 @@ def _type_suffix(llvm_type: ir.Type) -> str:
     raise TypeError(f"no intrinsic suffix for {llvm_type}")
 
 
+def _int_width(llvm_type: ir.Type) -> int:
+    """The bits of an integer type or of a vector of integers; 0 for anything else."""
+    element = llvm_type.element if isinstance(llvm_type, ir.VectorType) else llvm_type
+    return element.width if isinstance(element, ir.IntType) else 0

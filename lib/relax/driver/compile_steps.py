@@ -120,10 +120,12 @@ def packing_target(options: CompileOptions):
 def check_scalar_tensors(mod) -> None:
     """Relax tensors and TIR buffers whose element types relaxc cannot compile, at their
     annotations (a vector type such as "float32x4", a type numpy lacks)."""
+    from ..tir.static_bounds import out_of_bounds_diagnostics
     from ..tir.vector_buffers import vector_buffer_diagnostics
     from .lowering_check import check_scalar_tensors as check  # it builds on this module
 
-    buffers = vector_buffer_diagnostics(mod)
+    # The source's own kernels, as written: vector element types, loops past their buffers.
+    buffers = vector_buffer_diagnostics(mod) + out_of_bounds_diagnostics(mod)
     try:
         check(mod)
     except DiagnosticError as error:

@@ -134,11 +134,16 @@ def binary(call, context, element: Callable, name: str) -> rx.SeqExpr:
 def _broadcast_kernel(context, name: str, element: Callable, operands, sizes, strides) -> rx.Call:
     """R.call_tir of a new kernel: out[i0, .., i3] = element(a[i . a_strides], b[i . b_strides]),
     the loop sizes bound from the output buffer and the strides passed as tir_vars."""
-    inner = {id(var): tir.Var(var.name, "int64") for var in [*sizes, *strides[0], *strides[1]]}
+    # The kernel's own variables have the same names at every call (d0, lhs_stride0, ...), not
+    # the caller's numbered ones (d0_7): two calls of one operator and dtypes are then one
+    # kernel body, built once (codegen/kernel_dedup.py), however many calls a program has.
+    roles = [(sizes, "d{}"), (strides[0], "lhs_stride{}"), (strides[1], "rhs_stride{}")]
+    inner = {id(var): tir.Var(pattern.format(axis), "int64")
+             for group, pattern in roles for axis, var in enumerate(group)}
     placeholders = []
     for index, operand in enumerate(operands):
-        (length,) = operand.struct_info.shape_values
-        placeholders.append(te.placeholder((tir.Var(length.name, "int64"),), operand.struct_info.dtype, "AB"[index]))
+        length = tir.Var(("lhs_n", "rhs_n")[index], "int64")
+        placeholders.append(te.placeholder((length,), operand.struct_info.dtype, "AB"[index]))
     lhs, rhs = placeholders
     lhs_strides = [inner[id(v)] for v in strides[0]]
     rhs_strides = [inner[id(v)] for v in strides[1]]

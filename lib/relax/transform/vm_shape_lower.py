@@ -61,12 +61,21 @@ def _annotation_text(info: StructInfo) -> str:
         return type(info).__name__
 
 
+def _expr_key(expr: tir.PrimExpr) -> tuple:
+    """A dict key equal for structurally equal sizes (variables by identity): a lookup, not
+    a comparison with every size computed before (a long program has hundreds)."""
+    from ..ir.structural import structural_key
+
+    return tuple(structural_key(expr, map_free_vars=False))
+
+
 class _FunctionShapeLowerer:
     def __init__(self, func_name: str, names: NameSupply):
         self.func_name = func_name
         self.names = names
         self.slots: dict[int, int] = {}  # id(tir.Var) -> heap slot
         self.composites: list[tuple[tir.PrimExpr, int]] = []
+        self.composite_slots: dict[tuple, int] = {}  # structural key of a composite size -> its slot
         self.heap = rx.Var("shape_heap", HEAP_INFO)
         self.shape_funcs: dict[str, tir.PrimFunc] = {}
         self.used_heap = False
@@ -79,12 +88,7 @@ class _FunctionShapeLowerer:
         return len(self.slots) + len(self.composites)
 
     def _composite_slot(self, expr: tir.PrimExpr) -> int | None:
-        from ..ir.structural import structural_equal
-
-        for known, slot in self.composites:
-            if structural_equal(known, expr, map_free_vars=False):
-                return slot
-        return None
+        return self.composite_slots.get(_expr_key(expr))
 
     def _ensure_computed(self, exprs, out: list[rx.Binding]) -> None:
         """Emits one shape function computing every composite size in `exprs` not yet in the heap."""
@@ -99,6 +103,7 @@ class _FunctionShapeLowerer:
                     raise ValueError(f"symbolic variable '{var.name}' is used before it is defined")
             slot = self._new_slot()
             self.composites.append((expr, slot))
+            self.composite_slots[_expr_key(expr)] = slot
             pending.append((expr, slot))
         if not pending:
             return
