@@ -28,6 +28,7 @@ from typing import Callable
 
 from ..diagnostics import UserError
 from .framing import DEFAULT_MESSAGE_LIMIT
+from .background import BackgroundService
 
 ACCEPT_POLL_SECONDS = 0.2  # how often the accept loop looks at the stop flag
 STORE_LIMIT = 64  # artifacts kept in the store; the oldest goes first
@@ -95,7 +96,9 @@ class ArtifactStore:
         return True
 
 
-class Server:
+class Server(BackgroundService):
+    thread_name = "relax-rpc server"
+
     def __init__(self, config: ServerConfig):
         self.config = config
         try:
@@ -161,20 +164,3 @@ class Server:
         for thread, _ in sessions:
             thread.join(timeout=5)
         shutil.rmtree(self.folder, ignore_errors=True)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
-
-    def start(self) -> "Server":
-        """Serves in a background thread (tests, notebooks); stop() ends it."""
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True, name="relax-rpc server")
-        self._thread.start()
-        return self
-
-    def __enter__(self) -> "Server":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

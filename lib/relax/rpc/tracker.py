@@ -27,6 +27,7 @@ from .framing import Message, ProtocolError, receive, send
 from .server import ACCEPT_POLL_SECONDS, _stderr_log
 from .server_session import _close, _tell, handshake
 from .tracker_pool import Pool
+from .background import BackgroundService
 
 MESSAGE_LIMIT = 64 << 10  # tracker requests are small JSON headers
 HANDSHAKE_SECONDS = 10.0  # a connection that does not authenticate by then is dropped
@@ -41,7 +42,9 @@ class TrackerConfig:
     log: Callable[[str], None] = field(default=_stderr_log)
 
 
-class Tracker:
+class Tracker(BackgroundService):
+    thread_name = "relax-rpc tracker"
+
     def __init__(self, config: TrackerConfig):
         self.config = config
         try:
@@ -87,22 +90,6 @@ class Tracker:
         finally:
             with self._lock:
                 self._connections.pop(threading.current_thread(), None)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
-
-    def start(self) -> "Tracker":
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True, name="relax-rpc tracker")
-        self._thread.start()
-        return self
-
-    def __enter__(self) -> "Tracker":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 class _Link:
