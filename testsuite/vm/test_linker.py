@@ -26,6 +26,7 @@ def _program():
 
 
 def _kernel_object(triple: str, names=("k",)) -> bytes:
+    from relax.runtime.kernels.kernel_signatures import signature_digest, signature_symbol
     from relax.runtime.kernels.metadata import KernelInfo
 
     # One buffer parameter: main calls 'k' with one argument (kernel_calls.py compares them).
@@ -35,8 +36,13 @@ def _kernel_object(triple: str, names=("k",)) -> bytes:
         "workspace_bytes": 0, "parallel": False, "noalias": False, "writes": [], "ret_dtype": "", "attrs": {},
     }) for name in names)
     target = container.TargetEntry(triple, "generic", "")
-    # The native code defines each kernel's entry symbol, as elf_functions requires.
-    code = compiled_object(triple, "".join(f'define void @"relaxk_{name}"() {{\n  ret void\n}}\n' for name in names))
+    # The native code defines each kernel's entry symbol, as elf_functions requires, and the
+    # digest of its signature (.ko 0.5, kernel_signatures.py).
+    text = "".join(f'define void @"relaxk_{name}"() {{\n  ret void\n}}\n' for name in names)
+    for info in kernels:
+        digest = "".join(f"\\{byte:02X}" for byte in signature_digest(info))
+        text += f'@"{signature_symbol(info)}" = constant [32 x i8] c"{digest}", align 1\n'
+    code = compiled_object(triple, text)
     return container.write(container.KernelObject((target,), kernels, {0: code}, {}))
 
 
