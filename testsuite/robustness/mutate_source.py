@@ -72,7 +72,8 @@ def _replace_match(text: str, rng, pattern: re.Pattern, replacement) -> tuple[st
 
 def perturb_number(text: str, rng):
     def replacement(old: str) -> str:
-        if rng.random() < 0.3 and old.isdigit():
+        # Python converts at most 4300 digits; a literal grown past that by earlier mutations stays text.
+        if rng.random() < 0.3 and old.isdigit() and len(old) < 4000:
             return str(rng.choice((int(old) + 1, int(old) - 1, -int(old), int(old) * (1 << 20), int(old) * 10 ** 20)))
         return rng.choice(EDGE_NUMBERS)
 

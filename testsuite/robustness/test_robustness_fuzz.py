@@ -103,3 +103,14 @@ def test_tampering_with_code_keeps_the_code_hashes_stale():
     assert labels["st_value+stale-code-hashes"] == {True} and labels["st_value"] == {False}  # in range or not
     assert labels["r_type+stale-code-hashes"] == {True} and "r_type" not in labels
     assert labels["e_machine"] == {False}
+
+
+def test_a_number_mutation_keeps_a_literal_past_pythons_digit_limit_as_text():
+    # A literal grown to 5000 digits by earlier mutations stopped a 30-minute run (seed 20261131):
+    # int() refuses more than 4300 digits.
+    from mutate_source import perturb_number
+
+    text = "x = " + "9" * 5000 + "\n"
+    for seed in range(20):
+        mutated, _ = perturb_number(text, random.Random(seed))  # no ValueError
+        assert mutated.startswith("x = ")
