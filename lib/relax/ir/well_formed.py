@@ -178,6 +178,12 @@ class _RelaxChecker(ReportingVisitor):
 
     # -- uses -----------------------------------------------------------------------
 
+    def visit_TupleGetItem(self, item: rx.TupleGetItem) -> None:
+        self.visit(item.tuple_value)
+        whole = known_struct_info(item.tuple_value)
+        if isinstance(whole, si.TupleStructInfo) and not 0 <= item.index < len(whole.fields):
+            self.error(f"index {item.index} out of range for a tuple of {len(whole.fields)} fields", item.span)
+
     def visit_Var(self, var: rx.Var) -> None:
         if self._is_visible(var):
             return
