@@ -1,4 +1,4 @@
-"""Refuses TIR buffers whose element type is a vector ("int32x4"), at their declaration.
+"""Refuses TIR buffers whose element type is a vector ("int32x4") or "void", at their declaration.
 
 TVM lets a buffer's elements be vectors: `A[i]` of a `T.Buffer((n,), "float32x4")` then
 reads four lanes at once. relaxc's kernels load and store scalar elements (a vector value
@@ -42,13 +42,16 @@ def check_vector_buffers(mod) -> None:
 
 
 def _is_vector_storage(node) -> bool:
+    """Storage of vector elements, or of "void" (no element at all: nothing to load or store)."""
     if not isinstance(node, (tir.Buffer, stmt.Allocate)):
         return False
-    return dt.is_valid(node.dtype) and dt.lanes(node.dtype) > 1
+    return node.dtype == "void" or (dt.is_valid(node.dtype) and dt.lanes(node.dtype) > 1)
 
 
 def _message(func_name: str, node) -> str:
-    scalar, lanes = dt.element(node.dtype), dt.lanes(node.dtype)
     what = f"buffer '{node.name}'" if isinstance(node, tir.Buffer) else "an allocation"
+    if node.dtype == "void":
+        return f"{what} of '{func_name}' has the element type 'void'; a buffer holds numbers, such as \"float32\""
+    scalar, lanes = dt.element(node.dtype), dt.lanes(node.dtype)
     return (f"{what} of '{func_name}' has the vector element type '{node.dtype}', which relaxc's kernels "
             f"cannot load or store; use \"{scalar}\" with one more dimension of {lanes}")
