@@ -6,7 +6,10 @@ starts `serve_forever` in a daemon thread and stops it, also as a context manage
 
 from __future__ import annotations
 
+import socket
 import threading
+
+from ..diagnostics import UserError
 
 
 class BackgroundService:
@@ -14,6 +17,14 @@ class BackgroundService:
     a `_thread` attribute (None until started)."""
 
     thread_name = "relax-rpc service"
+
+    def listen(self, host: str, port: int) -> None:
+        """The listening socket on host:port (port 0: any free one), in `socket` and `port`."""
+        try:
+            self.socket = socket.create_server((host, port))
+        except OSError as error:
+            raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+        self.port = self.socket.getsockname()[1]
 
     def stop(self) -> None:
         self._stop.set()

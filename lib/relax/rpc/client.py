@@ -12,6 +12,8 @@ prints it and exits 1) and the session goes on; a lost connection raises UserErr
 
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import os
 import socket
@@ -70,14 +72,9 @@ class Session:
 
     def upload(self, path: str, target: str | None = None) -> str:
         """Sends the file `path` to the server as `target` (default: its base name); returns that name."""
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            raise UserError(f"'{path}': no such file or directory") from None
-        except IsADirectoryError:
-            raise UserError(f"'{path}': is a directory") from None
-        return self.upload_bytes(data, target or os.path.basename(path))
+        from ..vm.bytecode.loader import read_file
+
+        return self.upload_bytes(read_file(path), target or os.path.basename(path))
 
     def upload_bytes(self, data: bytes, name: str) -> str:
         digest = hashlib.sha256(data).hexdigest()
@@ -101,9 +98,8 @@ class Session:
         if self.socket is None:
             return
         try:
-            self.request({"op": "bye"})
-        except UserError:
-            pass
+            with contextlib.suppress(UserError):
+                self.request({"op": "bye"})
         finally:
             self.socket.close()
             self.socket = None

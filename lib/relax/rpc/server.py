@@ -15,6 +15,8 @@ the driver's run helpers), never the compiler.
 
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import os
 import shutil
@@ -101,11 +103,7 @@ class Server(BackgroundService):
 
     def __init__(self, config: ServerConfig):
         self.config = config
-        try:
-            self.socket = socket.create_server((config.host, config.port))
-        except OSError as error:
-            raise UserError(f"cannot listen on {config.host}:{config.port}: {error.strerror or error}") from None
-        self.port = self.socket.getsockname()[1]
+        self.listen(config.host, config.port)
         try:
             self.folder = tempfile.mkdtemp(prefix="relax-rpc-", dir=config.workdir)
         except OSError as error:
@@ -157,10 +155,8 @@ class Server(BackgroundService):
         with self._sessions_lock:
             sessions = list(self._sessions.items())
         for _, connection in sessions:
-            try:
+            with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)  # wakes a session waiting for its client
-            except OSError:
-                pass
         for thread, _ in sessions:
             thread.join(timeout=5)
         shutil.rmtree(self.folder, ignore_errors=True)

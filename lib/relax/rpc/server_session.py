@@ -13,6 +13,8 @@ whatever happened.
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import shutil
 import socket
@@ -115,22 +117,18 @@ def _wrap_tls(context: ssl.SSLContext, connection: socket.socket):
 
 def _tell(connection, message: str) -> None:
     """Sends an error message if the connection still takes one (a closed one does not)."""
-    try:
+    with contextlib.suppress(OSError, ProtocolError):
         connection.settimeout(1.0)
         send(connection, Message({"type": "error", "message": message, "fatal": True}))
-    except (OSError, ProtocolError):
-        pass
 
 
 def _close(connection) -> None:
     """Closes after reading a little of what the client still sends: closing a socket with
     unread data resets the connection, and the client would lose the error message."""
-    try:
+    with contextlib.suppress(OSError):
         connection.shutdown(socket.SHUT_WR)
         connection.settimeout(0.2)
         for _ in range(16):
             if not connection.recv(1 << 16):
                 break
-    except OSError:
-        pass
     connection.close()

@@ -16,13 +16,14 @@ but not encrypted, whatever TLS the servers use.
 
 from __future__ import annotations
 
+import contextlib
+
 import select
 import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..diagnostics import UserError
 from .framing import Message, ProtocolError, receive, send
 from .server import ACCEPT_POLL_SECONDS, _stderr_log
 from .server_session import _close, _tell, handshake
@@ -47,11 +48,7 @@ class Tracker(BackgroundService):
 
     def __init__(self, config: TrackerConfig):
         self.config = config
-        try:
-            self.socket = socket.create_server((config.host, config.port))
-        except OSError as error:
-            raise UserError(f"cannot listen on {config.host}:{config.port}: {error.strerror or error}") from None
-        self.port = self.socket.getsockname()[1]
+        self.listen(config.host, config.port)
         self.pool = Pool()
         self._stop = threading.Event()
         self._connections: dict[threading.Thread, socket.socket] = {}
@@ -76,10 +73,8 @@ class Tracker(BackgroundService):
             with self._lock:
                 connections = list(self._connections.items())
             for _, connection in connections:
-                try:
+                with contextlib.suppress(OSError):
                     connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
             for thread, _ in connections:
                 thread.join(timeout=5)
 

@@ -18,6 +18,8 @@ that connection is lost (the tracker restarted) until the server stops.
 
 from __future__ import annotations
 
+import contextlib
+
 import socket
 import threading
 
@@ -87,10 +89,8 @@ class TrackerClient:
 
     def close(self) -> None:
         if self.socket is not None:
-            try:
+            with contextlib.suppress(UserError):
                 _ask(self.socket, {"op": "bye"}, self.address)
-            except UserError:
-                pass
             self.socket.close()
             self.socket = None
 
@@ -151,10 +151,8 @@ class Registration:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            try:
+            with contextlib.suppress(ProtocolError):
                 receive(self._socket, MESSAGE_LIMIT)  # the tracker sends nothing: this returns when it goes
-            except ProtocolError:
-                pass
             self._socket.close()
             if self._stop.is_set():
                 return
@@ -169,9 +167,7 @@ class Registration:
     def stop(self) -> None:
         self._stop.set()
         if self._socket is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._socket.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         if self._thread.is_alive():
             self._thread.join(timeout=5)

@@ -80,12 +80,16 @@ def load(path: str, trust=None, allow_python: bool = False, plugins=()) -> Execu
     return exe
 
 
-def _load_file(path: str, trust) -> Executable:
+def read_file(path: str) -> bytes:
+    """The bytes of the file `path`; a missing file or a directory is a user error."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except FileNotFoundError:
         raise UserError(f"'{path}': no such file or directory") from None
     except IsADirectoryError:
         raise UserError(f"'{path}': is a directory") from None
-    return load_bytes(data, path, trust)
+
+
+def _load_file(path: str, trust) -> Executable:
+    return load_bytes(read_file(path), path, trust)
