@@ -13,6 +13,7 @@ from ..ir import expr as rx
 from ..ir.struct_info import (
     ObjectStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo,
 )
+from ..script.literal_limits import rank_error
 from .infer import literal_of
 from .registry import AttrSpec, OpDef, register
 from .shape import int64, static_value, tensor_info
@@ -80,6 +81,9 @@ def _tensor_to_shape(call) -> StructInfo:
     if info.ndim not in (-1, 1):
         raise call.error(f"operand must be a 1-D tensor, got rank {info.ndim}")
     length = static_value(info.shape_values[0]) if info.shape_values else None
+    too_long = rank_error(length, f"a shape value of {length} dimensions") if length is not None else None
+    if too_long:
+        raise call.error(too_long)
     return ShapeStructInfo(None, length if length is not None else -1)
 
 

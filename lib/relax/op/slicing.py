@@ -22,7 +22,11 @@ def _slice_spec(call, ndim):
     strides = literal_of(call.args[4]) if len(call.args) > 4 else (1,) * len(axes)
     if not (len(axes) == len(begin) == len(end) == len(strides)):
         raise call.error("axes, begin, end and strides must have the same length")
-    if not all(isinstance(v, int) for v in (*axes, *begin, *end, *strides)):
+    values = (*axes, *begin, *end, *strides)
+    inexact = next((v for v in values if isinstance(v, float)), None)
+    if inexact is not None:
+        raise call.error(f"axes, begin, end and strides must be integers, not {inexact!r}")
+    if not all(isinstance(v, int) for v in values):
         return None
     # An axis is checked before it is wrapped: modulo would map axis 5 of a rank-3 tensor
     # onto axis 2, and divide by zero on a rank-0 one.

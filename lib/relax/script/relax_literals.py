@@ -16,7 +16,7 @@ import math
 
 from ..ir import FrozenDict
 from .context import ParseContext
-from .literal_limits import LiteralError, check_float_text
+from .literal_limits import LiteralError, check_float_text, require_fits
 
 
 class NotALiteral(Exception):
@@ -96,12 +96,12 @@ def attr_value(node: ast.expr, ctx: ParseContext, other=None):
         except LiteralError as error:
             raise ctx.fail(str(error), node) from None
         if node.value is None or isinstance(node.value, (bool, int, float, str)):
-            return node.value
+            return _int_attr_checked(node.value, node, ctx)
         raise ctx.fail(f"unsupported literal {node.value!r}", node)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
         value = node.operand.value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return -value
+            return _int_attr_checked(-value, node, ctx)
     if isinstance(node, (ast.List, ast.Tuple)):
         return tuple(attr_value(element, ctx, other) for element in node.elts)
     if isinstance(node, ast.Dict):
@@ -112,6 +112,13 @@ def attr_value(node: ast.expr, ctx: ParseContext, other=None):
     if non_finite is not None:
         return non_finite
     raise ctx.fail("expected a literal value (a number, string, bool, None, list or dict)", node)
+
+
+def _int_attr_checked(value, node: ast.expr, ctx: ParseContext):
+    # Integer attributes are int64 (TVM's IntImm): a wider one would wrap in the kernels.
+    if isinstance(value, int) and not isinstance(value, bool):
+        require_fits(ctx, node, value, "int64")
+    return value
 
 
 def attr_dict(node: ast.Dict, ctx: ParseContext, other=None) -> FrozenDict:
