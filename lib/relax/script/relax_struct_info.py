@@ -238,6 +238,8 @@ class StructInfoParser:
         value = self.symbolic_value(node)
         if value.dtype != "int64":
             raise self.ctx.fail(f"a dimension must be an int64 value, not {value.dtype}", node)
+        if isinstance(value, tir.IntImm) and value.value < 0:
+            raise self.ctx.fail(f"a dimension cannot be negative ({value.value})", node)
         return value
 
     def symbolic_value(self, node: ast.expr) -> tir.PrimExpr:
