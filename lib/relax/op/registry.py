@@ -144,6 +144,7 @@ FAMILY_MODULES = (
     "vision",
     "vision_nms",
     "vision_detection",
+    "ccl",
 )
 
 

@@ -23,6 +23,7 @@ from ...runtime.errors import VMError
 from ...runtime.objects import Closure, ShapeTuple, Storage, type_key
 from ...runtime import host_ops  # noqa: F401 - registers relax.run.* (sorting, unique, nonzero)
 from ...runtime.tensor_inspect import ensure_zero_offset  # also registers the R.inspect builtins
+from ...runtime import disco_builtins  # noqa: F401 - registers runtime.disco.* (collectives, worker id)
 from ...runtime.registry import register_func
 from ...runtime.cuda.tensors import is_device_array
 from .broadcast import BROADCAST_BUILTINS
