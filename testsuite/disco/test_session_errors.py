@@ -1,0 +1,87 @@
+"""Disco failures: a worker's error names its rank, mismatched shapes are refused, a killed worker ends the session."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from conftest import make_session, needs_mpiexec
+from relax.diagnostics import UserError
+
+KINDS = [("threads", 2), ("processes", 2), ("threads", 3)]
+
+
+@pytest.fixture(params=KINDS, ids=[f"{k}-{n}" for k, n in KINDS])
+def session(request, sessions):
+    return sessions(*request.param)
+
+
+def test_worker_error_names_its_rank_and_session_goes_on(session):
+    with pytest.raises(UserError, match="worker 1: ValueError: deliberate failure on 1"):
+        session.get_global_func("disco_test.fail_on")(1)
+    np.testing.assert_array_equal(session.allreduce(session.broadcast(np.ones(2))).debug_get_from_remote(1),
+                                  [session.num_workers] * 2)
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "allgather"])
+def test_mismatched_shapes_are_refused(session, collective):
+    rows = session.get_global_func("disco_test.rows")("float32")
+    with pytest.raises(UserError, match=r"worker 0: .*worker 0 has shape \(1, 2\) float32 but worker 1 has shape "
+                                        r"\(2, 2\) float32"):
+        getattr(session, collective)(rows)
+    session.sync_worker_0()  # every worker found it: the session is still usable
+
+
+def test_unknown_function_and_reduction(session):
+    with pytest.raises(UserError, match="worker 0: global function 'no.such' is not registered"):
+        session.get_global_func("no.such")
+    with pytest.raises(UserError, match="unknown reduction 'mean'"):
+        session.allreduce(session.broadcast(np.ones(2)), "mean")
+
+
+def test_threads_error_before_a_collective_releases_the_peers(sessions):
+    session = sessions("threads", 3)
+    with pytest.raises(UserError, match="worker 2: ValueError: failed before the collective"):
+        session.get_global_func("disco_test.fail_or_reduce")(2)
+    np.testing.assert_array_equal(session.allreduce(session.broadcast(np.ones(2))).debug_get_from_remote(0), [3, 3])
+
+
+def _gone(process) -> bool:
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@needs_mpiexec
+def test_processes_error_before_a_collective_ends_the_session():
+    session = make_session("processes", 2, error_grace=0.5)
+    started = time.monotonic()
+    with pytest.raises(UserError, match=r"worker 1: ValueError: failed before the collective \(workers 0 did not"):
+        session.get_global_func("disco_test.fail_or_reduce")(1)
+    assert time.monotonic() - started < 10
+    assert _gone(session._process), "mpiexec's process group outlived the session"
+    with pytest.raises(UserError, match="shut down"):
+        session.broadcast(np.ones(1))
+
+
+@needs_mpiexec
+def test_killed_worker_is_detected_within_seconds():
+    session = make_session("processes", 2)
+    started = time.monotonic()
+    with pytest.raises(UserError, match="worker 1 died during 'call'"):
+        session.get_global_func("disco_test.kill_on")(1)
+    assert time.monotonic() - started < 10
+    assert _gone(session._process), "mpiexec's process group outlived the session"
+    session.shutdown()
+
+
+@needs_mpiexec
+def test_missing_mpiexec_and_bad_start(tmp_path):
+    from relax.disco import ProcessSession
+
+    with pytest.raises(UserError, match="could not start its 2 workers: mpiexec exited with status"):
+        ProcessSession(2, mpiexec="/bin/false", start_timeout=10)
+
