@@ -16,6 +16,11 @@ print("cuda runtime", cupy.cuda.runtime.runtimeGetVersion(), "nvrtc", cupy.cuda.
 
 # The console scripts (relaxc, ...) for the tests that run the tools, from the source tree.
 export PYTHONPATH=$PWD/lib:$PWD
+# Wheels carried in .whl (pyelftools for the object checks) go to a private site folder.
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gpu-check-site .whl/*.whl \
+        && export PYTHONPATH=$PYTHONPATH:/tmp/gpu-check-site
+fi
 bin=$(mktemp -d)
 for tool in relaxc relaxas relaxld relaxrun; do
     printf '#!/bin/sh\nexec python3 -c "import sys; from %s.cli import main; sys.exit(main())" "$@"\n' "$tool" >"$bin/$tool"
@@ -25,7 +30,7 @@ export PATH=$bin:$PATH
 timeout_flag=$(python3 -c 'import pytest_timeout' 2>/dev/null && echo "--timeout 240")
 
 timeout "${TEST_SECONDS:-300}" python3 -m pytest -p no:cacheprovider -q -rfEs -n 8 $timeout_flag \
-    -m "gpu or nvrtc" testsuite/codegen_cuda testsuite/runtime_cuda 2>&1 | tee "$out/tests.log" | tail -n 60
+    -m "gpu or nvrtc" testsuite/codegen_cuda testsuite/runtime_cuda ${GPU_TEST_DIRS:-} 2>&1 | tee "$out/tests.log" | tail -n 60
 echo "gpu_check: tests exit ${PIPESTATUS[0]}"
 
 timeout "${BENCH_SECONDS:-200}" python3 bench/gpu.py "$@" 2>&1 | tee "$out/bench.txt"

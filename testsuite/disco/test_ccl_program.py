@@ -3,8 +3,6 @@
 import numpy as np
 import pytest
 
-pytest.importorskip("relax.op.ccl")
-
 PROGRAM = """# from tvm.script import ir as I
 # from tvm.script import relax as R
 

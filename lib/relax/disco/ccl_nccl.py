@@ -34,7 +34,7 @@ def nccl_module():
             warnings.simplefilter("ignore")
             from cupy.cuda import nccl
     except ImportError:
-        raise UserError("the 'nccl' communicator needs cupy with NCCL (pip install cupy-cuda12x)") from None
+        raise UserError("the 'nccl' communicator needs cupy with NCCL (pip install .[cuda], which brings cupy-cuda13x)") from None
     if not getattr(nccl, "available", True) or not hasattr(nccl, "NcclCommunicator"):
         raise UserError("the 'nccl' communicator needs NCCL, but this cupy was loaded without it "
                         "(install the NCCL library for your CUDA)")
