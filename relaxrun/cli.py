@@ -29,6 +29,8 @@ Examples:
   relaxrun --tracker-serve 0.0.0.0:9190 --key-file secret     lend servers to clients
   relaxrun --serve 0.0.0.0:9090 --key-file secret --tracker lab:9190 --device-key rpi4
   relaxrun --remote tracker://lab:9190/rpi4 --key-file secret model.vmx --input x.npy
+  relaxrun --workers 2 tp_mlp.vmx --input @inputs.npz       on 2 local workers (relax.disco)
+  mpiexec -n 2 relaxrun --mpi tp_mlp.vmx --input @inputs.npz   one worker per MPI rank
 """
 
 
@@ -71,6 +73,15 @@ Examples:
 @click.option("--remote", metavar="HOST:PORT", default=None,
               help="Run on the relax.rpc server there (relaxrun --serve): upload, run, time there, report here; "
                    "tracker://HOST:PORT/DEVICE-KEY: on a free server the tracker lends.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Run on N local workers (relax.disco): every input is broadcast, the program's R.ccl.* "
+                   "collectives run between them; worker 0's results are printed.")
+@click.option("--ccl", type=click.Choice(["mpi", "threads", "nccl"]), default=None,
+              help="The workers' communicator: mpi (processes under mpiexec, the default), threads (one "
+                   "process), nccl (one GPU per worker).")
+@click.option("--mpi", is_flag=True,
+              help="Run as the ranks of this mpiexec job, one worker each; rank 0 prints "
+                   "(mpiexec -n N relaxrun --mpi FILE ...).")
 @click.option("--serve", metavar="[HOST:]PORT", default=None,
               help="Serve remote runs on this address (host default 127.0.0.1) until SIGINT/SIGTERM; no FILE.")
 @click.option("--key-file", metavar="FILE", default=None,
@@ -94,12 +105,16 @@ Examples:
 @options.common_options("relaxrun")
 def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, device, memory, exec_mode, repeat, warmup,
             print_time, profile, trace, as_json, list_functions, print_max_elements, plugins, allow_python, trust, remote,
-            serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout, tracker, device_key, tracker_serve,
+            workers, ccl, mpi, serve, key_file, tls_cert, tls_key, workdir, max_upload_bytes, idle_timeout, tracker, device_key, tracker_serve,
             tracker_status, traceback, error_limit, color,
             verbose):
     """Run a function of a compiled artifact on inputs, here or on a relax.rpc server."""
     from relax.driver.run import RunOptions, run_main
 
+    if workers is not None or mpi or ccl is not None:
+        from relax.driver.run_workers import refuse_with_serving
+
+        refuse_with_serving(serve=serve, tracker_serve=tracker_serve, tracker_status=tracker_status)
     if serve is not None:
         from relax.rpc.serve_main import serve_main
 
@@ -120,7 +135,7 @@ def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, d
         warmup=warmup, print_time=print_time, profile=profile, trace=trace, json=as_json,
         list_functions=list_functions, print_max_elements=print_max_elements, plugins=tuple(plugins),
         allow_python=allow_python, trust=tuple(trust), remote=remote, key_file=key_file, tls_cert=tls_cert,
-        verbose=verbose,
+        workers=workers, ccl=ccl, mpi=mpi, verbose=verbose,
     ))
 
 

@@ -118,7 +118,7 @@ class FakeCommunicator:
 
     def scatter_from_worker0(self, send, recv):
         self.calls.append(("scatter_from_worker0", send.shape))
-        recv[...] = send[1]
+        recv[...] = np.split(send, 2)[1]  # the contract: chunk worker_id of axis 0
 
 
 @pytest.fixture
@@ -138,7 +138,7 @@ def test_builtins_reach_the_communicator(two_workers):
     np.testing.assert_array_equal(c, b)
     np.testing.assert_array_equal(d, b[:, 3:])  # worker 1's half of axis 1
     assert two_workers.calls == [("allreduce", "sum"), ("allgather", (4, 6)), ("broadcast_from_worker0", (8, 6)),
-                                 ("scatter_from_worker0", (2, 8, 3))]
+                                 ("scatter_from_worker0", (16, 3))]
     assert disco_builtins.worker_id() == ShapeTuple([1]) and disco_builtins.num_workers() == 2
     assert disco_builtins.worker_rank() == 1
 

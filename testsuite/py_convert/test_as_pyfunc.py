@@ -21,11 +21,14 @@ from relax.py_convert.writer import SPECIAL
 from relax.script import parse
 from relax.transform.bind_params import BindParams
 from relax.vm import VirtualMachine
+from sample_names import WORKER_SAMPLES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 BENCH = ROOT.parent / "shared" / "bench"
 LOWERED = ("lowered", "lowered_static")
+# Not converted: lowered already, or written for several workers (R.ccl.* has no numpy or torch row).
+UNCONVERTED = (*LOWERED, *WORKER_SAMPLES)
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 SMALL = """
@@ -50,7 +53,7 @@ def _operators(path):
 
 
 def _used_operators():
-    files = [p for p in SAMPLES.glob("*.relax") if p.stem not in LOWERED] + sorted(BENCH.glob("*.relax"))
+    files = [p for p in SAMPLES.glob("*.relax") if p.stem not in UNCONVERTED] + sorted(BENCH.glob("*.relax"))
     return set().union(*(_operators(path) for path in files))
 
 
@@ -87,7 +90,7 @@ def test_the_torch_table_reads_as_torch():
     assert "R_1 = F.relu(np_1)" in text and "np." not in text
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in SAMPLES.glob("*.relax") if p.stem not in (*LOWERED, "py_func")))
+@pytest.mark.parametrize("name", sorted(p.stem for p in SAMPLES.glob("*.relax") if p.stem not in (*UNCONVERTED, "py_func")))
 def test_the_torch_text_of_every_sample_is_python(name):
     mod = parse_source(str(SAMPLES / f"{name}.relax"))
     for function in mod.relax_functions():

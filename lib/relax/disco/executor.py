@@ -67,7 +67,7 @@ class Executor:
             return ("error", str(error), True)
         except Exception as error:  # noqa: BLE001 - every failure goes back to the controller with this rank
             message = str(error) if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
-            return ("error", message, False)
+            return ("error", message, _caused_by_abort(error))
 
     def _resolve(self, arg):
         if isinstance(arg, Ref):
@@ -158,6 +158,18 @@ class Executor:
         if self.context.ccl is None:
             raise UserError("no communicator: call sess.init_ccl(...) first")
         return self.context.ccl
+
+
+def _caused_by_abort(error: BaseException) -> bool:
+    """Whether `error` came from an abandoned collective: the VM wraps what a runtime.disco
+    builtin raises in a VMError, so the CollectiveAborted is found down the chain."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, CollectiveAborted):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _empty_like(array, shape=None):

@@ -37,10 +37,11 @@ def _make_communicator(backend: str, setup, executor):
 
 
 ABORT_DELAY_SECONDS = 0.5
+ERROR_PREFIX = ""  # put before "worker K: message" (relaxrun --mpi sets "relaxrun: error: ")
 
 
 def _abort(comm, rank: int, message: str) -> None:
-    print(f"worker {rank}: {message}", file=sys.stderr, flush=True)
+    print(f"{ERROR_PREFIX}worker {rank}: {message}", file=sys.stderr, flush=True)
     time.sleep(ABORT_DELAY_SECONDS)  # mpiexec forwards the message before Abort kills the ranks' output
     comm.Abort(1)
 

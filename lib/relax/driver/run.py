@@ -58,9 +58,16 @@ class RunOptions:
     remote: str | None = None  # HOST:PORT of a relax.rpc server (relaxrun --remote): run there
     key_file: str | None = None  # the server's shared key
     tls_cert: str | None = None  # the server's certificate (or CA): connect with TLS
+    workers: int | None = None  # run on this many local Disco workers (relaxrun --workers, run_workers.py)
+    ccl: str | None = None  # their communicator: mpi (default), threads, nccl
+    mpi: bool = False  # run as the ranks of the user's mpiexec job (relaxrun --mpi)
 
 
 def run_main(options: RunOptions) -> int:
+    if options.workers is not None or options.mpi or options.ccl is not None:
+        from .run_workers import run_workers
+
+        return run_workers(options)
     if options.remote is not None:
         from ..rpc.remote_run import run_remote
 
@@ -248,7 +255,7 @@ def _print_results(options: RunOptions, arrays, seconds, problems, report, func:
         sys.stderr.write(str(report))
 
 
-def _print_json(options: RunOptions, func: str, arrays, seconds, problems, report) -> None:
+def _print_json(options: RunOptions, func: str, arrays, seconds, problems, report, extra=None) -> None:
     written = []
     if options.output_dir is not None:
         written = write_output_dir(arrays, options.output_dir)
@@ -269,4 +276,5 @@ def _print_json(options: RunOptions, func: str, arrays, seconds, problems, repor
                                 "mean_us": row.seconds * 1e6 / row.calls,
                                 "percent": 100.0 * row.seconds / report.total if report.total else 0.0}
                                for row in sorted(report.rows, key=lambda r: -r.seconds)]
+    document.update(extra or {})  # relaxrun --workers: the workers, the ccl, their profile
     sys.stdout.write(json.dumps(document, allow_nan=False) + "\n")

@@ -105,7 +105,7 @@ def scatter_from_worker0(send, in_group, recv) -> None:
 
     As TVM's legalization lays it out, `send` is (workers, *recv.shape): the scattered
     axis was moved to the front and split (op/ccl.py). A `send` of (workers * d0, ...)
-    holds the same chunks; the communicator gets the first form either way."""
+    holds the same chunks; the communicator gets them as (workers * d0, ...), split along axis 0."""
     builtin, context = "runtime.disco.scatter_from_worker0", _worker()
     workers = _workers(context)
     stacked = (workers, *recv.shape)
@@ -115,7 +115,9 @@ def scatter_from_worker0(send, in_group, recv) -> None:
     if context is None:
         recv[...] = chunks[0]
     else:
-        _communicator(context, builtin).scatter_from_worker0(chunks, recv)
+        # The Communicator contract splits along axis 0 into chunks of recv's shape: (workers * d0, ...).
+        flat = chunks.reshape((workers * recv.shape[0], *recv.shape[1:])) if len(recv.shape) else chunks
+        _communicator(context, builtin).scatter_from_worker0(flat, recv)
 
 
 def worker_id() -> ShapeTuple:
