@@ -23,6 +23,7 @@ from ...diagnostics import UserError
 from ..errors import VMError
 from . import abi, container
 from .host import host, host_target_machine, initialize_llvm, runs_natively, same_platform
+from .elf_alignment import with_load_alignment
 from .elf_check import ObjectError, check_object, object_format_of
 from .fast_call import make_fast_call
 from .kernel_signatures import check_signatures
@@ -220,7 +221,7 @@ class KernelLibrary:
         self.parallel_threshold_bytes = PARALLEL_THRESHOLD_BYTES
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
         for code in (object_code,) if isinstance(object_code, (bytes, bytearray)) else object_code:
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(with_load_alignment(code)))
         self._engine.finalize_object()
         self._functions: dict[str, KernelFunction] = {}
 
