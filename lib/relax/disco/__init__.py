@@ -17,6 +17,7 @@ beside the runtime: workers load artifacts with relax.vm and never import the co
     ccl_threads.py      collectives between threads (shared memory, a barrier)
     ccl_mpi.py          collectives between processes over MPI (mpi4py)
     ccl_nccl.py         collectives between GPUs over NCCL (cupy)
+    profile.py          relaxrun --profile: each worker's time and its time in collectives
 
     with relax.disco.ProcessSession(2) as sess:
         mod = sess.load_vm_module("model.vmx")

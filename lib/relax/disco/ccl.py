@@ -11,7 +11,7 @@ from typing import Protocol
 
 from ..diagnostics import UserError
 
-REDUCE_KINDS = ("sum", "prod", "min", "max", "avg")  # TVM's ReduceKind codes 0..4, in order
+from ..runtime.disco_builtins import REDUCE_KINDS  # noqa: F401 - TVM's ReduceKind codes, re-exported
 
 
 class Communicator(Protocol):

@@ -16,6 +16,7 @@ one) before the session is ended. Ending kills mpiexec's whole process group.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -60,10 +61,8 @@ def _kill_group(process: subprocess.Popen) -> None:
             process.wait(timeout=3)
         except subprocess.TimeoutExpired:
             continue
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)  # ranks that outlived mpiexec
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class ProcessSession(Session):
@@ -177,10 +176,8 @@ class ProcessSession(Session):
     def _die_of_exit(self, kind: str, pending: dict) -> None:
         # An answer may still be in flight from a rank that finished before mpiexec ended.
         for connection in wait(list(pending), POLL_SECONDS):
-            try:
+            with contextlib.suppress(EOFError, OSError):
                 connection.recv_bytes()
-            except (EOFError, OSError):
-                pass
         ranks = ", ".join(str(rank) for rank in sorted(pending.values()))
         self._die(f"worker {ranks} died during '{kind}' (mpiexec exited with status {self._process.returncode}); "
                   "the session is shut down")
@@ -194,14 +191,10 @@ class ProcessSession(Session):
 
     def _close(self) -> None:
         for connection in self._connections:
-            try:
+            with contextlib.suppress(OSError):
                 connection.send_bytes(encode_command(Command("shutdown"), 0))
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
         self._end()
 
     def _end(self) -> None:

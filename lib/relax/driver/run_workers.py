@@ -12,7 +12,7 @@ ProcessSession with one GPU per worker. --mpi runs as the ranks of the user's ow
 `mpiexec -n N relaxrun --mpi ...` (MPISession): rank 0 is the controller and worker 0 and
 prints everything, the other ranks only serve commands. A worker's failure ends the
 session with "relaxrun: error: worker K: message" (exit 1). --profile adds one run that
-times each worker and the collectives inside it (disco_profile.py). Times (--repeat,
+times each worker and the collectives inside it (relax/disco/profile.py). Times (--repeat,
 --print-time) are measured by the controller: a call returns when every worker has
 finished it.
 """
@@ -104,7 +104,7 @@ def run_workers(options: RunOptions) -> int:
     for plugin in options.plugins:  # threads and MPI ranks run them here; worker processes run them too
         run_plugin(plugin)
     if options.profile:
-        from . import disco_profile  # noqa: F401 - registers the timed call in this process
+        from ..disco import profile  # noqa: F401 - registers the timed call in this process
     if options.mpi:
         return _run_mpi(options)
     plan = _prepare(options)
@@ -163,9 +163,9 @@ def _open_session(options: RunOptions):
         return disco.ThreadedSession(options.workers, ccl)
     plugins = [os.path.abspath(plugin) for plugin in options.plugins]
     if options.profile:
-        from . import disco_profile
+        from ..disco import profile
 
-        plugins.append(disco_profile.__file__)  # registers the timed call in each worker process
+        plugins.append(profile.__file__)  # registers the timed call in each worker process
     # A worker blocked in a collective with a failed one never answers: wait ERROR_GRACE, not 3 s.
     return disco.ProcessSession(options.workers, ccl, error_grace=ERROR_GRACE, plugins=tuple(plugins))
 
@@ -186,20 +186,20 @@ def _run_on(session, plan: Plan, options: RunOptions) -> int:
     problems = compare(arrays, plan.expected, options.atol, options.rtol) if options.expected else []
     workers = None
     if options.profile:
-        from .disco_profile import measure
+        from ..disco.profile import measure
 
         workers = measure(session, function, args)
     if options.json:
         extra = {"workers": session.num_workers, "ccl": session.ccl}
         if workers is not None:
-            from .disco_profile import profile_json
+            from ..disco.profile import profile_json
 
             extra["profile"] = profile_json(workers)
         _print_json(options, plan.func, arrays, seconds, problems, None, extra)
     else:
         _print_results(options, arrays, seconds, problems, None, plan.func)
         if workers is not None:
-            from .disco_profile import profile_text
+            from ..disco.profile import profile_text
 
             sys.stderr.write(profile_text(plan.func, session, workers))
     return EXIT_MISMATCH if problems else 0
