@@ -95,6 +95,32 @@ def half(A: T.Buffer((T.int64(64),), "float16"), B: T.Buffer((T.int64(64),), "fl
     np.testing.assert_allclose(b.astype(np.float32), expected.astype(np.float32), rtol=1e-3)
 
 
+def test_float16_arithmetic_gives_numpys_bits():
+    """+, - and * of float16 (PTX f16 instructions) round as numpy's float-and-round-back does,
+    subnormals, overflow to inf and a multiply feeding an add (never fused) included."""
+    text = HEADER + '''
+@T.prim_func
+def arith(A: T.Buffer((T.int64(4096),), "float16"), B: T.Buffer((T.int64(4096),), "float16"), C: T.Buffer((T.int64(4096),), "float16"), D: T.Buffer((T.int64(4), T.int64(4096)), "float16")):
+    for i in range(T.int64(4096)):
+        with T.block("h"):
+            vi = T.axis.spatial(T.int64(4096), i)
+            D[0, vi] = A[vi] + B[vi]
+            D[1, vi] = A[vi] - B[vi]
+            D[2, vi] = A[vi] * B[vi]
+            D[3, vi] = C[vi] + A[vi] * B[vi]
+'''
+    rng = np.random.default_rng(2)
+    bits = rng.integers(0, 1 << 16, size=(3, 4096), dtype=np.uint16)
+    values = bits.view(np.float16)
+    values[~np.isfinite(values)] = np.float16(1.5)  # NaN payloads are not compared
+    a, b, c = values
+    *_, d = run(text, "arith", [a, b, c, np.zeros((4, 4096), np.float16)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = np.stack([a + b, a - b, a * b, c + a * b])
+    same = (d.view(np.uint16) == expected.view(np.uint16)) | (np.isnan(d) & np.isnan(expected))
+    assert same.all(), f"{(~same).sum()} of {same.size} differ, first at {np.argwhere(~same)[:4].tolist()}"
+
+
 def test_shared_memory_row_sum():
     a = np.random.default_rng(1).standard_normal((8, 64), dtype=np.float32)
     _, b = run(ROWSUM, "rowsum", [a, np.zeros(8, np.float32)])

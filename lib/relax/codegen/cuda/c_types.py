@@ -5,8 +5,9 @@ toolkit's headers (the `cuda` extra installs NVRTC, not the toolkit), so the
 fixed-width integer types are declared here and float16 is `relax_half`, a
 2-byte, 2-aligned IEEE binary16 value with the layout of cuda_fp16.h's `__half`
 (what a launch passes for a float16 scalar), converted with the PTX `cvt`
-instructions that cuda_fp16.h uses. float16 arithmetic and math run in float
-and round back (round to nearest even), as numpy computes float16.
+instructions that cuda_fp16.h uses. float16 +, - and * are PTX's f16 instructions
+(sm_53 and later); other float16 arithmetic and math run in float and round back
+(round to nearest even). Both give the bits numpy computes.
 """
 
 from __future__ import annotations
@@ -109,6 +110,31 @@ static __device__ __forceinline__ relax_half relax_d2h(double d) {
   asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.x) : "d"(d));
   return h;
 }
+
+// float16 +, - and *: one PTX instruction each, rounded to nearest even. Computing in float
+// and rounding back gives the same bits (float's 24 significant bits are at least twice half's
+// 11 plus 2, so rounding twice is innocuous); `.rn` keeps ptxas from fusing a multiply and an add.
+#if __CUDA_ARCH__ >= 530
+#define RELAX_HALF_OP(name, ptx) \
+  static __device__ __forceinline__ relax_half name(relax_half a, relax_half b) { \
+    relax_half r; \
+    asm(ptx " %0, %1, %2;" : "=h"(r.x) : "h"(a.x), "h"(b.x)); \
+    return r; \
+  }
+RELAX_HALF_OP(relax_hadd, "add.rn.f16")
+RELAX_HALF_OP(relax_hsub, "sub.rn.f16")
+RELAX_HALF_OP(relax_hmul, "mul.rn.f16")
+#else
+static __device__ __forceinline__ relax_half relax_hadd(relax_half a, relax_half b) {
+  return relax_f2h(relax_h2f(a) + relax_h2f(b));
+}
+static __device__ __forceinline__ relax_half relax_hsub(relax_half a, relax_half b) {
+  return relax_f2h(relax_h2f(a) - relax_h2f(b));
+}
+static __device__ __forceinline__ relax_half relax_hmul(relax_half a, relax_half b) {
+  return relax_f2h(relax_h2f(a) * relax_h2f(b));
+}
+#endif
 
 // TIR integer division: a zero divisor gives 0 (as the CPU code generator and numpy).
 template <typename T> static __device__ __forceinline__ T relax_div(T a, T b) {

@@ -20,6 +20,7 @@ from .c_types import c_literal, c_type, is_half
 from .intrinsics import MATH, REFUSED, SPECIAL
 
 _ARITH = {tir.Add: "+", tir.Sub: "-", tir.Mul: "*"}
+_HALF_ARITH = {tir.Add: "relax_hadd", tir.Sub: "relax_hsub", tir.Mul: "relax_hmul"}  # c_types.py's prelude
 _COMPARE = {tir.EQ: "==", tir.NE: "!=", tir.LT: "<", tir.LE: "<=", tir.GT: ">", tir.GE: ">="}
 _INT_DIVISION = {tir.Div: "relax_div", tir.Mod: "relax_mod", tir.FloorDiv: "relax_floordiv",
                  tir.FloorMod: "relax_floormod"}
@@ -89,7 +90,7 @@ class CudaExprPrinter:
         if cls in _ARITH:
             op = _ARITH[cls]
             if is_half(dtype):
-                return self.from_float(f"({self.as_float(node.a)} {op} {self.as_float(node.b)})", dtype)
+                return f"{_HALF_ARITH[cls]}({self.expr(node.a)}, {self.expr(node.b)})"
             if dtype == "bool":
                 return f"((bool)({self.expr(node.a)} {op} {self.expr(node.b)}))"
             return self._wrap(f"({self.expr(node.a)} {op} {self.expr(node.b)})", dtype)
