@@ -9,6 +9,6 @@ testsuite/disco runs them with `relaxrun --workers N` and `mpiexec -n N relaxrun
 import pathlib
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "samples"
-WORKER_SAMPLES = {"tp_mlp": 2}  # name -> the number of workers it is written for
+WORKER_SAMPLES = {"tp_mlp": 2, "tp_mlp_annotated": 2}  # name -> the number of workers it is written for
 ARTIFACT_SAMPLES = sorted(p.stem for p in SAMPLES.glob("*.relax")
                           if (SAMPLES / "data" / f"{p.stem}.inputs.npz").exists() and p.stem not in WORKER_SAMPLES)

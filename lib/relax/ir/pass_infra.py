@@ -84,6 +84,9 @@ PASS_MODULES: list[str] = [
     "relax.transform.fold_constant",
     "relax.transform.bind_params",
     "relax.transform.pack_constant_weights",
+    "relax.transform.propagate_sharding",
+    "relax.transform.lower_global_view_to_local_view",
+    "relax.transform.lower_dist_ir",
     "relax.tir.module_passes",  # lower-tir and each of its steps
 ]
 

@@ -40,6 +40,8 @@ def conflict(annotation: si.StructInfo | None, actual: si.StructInfo | None) -> 
         return False
     if isinstance(annotation, si.ObjectStructInfo) or isinstance(actual, si.ObjectStructInfo):
         return False
+    if isinstance(annotation, si.TensorStructInfo) and isinstance(actual, si.TensorStructInfo):
+        return _tensor(annotation, actual)  # a DTensor is its global tensor to an operator
     if type(annotation) is not type(actual):
         return True
     check = _CHECKS.get(type(annotation))

@@ -145,6 +145,7 @@ FAMILY_MODULES = (
     "vision_nms",
     "vision_detection",
     "ccl",
+    "dist",
 )
 
 

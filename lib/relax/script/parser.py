@@ -24,6 +24,7 @@ from . import array_literals
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .relax_literals import attr_dict, attr_value
 from .py_function import is_py_func_decorator, parse_py_function
+from .relax_dtensor import MESH_NAMES, read_device_mesh
 from .relax_parser import RelaxFunctionParser, symbolic_declarations
 from .tir_parser import parse_prim_func
 
@@ -258,6 +259,8 @@ class ModuleParser:
             for keyword in node.keywords:
                 fields[keyword.arg] = attr_value(keyword.value, self.ctx)
             return ir.FrozenDict({"kind": "vdevice", **fields})
+        if isinstance(node, ast.Call) and self.ctx.dialect_of(node.func) in MESH_NAMES:
+            return read_device_mesh(node, self.ctx, attr_value)
         raise self.ctx.fail("expected a global info such as I.vdevice(\"llvm\", 0, \"global\")", node)
 
 

@@ -20,6 +20,7 @@ from ..ir import struct_info as si
 from . import array_literals
 from . import printer_doc as doc
 from .printer_prim_expr import PrimExprPrinter
+from .relax_dtensor import print_device_mesh
 from .printer_struct_info import StructInfoPrinter, same_struct_info
 from .printer_values import attr_value, indent
 
@@ -299,6 +300,8 @@ class RelaxPrinter:
             return self.expr(value)
         if isinstance(value, ir.FrozenDict) and set(value) == {"initial_indices", "final_indices"}:
             return self._index_map(value)
+        if isinstance(value, ir.FrozenDict) and value.get("kind") == "device_mesh":
+            return print_device_mesh(self, value)
         if isinstance(value, ir.FrozenDict) and value.get("kind") == "vdevice":
             args = [self.attr(value.get("target")), self.attr(value.get("vdevice_id", 0)),
                     self.attr(value.get("memory_scope", "global"))]

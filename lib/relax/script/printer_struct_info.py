@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from ..ir import struct_info as si
 from ..ir import tir
+from ..ir.dtensor import DTensorStructInfo, same_layout
 from . import printer_doc as doc
 from .printer_values import same_expr
+from .relax_dtensor import print_dtensor
 
 
 def same_struct_info(a, b) -> bool:
@@ -26,7 +28,7 @@ def same_struct_info(a, b) -> bool:
     if isinstance(a, si.ShapeStructInfo):
         return a.ndim == b.ndim and _same_values(a.values, b.values)
     if isinstance(a, si.TensorStructInfo):
-        if a.dtype != b.dtype or a.ndim != b.ndim or a.vdevice != b.vdevice:
+        if a.dtype != b.dtype or a.ndim != b.ndim or a.vdevice != b.vdevice or not same_layout(a, b):
             return False
         if a.shape_values is not None or b.shape_values is not None:
             return _same_values(a.shape_values, b.shape_values)
@@ -70,6 +72,8 @@ class StructInfoPrinter:
 
     def print(self, info) -> str:
         ctx = self.ctx
+        if isinstance(info, DTensorStructInfo):
+            return print_dtensor(self, info)
         if isinstance(info, si.TensorStructInfo):
             return self._tensor(info)
         if isinstance(info, si.ShapeStructInfo):

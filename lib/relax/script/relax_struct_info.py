@@ -32,8 +32,9 @@ from ..diagnostics import Diagnostic
 from .context import ParseAbort, ParseContext, Scope
 from .literal_limits import MAX_RANK, describe_int, rank_error, require_fits
 from .prim_expr import is_known_dtype, parse_prim_expr
+from .relax_dtensor import DTENSOR_NAMES, read_dtensor
 
-STRUCT_INFO_NAMES = ("Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable")
+STRUCT_INFO_NAMES = ("Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable", *DTENSOR_NAMES)
 # Where shape strings sit: R.Tensor's shape, R.Shape's values, R.Prim's value (position, keyword).
 _SHAPE_ARGUMENTS = {"Tensor": (0, "shape"), "Shape": (0, "values"), "Prim": (None, "value")}
 _KINDS = "R.Tensor, R.Shape, R.Tuple, R.Prim, R.Callable or R.Any"
@@ -362,6 +363,7 @@ _READERS = {
     "Tuple": StructInfoParser._sinfo_tuple,
     "Prim": StructInfoParser._sinfo_prim,
     "Callable": StructInfoParser._sinfo_callable,
+    **dict.fromkeys(DTENSOR_NAMES, read_dtensor),
 }
 
 

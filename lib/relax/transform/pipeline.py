@@ -32,7 +32,10 @@ LOWER_TO_VM_PLANNED = [
 ]
 
 # Every level first normalizes and lifts local functions to the module (closures).
-FRONT = ["normalize", "lambda-lift"]
+# A module with a device mesh is sharded then (no-ops without one): annotated weights
+# become the per-worker program with its collectives (docs/disco.md).
+SHARD = ["propagate-sharding", "lower-global-view-to-local-view", "lower-dist-ir"]
+FRONT = ["normalize", "lambda-lift", *SHARD]
 
 O0 = [*FRONT, "legalize-ops", *LOWER_TO_VM]
 O1 = [*FRONT, *SIMPLIFY, "legalize-ops", "fold-constant", "pack-constant-weights", *LOWER_TO_VM]
