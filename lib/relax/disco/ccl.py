@@ -70,3 +70,17 @@ def check_buffers(collective: str, send, recv, expected_recv_shape) -> None:
     if tuple(recv.shape) != tuple(expected_recv_shape) or recv.dtype != send.dtype:
         raise UserError(f"{collective}: the output buffer is {tuple(recv.shape)} {recv.dtype}, expected "
                         f"{tuple(expected_recv_shape)} {send.dtype}")
+
+
+def rank_communicator(session: str, backend: str, setup, executor):
+    """(communicator, device) of a worker that is one MPI rank (ProcessSession, MPISession):
+    MPI's COMM_WORLD for "mpi", or NCCL on GPU `rank` with the unique id in `setup`."""
+    if backend == "mpi":
+        from .ccl_mpi import MPICommunicator
+
+        return MPICommunicator(), "cpu"
+    if backend == "nccl":
+        from .ccl_nccl import NCCLCommunicator, unique_id_from_array
+
+        return NCCLCommunicator(executor.worker_id, executor.num_workers, unique_id_from_array(setup)), "cuda"
+    raise ValueError(f"{session} has no communicator '{backend}' (expected: mpi, nccl)")

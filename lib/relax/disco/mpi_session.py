@@ -17,6 +17,7 @@ import atexit
 import sys
 import time
 
+from .ccl import rank_communicator
 from .executor import Command, Executor
 from .protocol import decode_answer, decode_command, encode_answer, encode_command
 from .session import Session
@@ -25,15 +26,7 @@ ANSWER_TAG = 7301
 
 
 def _make_communicator(backend: str, setup, executor):
-    if backend == "mpi":
-        from .ccl_mpi import MPICommunicator
-
-        return MPICommunicator(), "cpu"
-    if backend == "nccl":
-        from .ccl_nccl import NCCLCommunicator, unique_id_from_array
-
-        return NCCLCommunicator(executor.worker_id, executor.num_workers, unique_id_from_array(setup)), "cuda"
-    raise ValueError(f"MPISession has no communicator '{backend}' (expected: mpi, nccl)")
+    return rank_communicator("MPISession", backend, setup, executor)
 
 
 ABORT_DELAY_SECONDS = 0.5

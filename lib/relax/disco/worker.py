@@ -40,15 +40,9 @@ def _watch(pid: int) -> None:
 
 
 def _make_communicator(backend: str, setup, executor):
-    if backend == "mpi":
-        from .ccl_mpi import MPICommunicator
+    from .ccl import rank_communicator
 
-        return MPICommunicator(), "cpu"
-    if backend == "nccl":
-        from .ccl_nccl import NCCLCommunicator, unique_id_from_array
-
-        return NCCLCommunicator(executor.worker_id, executor.num_workers, unique_id_from_array(setup)), "cuda"
-    raise ValueError(f"ProcessSession has no communicator '{backend}' (expected: mpi, nccl)")
+    return rank_communicator("ProcessSession", backend, setup, executor)
 
 
 def serve(connection, executor) -> None:
