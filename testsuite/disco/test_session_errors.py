@@ -71,7 +71,8 @@ def test_processes_error_before_a_collective_ends_the_session():
 def test_killed_worker_is_detected_within_seconds():
     session = make_session("processes", 2)
     started = time.monotonic()
-    with pytest.raises(UserError, match="worker 1 died during 'call'"):
+    # mpiexec ends worker 0 when worker 1 dies: on a loaded machine before it answers, so both are named.
+    with pytest.raises(UserError, match=r"workers? (0, )?1 died during 'call'"):
         session.get_global_func("disco_test.kill_on")(1)
     assert time.monotonic() - started < 10
     assert _gone(session._process), "mpiexec's process group outlived the session"

@@ -162,7 +162,7 @@ class ProcessSession(Session):
                 try:
                     answers[rank] = decode_answer(connection.recv_bytes())
                 except (EOFError, OSError):
-                    self._die(f"worker {rank} died during '{kind}' (its connection closed); the session is shut down")
+                    self._die_of_closed(kind, rank, pending)
                 except Exception as error:  # noqa: BLE001 - a malformed answer ends the session
                     self._die(f"worker {rank} sent a malformed answer: {error}")
                 if answers[rank][0] == "error" and grace_end is None:
@@ -172,6 +172,19 @@ class ProcessSession(Session):
             if grace_end is not None and time.monotonic() >= grace_end:
                 break
         return answers
+
+    def _die_of_closed(self, kind: str, rank: int, pending: dict) -> None:
+        """`rank`'s connection closed: it died. mpiexec then ends the other ranks, so those whose
+        connections close within a poll are named with it (which one died first is not known)."""
+        dead = [rank]
+        for connection in wait(list(pending), POLL_SECONDS):
+            try:
+                connection.recv_bytes()  # an answer sent before mpiexec ended it: it did not die of itself
+            except (EOFError, OSError):
+                dead.append(pending[connection])
+        names = ", ".join(str(r) for r in sorted(dead))
+        self._die(f"worker{'s' if len(dead) > 1 else ''} {names} died during '{kind}' (the connection closed); "
+                  "the session is shut down")
 
     def _die_of_exit(self, kind: str, pending: dict) -> None:
         # An answer may still be in flight from a rank that finished before mpiexec ended.

@@ -163,7 +163,7 @@ class StructInfoParser:
         if isinstance(node, ast.Constant) and node.value is None:
             return None
         if isinstance(node, (ast.Tuple, ast.List)):
-            return ShapeExpr(self.shape_dims(node), span=self.ctx.span(node))
+            return ShapeExpr(self.sizes(node), span=self.ctx.span(node))
         # A variable of shape struct info: `R.Tensor(s, dtype="float32")`.
         if isinstance(node, ast.Name):
             found = self.scope.lookup(node.id)
@@ -233,14 +233,21 @@ class StructInfoParser:
             raise self.ctx.fail(too_many, node)
         return tuple(self.shape_dim(d) for d in node.elts)
 
+    def sizes(self, node: ast.Tuple | ast.List) -> tuple[tir.PrimExpr, ...]:
+        """The dimensions of a tensor annotation: sizes, so none is a negative constant
+        (a shape value such as reshape's R.shape([-1]) may hold one)."""
+        dims = self.shape_dims(node)
+        for element, dim in zip(node.elts, dims):
+            if isinstance(dim, tir.IntImm) and dim.value < 0:
+                raise self.ctx.fail(f"a dimension cannot be negative ({dim.value})", element)
+        return dims
+
     def shape_dim(self, node: ast.expr) -> tir.PrimExpr:
         """One dimension: an int, a string naming a symbolic variable, or an integer
         PrimExpr over the symbolic variables in scope."""
         value = self.symbolic_value(node)
         if value.dtype != "int64":
             raise self.ctx.fail(f"a dimension must be an int64 value, not {value.dtype}", node)
-        if isinstance(value, tir.IntImm) and value.value < 0:
-            raise self.ctx.fail(f"a dimension cannot be negative ({value.value})", node)
         return value
 
     def symbolic_value(self, node: ast.expr) -> tir.PrimExpr:
