@@ -48,3 +48,29 @@ def test_json_profile_on_threads(capsys, tp_vmx):
         calls = {name: value["calls"] for name, value in entry["collectives"].items()}
         assert calls == {"allreduce": 1, "scatter_from_worker0": 3}
         assert 0 < entry["collective_us"] <= entry["total_us"]
+
+
+@pytest.mark.gpu
+def test_one_gpu_worker_over_nccl(capsys, tmp_path):
+    """--ccl nccl: a ProcessSession whose worker runs a cuda artifact and its collectives on
+    cuda:0 through NCCL (one worker: every GPU machine has one)."""
+    from relax.build import build
+    from relax.disco.ccl_nccl import nccl_module
+    from relax.script import parse
+
+    nccl_module()  # the gpu marker checked the GPU; a cupy without NCCL is a setup problem to see
+    program = """@R.function
+def main(x: R.Tensor((4, 3), "float32")):
+    a = R.ccl.allreduce(x, op_type="sum")
+    b = R.ccl.scatter_from_worker0(a, num_workers=1, axis=0)
+    return R.multiply(b, R.const(2.0, "float32"))
+"""
+    path = tmp_path / "ccl_cuda.vmx"
+    build(parse(program, "ccl_cuda.relax"), "cuda").export(str(path))
+    x = np.arange(12, dtype="float32").reshape(4, 3)
+    np.save(tmp_path / "x.npy", x)
+    code = main(["--workers", "1", "--ccl", "nccl", "--device", "cuda", "--json", str(path),
+                 "--input", str(tmp_path / "x.npy")])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["ccl"] == "nccl"
+    np.testing.assert_array_equal(document["results"][0]["values"], 2 * x)
