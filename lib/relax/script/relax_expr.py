@@ -20,7 +20,8 @@ from .context import ModuleRef, ParseAbort
 from .literal_limits import require_fits
 from .relax_literals import attr_value
 from .relax_special import SPECIAL_FORMS, bind_arguments
-from .relax_struct_info import METADATA_MESSAGE, StructInfoParser, describe, is_metadata
+from .ast_nodes import METADATA_MESSAGE, describe, is_metadata
+from .relax_struct_info import StructInfoParser
 
 # Python operators on Relax values are the elementwise operators, as TVM's do.
 _BINARY_OPERATORS = {

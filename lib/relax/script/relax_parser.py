@@ -32,7 +32,7 @@ from .relax_control import BindingBlocks, ControlFlowParser, DataflowState
 from .relax_expr import ExprParser
 from .relax_literals import attr_dict
 from .relax_special import bind_arguments
-from .relax_struct_info import describe
+from .ast_nodes import describe
 
 
 def function_options(ctx: ParseContext, decorator: ast.expr) -> tuple[bool, bool]:

@@ -29,6 +29,7 @@ from ..ir.struct_info import (
     TensorStructInfo, TupleStructInfo,
 )
 from ..diagnostics import Diagnostic
+from .ast_nodes import METADATA_MESSAGE, describe, is_metadata
 from .context import ParseAbort, ParseContext, Scope
 from .literal_limits import MAX_RANK, describe_int, rank_error, require_fits
 from .prim_expr import is_known_dtype, parse_prim_expr
@@ -374,30 +375,8 @@ _READERS = {
 }
 
 
-METADATA_MESSAGE = (
-    "the data of this value is in a metadata section that the file does not hold"
-    " (TVM omits it unless printed with show_meta=True)"
-)
-
-
-def is_metadata(node: ast.expr) -> bool:
-    """`metadata["kind"][i]`: a reference into TVM's metadata section."""
-    return (
-        isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript)
-        and isinstance(node.value.value, ast.Name) and node.value.value.id == "metadata"
-    )
-
-
 def _take(args: list, index: int, kwargs: dict, key: str):
     """An argument given by position or by keyword."""
     if index < len(args):
         return args[index]
     return kwargs.get(key)
-
-
-def describe(node: ast.AST) -> str:
-    try:
-        text = ast.unparse(node)
-    except Exception:  # noqa: BLE001 - describing a node must never fail
-        return type(node).__name__
-    return text if len(text) <= 40 else text[:37] + "..."
