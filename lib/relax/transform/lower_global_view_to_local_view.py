@@ -1,6 +1,7 @@
 """LowerGlobalViewToLocalView: the sharded operators of a propagated function compute
-each device's part; where that part is a partial sum (a matmul contracting over a split
-axis), an allreduce completes it, as TVM's pass of that name does.
+each device's part; where that part is a partial result (a matmul contracting over a
+split axis, a sum / max / min / mean reducing one), an allreduce completes it (sum; max;
+min; avg for a mean, the average of equal parts' means), as TVM's pass of that name does.
 
     p: R.DTensor((4, 8), "float32", "mesh[0]", "R") = R.matmul(hr, w2)      (hr S[1], w2 S[0])
 becomes
@@ -8,8 +9,9 @@ becomes
     p: R.DTensor((4, 8), "float32", "mesh[0]", "R") = R.ccl.allreduce(lv, op_type="sum", in_group=False)
 
 The other operators need nothing: elementwise and broadcast operators on matching splits,
-and a matmul split along its rows or columns, compute their own part from their own
-parts. Partial sums are lowered on one-axis meshes (the allreduce spans every worker).
+a matmul split along its rows or columns, a reduction keeping its split axis, compute
+their own part from their own parts. Partial results are lowered on one-axis meshes
+(the allreduce spans every worker).
 """
 
 from __future__ import annotations
@@ -20,37 +22,45 @@ from ..ir.dtensor import DTensorStructInfo, shard_axis
 from ..ir.module import IRModule
 from ..ir.node import FrozenDict
 from ..ir.pass_infra import Pass, register_pass
-from .sharding_rules import matmul_contracts
+from .sharding_rules import matmul_contracts, partial_reduction
 
 
-def _contracts(binding: rx.VarBinding) -> bool:
+def _partial_kind(binding: rx.VarBinding) -> str | None:
+    """The allreduce kind completing this binding's partial result, or None."""
     value = binding.value
-    if not (isinstance(value, rx.Call) and isinstance(value.op, rx.Op) and value.op.name == "relax.matmul"):
-        return False
-    infos = [getattr(a, "struct_info", None) for a in value.args[:2]]
-    if not all(isinstance(i, DTensorStructInfo) for i in infos):
-        return False
-    found = False
+    if not (isinstance(value, rx.Call) and isinstance(value.op, rx.Op)):
+        return None
+    name = value.op.name
+    count = 2 if name == "relax.matmul" else 1
+    infos = [getattr(a, "struct_info", None) for a in value.args[:count]]
+    if len(infos) != count or not all(isinstance(i, DTensorStructInfo) for i in infos):
+        return None
+    found = None
     for axis in range(len(infos[0].placement)):
         entries = [shard_axis(i.placement[axis]) for i in infos]
-        if matmul_contracts(entries, infos):
+        if name == "relax.matmul":
+            kind = "sum" if matmul_contracts(entries, infos) else None
+        else:
+            kind = partial_reduction(name, value.attrs, entries, infos)
+        if kind is not None:
             if len(infos[0].placement) != 1:
-                raise error("a partial sum over one axis of a multi-axis device mesh is not lowered", value.span)
-            found = True
+                raise error("a partial result over one axis of a multi-axis device mesh is not lowered", value.span)
+            found = kind
     return found
 
 
 def _lower_block(block: rx.BindingBlock) -> rx.BindingBlock:
     bindings = []
     for binding in block.bindings:
-        if not isinstance(binding, rx.VarBinding) or not _contracts(binding):
+        kind = _partial_kind(binding) if isinstance(binding, rx.VarBinding) else None
+        if kind is None:
             bindings.append(binding)
             continue
         var_class = rx.DataflowVar if isinstance(binding.var, rx.DataflowVar) else rx.Var
         partial = var_class("lv", binding.var.struct_info, span=binding.span)
         bindings.append(rx.VarBinding(partial, binding.value, span=binding.span))
         reduce = rx.Call(rx.Op("relax.ccl.allreduce"), (partial,),
-                         FrozenDict({"op_type": "sum", "in_group": False}), span=binding.span)
+                         FrozenDict({"op_type": kind, "in_group": False}), span=binding.span)
         bindings.append(binding.with_fields(value=reduce))
     if len(bindings) == len(block.bindings):
         return block
@@ -59,7 +69,7 @@ def _lower_block(block: rx.BindingBlock) -> rx.BindingBlock:
 
 @register_pass
 class LowerGlobalViewToLocalView(Pass):
-    """Complete each matmul that contracts over a split axis with an allreduce (partial sums)."""
+    """Complete each partial result (a matmul contracting, or a reduction reducing, a split axis) with an allreduce."""
 
     name = "lower-global-view-to-local-view"
 

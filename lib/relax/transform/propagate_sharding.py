@@ -113,7 +113,7 @@ def _step(layouts: Layouts, binding: rx.VarBinding) -> None:
         raise error("propagate-sharding handles calls of operators only", value.span or binding.span)
     op = get_op(value.op.name)
     args = _tensor_args(value)
-    rule = rule_for(op)
+    rule = rule_for(op, value.attrs)
     infos = [a.struct_info for a in args]
     out_entries = layouts.get(binding.var)
     for axis in range(len(out_entries)):

@@ -12,6 +12,13 @@ inputs and of its result and returns what follows from them: the result's entry
     matmul x(.., m, k) @ w(k, n)   S on m or n carries to the result; S[k] on both is a
                                    partial sum, whose result is replicated once the
                                    lowering adds the allreduce (matmul_contracts)
+    permute_dims(x, axes)          the split axis follows the permutation
+    sum / max / min / mean         a kept split axis stays split (re-indexed without
+                                   keepdims); a reduced one gives a partial result,
+                                   replicated once the lowering adds the allreduce
+                                   (partial_reduction: sum, max, min; avg for mean)
+    softmax / log_softmax          a split off the normalized axis is kept; a split on it
+                                   is an error (each device would see part of a row)
 
 An operator without a rule accepts replicated inputs only (every device computes all
 of it); a sharded input there is an error that names the operator. Conflicting inputs
@@ -21,6 +28,8 @@ does not implement.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from ..ir.dtensor import ShardingError
 
@@ -115,10 +124,81 @@ def replicated_rule(entries, out, infos, out_info):
     return known, ["R" if known else e for e in entries]
 
 
-def rule_for(op) -> object:
-    """The rule of a registered operator (op/registry.py's OpDef)."""
+def _permutation(axes, ndim: int) -> list[int]:
+    """Output axis i reads input axis order[i] (reversed when axes is None)."""
+    return [a % ndim for a in axes] if axes is not None else list(reversed(range(ndim)))
+
+
+def permute_rule(axes, entries, out, infos, out_info):
+    order = _permutation(axes, infos[0].ndim)
+    x = entries[0]
+    forward = order.index(x) if isinstance(x, int) else x
+    backward = order[out] if isinstance(out, int) else out
+    if None not in (forward, out) and forward != out:
+        raise ShardingError("its result is laid out otherwise than its input")
+    return (out if forward is None else forward), [backward if x is None else x]
+
+
+def _reduced_axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(sorted(a % ndim for a in ((axis,) if isinstance(axis, int) else axis)))
+
+
+def _kept_map(attrs, ndim: int) -> dict[int, int]:
+    """input axis -> result axis, for the axes a reduction keeps."""
+    axes = _reduced_axes(attrs.get("axis"), ndim)
+    if attrs.get("keepdims", False):
+        return {a: a for a in range(ndim) if a not in axes}
+    kept = [a for a in range(ndim) if a not in axes]
+    return {a: i for i, a in enumerate(kept)}
+
+
+def reduce_rule(attrs, entries, out, infos, out_info):
+    kept = _kept_map(attrs, infos[0].ndim)
+    x = entries[0]
+    if isinstance(x, int):
+        forward = kept.get(x, "R")  # a reduced split axis: partial results, replicated after the allreduce
+    else:
+        forward = x
+    if isinstance(out, int) and forward not in (None, out) or out == "R" and isinstance(forward, int):
+        raise ShardingError("its result is laid out otherwise than its input")
+    if x is None and isinstance(out, int):
+        x = {v: k for k, v in kept.items()}.get(out)
+        if x is None:
+            raise ShardingError(f"its result is split along axis {out}, which it reduces")
+    return (out if forward is None else forward), [x]
+
+
+REDUCE_KINDS = {"relax.sum": "sum", "relax.max": "max", "relax.min": "min", "relax.mean": "avg"}
+
+
+def partial_reduction(op_name: str, attrs, entries, infos) -> str | None:
+    """The allreduce kind completing a reduction over a split axis with these (final)
+    entries, or None. A mean of equal parts is the average of their means (splits are even)."""
+    if op_name not in REDUCE_KINDS or not isinstance(entries[0], int):
+        return None
+    return None if entries[0] in _kept_map(attrs, infos[0].ndim) else REDUCE_KINDS[op_name]
+
+
+def softmax_rule(axis, entries, out, infos, out_info):
+    normalized = axis % infos[0].ndim
+    if normalized in (entries[0], out):
+        raise ShardingError(f"it normalizes over axis {normalized}, which is split")
+    return elementwise_rule(entries, out, infos, out_info)
+
+
+def rule_for(op, attrs=None) -> object:
+    """The rule of a registered operator (op/registry.py's OpDef) called with `attrs`."""
+    attrs = attrs or {}
     if op.name == "relax.matmul":
         return matmul_rule
+    if op.name == "relax.permute_dims":
+        return partial(permute_rule, attrs.get("axes"))
+    if op.name in REDUCE_KINDS:
+        return partial(reduce_rule, attrs)
+    if op.name in ("relax.nn.softmax", "relax.nn.log_softmax"):
+        return partial(softmax_rule, attrs.get("axis", -1))
     if op.pattern == "elementwise" and len(op.args) == 1:
         return elementwise_rule
     if op.pattern == "broadcast" and len(op.args) == 2:
