@@ -8,7 +8,7 @@ import pytest
 
 from relax.ir import GlobalVar, tir
 from relax.script.context import ModuleRef, ParseContext, Scope
-from relax.script.prim_expr import METADATA_MESSAGE
+from relax.script.ast_nodes import METADATA_MESSAGE
 from relax.script.tir_parser import is_prim_func, parse_prim_func
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -21,6 +21,7 @@ from typing import Callable
 from ..ir import dtype as dt
 from ..ir import tir
 from . import literal_limits, tir_ops
+from .ast_nodes import METADATA_MESSAGE, is_metadata
 from .context import ParseAbort, ParseContext, Scope
 from .literal_limits import LiteralError
 from .tir_ops import Operand
@@ -262,7 +263,7 @@ class PrimExprParser(PrimCallParser):
 
     # -- buffer loads ------------------------------------------------------------
     def _subscript(self, node: ast.Subscript) -> Operand:
-        if _is_metadata(node):
+        if is_metadata(node):
             raise self.ctx.fail(METADATA_MESSAGE, node)
         buffer = self.buffer(node.value)
         indices = self.indices(node, buffer)
@@ -332,20 +333,6 @@ def require_integer(ctx: ParseContext, value, node: ast.expr, what: str, vector:
     if dt.kind(value.dtype) not in ("int", "uint") or (not vector and dt.lanes(value.dtype) != 1):
         raise ctx.fail(f"{what} must be an integer, not {value.dtype}", node)
     return value
-
-
-METADATA_MESSAGE = (
-    "the data of this value is in a metadata section that the file does not hold"
-    " (TVM omits it unless printed with show_meta=True)"
-)
-
-
-def _is_metadata(node: ast.expr) -> bool:
-    """`metadata["kind"][i]`: a reference into TVM's metadata section."""
-    return (
-        isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript)
-        and isinstance(node.value.value, ast.Name) and node.value.value.id == "metadata"
-    )
 
 
 def _with_span(expr: tir.PrimExpr, span) -> tir.PrimExpr:

@@ -20,7 +20,8 @@ from ..ir import tir
 from . import tir_ops
 from .context import ModuleRef, ParseAbort, ParseContext, Scope
 from .literal_limits import LiteralError
-from .prim_expr import METADATA_MESSAGE, POISONED, PrimExprParser, _is_metadata
+from .ast_nodes import METADATA_MESSAGE, is_metadata
+from .prim_expr import POISONED, PrimExprParser
 from .tir_assign_parser import LOCAL_SCALAR_ANNOTATION, AssignmentParser, Scoped  # noqa: F401 - re-exported
 from .tir_loop_parser import LoopParser
 from .tir_block_parser import BLOCK_NAMES, BlockFrame, BlockHeaderParser, block_name
@@ -121,7 +122,7 @@ class StmtParser(LoopParser, AssignmentParser):
         if isinstance(node, ast.Tuple) and len(node.elts) == 2 and isinstance(node.elts[1], (ast.List, ast.Tuple)):
             parts = []
             for part in node.elts[1].elts:
-                if _is_metadata(part):
+                if is_metadata(part):
                     raise self.ctx.fail(METADATA_MESSAGE, part)
                 if not isinstance(part, ast.Constant) or not isinstance(part.value, str):
                     raise self.ctx.fail("the parts of an assert message are strings", part)
