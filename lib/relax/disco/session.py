@@ -11,6 +11,8 @@ back (`_execute`); this class turns the API into Commands.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from ..diagnostics import UserError
@@ -52,7 +54,7 @@ class DModule(DRef):
         return self.session._function(self, name)
 
 
-class Session:
+class Session(ABC):
     """The API every session kind shares. `num_workers` workers, ids 0..num_workers-1."""
 
     num_workers: int
@@ -69,12 +71,13 @@ class Session:
 
     # ---- what a session kind provides ------------------------------------------------------
 
+    @abstractmethod
     def _execute(self, command: Command):
         """Runs `command` on every worker; the value of worker `command.reply_from`, or a UserError."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _close(self) -> None:
-        raise NotImplementedError
+        """Ends the workers and the channels to them."""
 
     def _ccl_setup(self, backend: str):
         """What every worker needs to make its communicator for `backend` (plain data)."""
