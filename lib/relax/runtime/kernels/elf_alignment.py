@@ -10,39 +10,27 @@ vector and a cache line.
 
 from __future__ import annotations
 
-import struct
+from .elf_check import ELF_MAGIC, LAYOUTS, SHF_ALLOC, Section
 
 LOAD_ALIGNMENT = 64  # bytes: an AVX-512 vector and a cache line
-
-_ELF_MAGIC = b"\x7fELF"
-_SHF_ALLOC = 0x2
-# By ELF class (1: 32-bit, 2: 64-bit): where e_shoff, e_shentsize and e_shnum lie in the
-# header, and where sh_flags and sh_addralign lie in a section header, with their formats.
-_FIELDS = {
-    1: {"shoff": (32, "I"), "shentsize": (46, "H"), "shnum": (48, "H"), "flags": (8, "I"), "align": (32, "I")},
-    2: {"shoff": (40, "Q"), "shentsize": (58, "H"), "shnum": (60, "H"), "flags": (8, "Q"), "align": (48, "Q")},
-}
 
 
 def with_load_alignment(data: bytes, minimum: int = LOAD_ALIGNMENT) -> bytes:
     """`data` with each SHF_ALLOC section's sh_addralign raised to `minimum` (other objects as they are).
 
     Called on objects elf_check.py has accepted: the section table lies within the file."""
-    if data[:4] != _ELF_MAGIC or data[4] not in _FIELDS or data[5] not in (1, 2):
+    if len(data) < 16 or data[:4] != ELF_MAGIC:
         return data
-    fields, order = _FIELDS[data[4]], "<" if data[5] == 1 else ">"
-
-    def read(buffer, offset: int, field: str) -> int:
-        where, form = fields[field]
-        return struct.unpack_from(order + form, buffer, offset + where)[0]
-
-    table, entry_size, count = read(data, 0, "shoff"), read(data, 0, "shentsize"), read(data, 0, "shnum")
-    if table + count * entry_size > len(data):
+    layout = LAYOUTS.get(({1: 32, 2: 64}.get(data[4]), data[5] == 2))  # class and byte order
+    if layout is None:
+        return data
+    header = layout.header.unpack_from(data, 16)
+    table, entry_size, count = header[5], header[10], header[11]
+    if entry_size != layout.section.size or table + count * entry_size > len(data):
         return data
     out = bytearray(data)
-    where, form = fields["align"]
-    for index in range(count):
-        entry = table + index * entry_size
-        if read(out, entry, "flags") & _SHF_ALLOC and read(out, entry, "align") < minimum:
-            struct.pack_into(order + form, out, entry + where, minimum)
+    for at in range(table, table + count * entry_size, entry_size):
+        section = Section(*layout.section.unpack_from(out, at))
+        if section.flags & SHF_ALLOC and section.alignment < minimum:
+            layout.section.pack_into(out, at, *section._replace(alignment=minimum))
     return bytes(out)

@@ -91,7 +91,7 @@ def _layout(bits: int, big_endian: bool) -> Layout:
     return Layout(bits, order, *(struct.Struct(order + text) for text in formats))
 
 
-_LAYOUTS = {(bits, big): _layout(bits, big) for bits in (32, 64) for big in (False, True)}
+LAYOUTS = {(bits, big): _layout(bits, big) for bits in (32, 64) for big in (False, True)}
 
 
 def check_native_objects(kernel_object, name: str, signed: bool = False) -> None:
@@ -223,7 +223,7 @@ class ElfObject:
                               f"ELF{expected.bits} {'big' if expected.big_endian else 'little'}-endian")
         if data[7] not in expected.osabi or (data[8] and not expected.any_abi_version):
             raise ObjectError(f"OS/ABI {data[7]} version {data[8]} does not fit the target")
-        self.layout = layout = _LAYOUTS[bits, big]
+        self.layout = layout = LAYOUTS[bits, big]
         if len(data) < layout.header.size + 16:
             raise ObjectError(f"{len(data)} bytes, shorter than an ELF{bits} header (truncated)")
         header = layout.header.unpack_from(data, 16)
