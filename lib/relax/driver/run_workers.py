@@ -81,18 +81,16 @@ def check_worker_options(options: RunOptions) -> None:
         refuse("--mpi runs one worker per rank: --ccl threads needs --workers N instead")
     if options.artifact == "-":
         refuse("with --workers or --mpi the artifact must be a file: every worker loads it by path")
-    _device(options)
+    _check_device(options)
 
 
-def _device(options: RunOptions) -> str | None:
-    """The device of every worker's VM: None (the communicator's: cpu, or cuda:i for nccl)."""
+def _check_device(options: RunOptions) -> None:
+    """Every worker's VM runs on its communicator's device (cpu, or cuda:i for nccl): --device may only agree."""
     if options.ccl == "nccl":
         if options.device not in ("cpu", "cuda"):
             refuse(f"--device {options.device}: with --ccl nccl worker i runs on cuda:i; use --device cuda")
-        return None
-    if options.device != "cpu":
+    elif options.device != "cpu":
         refuse(f"--device {options.device} with workers needs --ccl nccl (mpi and threads move CPU tensors)")
-    return None
 
 
 # ---- running -------------------------------------------------------------------------------
@@ -172,7 +170,7 @@ def _open_session(options: RunOptions):
 
 def _run_on(session, plan: Plan, options: RunOptions) -> int:
     """Loads, broadcasts, runs and reports on an open session; worker 0's results."""
-    module = session.load_vm_module(os.path.abspath(options.artifact), _device(options))
+    module = session.load_vm_module(os.path.abspath(options.artifact))  # on the communicator's device
     function = module[plan.func]
     args = [session.broadcast(value) if isinstance(value, np.ndarray) else value for value in plan.args]
     for _ in range(options.warmup):
@@ -184,22 +182,17 @@ def _run_on(session, plan: Plan, options: RunOptions) -> int:
         seconds.append(time.perf_counter() - start)
     arrays = flatten(result.debug_get_from_remote(0), plan.record.get("ret") if plan.record else None)
     problems = compare(arrays, plan.expected, options.atol, options.rtol) if options.expected else []
-    workers = None
+    profile = None
     if options.profile:
-        from ..disco.profile import measure
-
-        workers = measure(session, function, args)
+        from ..disco import profile
+    workers = profile.measure(session, function, args) if profile else None
     if options.json:
         extra = {"workers": session.num_workers, "ccl": session.ccl}
         if workers is not None:
-            from ..disco.profile import profile_json
-
-            extra["profile"] = profile_json(workers)
+            extra["profile"] = profile.profile_json(workers)
         _print_json(options, plan.func, arrays, seconds, problems, None, extra)
     else:
         _print_results(options, arrays, seconds, problems, None, plan.func)
         if workers is not None:
-            from ..disco.profile import profile_text
-
-            sys.stderr.write(profile_text(plan.func, session, workers))
+            sys.stderr.write(profile.profile_text(plan.func, session, workers))
     return EXIT_MISMATCH if problems else 0
