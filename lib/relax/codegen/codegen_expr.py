@@ -21,7 +21,7 @@ _ICMP = {tir.EQ: "==", tir.NE: "!=", tir.LT: "<", tir.LE: "<=", tir.GT: ">", tir
 
 
 class ExprCodegen:
-    """Needs from its host class: builder, module, vars, float_flags, buffer_pointer()."""
+    """Needs from its host class: builder, module, vars, float_flags, buffer_pointer(), store_contiguous()."""
 
     builder: ir.IRBuilder
     module: ir.Module
@@ -338,7 +338,7 @@ class ExprCodegen:
         lanes = value.type.count if isinstance(value.type, ir.VectorType) else 1
         if lanes > 1 and self._contiguous_ramp(index):
             start = self._index64(self.emit(index.base), index.base.dtype)
-            self.builder.store(value, self.element_pointer(buffer, start), align=alignment(element))
+            self.store_contiguous(buffer, index, self.element_pointer(buffer, start), value, alignment(element))
         elif lanes > 1:
             offsets = self._index64(self.emit(index), index.dtype)
             for lane in range(lanes):

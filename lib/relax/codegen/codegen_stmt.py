@@ -17,6 +17,7 @@ from ..ir import dtype as dt
 from ..ir import tir
 from ..runtime.kernels import abi
 from .loop_hints import LOOP_HINTS, loop_hint
+from .nontemporal import NONTEMPORAL
 from .llvm_types import I32, I64, POINTER, memory_type, opaque
 
 # Constant-size allocations without a storage annotation go on the stack up to this size.
@@ -116,6 +117,9 @@ class StmtCodegen:
         if loop.kind == "thread_binding":
             raise self.error(f"loop over '{loop.loop_var.name}' is bound to '{loop.thread_tag}', "
                              "which CPU targets do not have")
+        if self.streaming is None and loop.kind == "serial" and NONTEMPORAL in loop.annotations:
+            if self.emit_streaming_for(loop):  # nontemporal.py
+                return
         begin = self.emit(loop.min)
         extent = self.emit(loop.extent)
         begin = self.cast(begin, loop.min.dtype, loop.loop_var.dtype)

@@ -28,6 +28,7 @@ from .codegen_expr import ExprCodegen
 from .codegen_intrin import IntrinsicCodegen
 from .codegen_stmt import StmtCodegen
 from .llvm_types import I32, I64, POINTER, alignment, scalar_type
+from .nontemporal import NontemporalCodegen
 from .parallel import ParallelCodegen, referenced_keys
 from .shape_expr import shape_to_json, workspace_plan
 from .unroll_policy import rolled_loops
@@ -39,7 +40,7 @@ CONTEXT_TYPE = ir.LiteralStructType([{"i32": I32, "i64": I64, "ptr": POINTER}[t]
 DEFAULT_FLOAT_FLAGS = ("reassoc",)
 
 
-class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodegen):
+class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodegen, NontemporalCodegen):
     """Emits one LLVM function body from TIR; `child` makes one for an outlined worker."""
 
     def __init__(self, module: ir.Module, kernel_name: str, function: ir.Function, context: ir.Value,

@@ -33,6 +33,7 @@ into the output buffer where the last nest reads it only at the index it writes
 | pool | pool.py | window reductions (max_pool2d) whose padding test interval bounds prove always true: test dropped, then row-reduction |
 | reduction-order | reduction_order.py | other one-axis reductions whose output's last axis is read contiguously (symbolic matmul, column sums): that axis innermost |
 | row-reduction | row_reduction.py | reductions over the innermost axes (sum/max/min, softmax, layer_norm, conv2d): register accumulators, 16 lanes for contiguous float32 terms |
+| streaming-store | streaming_store.py | elementwise float32 nests (as vector-math, any vector width) whose output is at least the last-level cache: whole vectors with non-temporal stores, long rows in parallel chunks |
 | vector-math | vector_math_rows.py | float32 elementwise nests calling exp/erf, contiguous along the innermost loop (512-bit vectors: AVX-512): whole vectors of the target's lanes |
 | transpose | transpose.py | copies whose innermost loop reads at a stride of 64+ elements while another loop reads contiguously: 16 x 16 tiles |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
@@ -48,7 +49,8 @@ from __future__ import annotations
 from ...ir import tir
 from ..loop_nests import has_thread_bindings, top_level
 from ..rewrite import collect
-from . import conv2d, gemv, gemv_epilogue, pool, reduction_order, register_tile, row_reduction, transpose, vector_math_rows
+from . import (conv2d, gemv, gemv_epilogue, pool, reduction_order, register_tile, row_reduction, streaming_store,
+               transpose, vector_math_rows)
 from .cpu import CpuInfo, cpu_info
 from .inline import inline_elementwise
 from .nest import match_nest
@@ -65,6 +67,7 @@ RULES = (
     ("pool", pool),
     ("reduction-order", reduction_order),
     ("row-reduction", row_reduction),
+    ("streaming-store", streaming_store),
     ("vector-math", vector_math_rows),
     ("transpose", transpose),
 )

@@ -23,6 +23,7 @@ as scalars.
 from __future__ import annotations
 
 from ...ir import tir
+from ...ir.node import FrozenDict
 from ..loop_nests import uses
 from ..rewrite import collect, substitute
 from .nest import Nest, fresh, loop, seq
@@ -33,7 +34,7 @@ VECTOR_CALLS = frozenset({"tir.exp", "tir.erf"})  # calls whose vector form this
 _ARITHMETIC = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min)
 
 
-def _innermost(nest: Nest) -> tir.IterVar | None:
+def innermost_iter(nest: Nest) -> tir.IterVar | None:
     last = nest.loops[-1].loop_var
     return next((iv for iv in nest.block.iter_vars
                  if nest.realize.iter_values[nest.block.iter_vars.index(iv)] is last), None)
@@ -59,14 +60,20 @@ def _has_vector_call(expr) -> bool:
 
 
 def matches(nest: Nest, cpu=None) -> bool:
-    if cpu is None or cpu.vector_bits < MIN_VECTOR_BITS or nest.block.init is not None:
+    if cpu is None or cpu.vector_bits < MIN_VECTOR_BITS:
         return False
-    if any(iv.iter_type != "DataPar" for iv in nest.block.iter_vars):
+    return contiguous_rows(nest, cpu.lanes) and _has_vector_call(nest.block.body.value)
+
+
+def contiguous_rows(nest: Nest, lanes: int) -> bool:
+    """Whether `nest` is elementwise float32 work that whole vectors of `lanes` can compute along
+    its innermost loop (the store and every load contiguous along it, or loads not using it)."""
+    if nest.block.init is not None or any(iv.iter_type != "DataPar" for iv in nest.block.iter_vars):
         return False
-    inner = _innermost(nest)
+    inner = innermost_iter(nest)
     store = nest.block.body
     extent = nest.loops[-1].extent
-    if inner is None or not isinstance(extent, tir.IntImm) or extent.value < cpu.lanes:
+    if inner is None or not isinstance(extent, tir.IntImm) or extent.value < lanes:
         return False
     if store.buffer.dtype != "float32" or not store.indices or store.indices[-1] is not inner.var:
         return False
@@ -75,7 +82,7 @@ def matches(nest: Nest, cpu=None) -> bool:
     if any(load.buffer is store.buffer and not _same_indices(load.indices, store.indices)
            for load in collect(store.value, tir.BufferLoad)):
         return False  # another element of the output, which a whole vector would read too early
-    return _has_vector_call(store.value) and _vectorizable(store.value, inner.var)
+    return _vectorizable(store.value, inner.var)
 
 
 def _same_indices(a, b) -> bool:
@@ -96,24 +103,49 @@ def _vector(expr, k: tir.Var, start: tir.PrimExpr, lanes: int):
 
 
 def apply(nest: Nest, cpu=None) -> tir.Stmt:
-    lanes = cpu.lanes
-    inner = _innermost(nest)
+    return vector_rows(nest, cpu.lanes)
+
+
+def vector_rows(nest: Nest, lanes: int, chunk_vectors: int = 0, annotations: FrozenDict = FrozenDict()) -> tir.Stmt:
+    """`nest` (contiguous_rows) with its innermost loop in whole vectors of `lanes`, the loops over
+    vectors carrying `annotations`; a row of more than `chunk_vectors` vectors (when given) runs as
+    independent chunks of that many, so that one long row can be parallel."""
+    inner = innermost_iter(nest)
     outer = [iv for iv in nest.block.iter_vars if iv is not inner]
     outer = sorted(outer, key=lambda iv: nest.loops.index(nest.loop_of(iv)))
     values = {iv.var: fresh(nest.loop_of(iv).loop_var, "s") for iv in outer}
     k_loop = nest.loops[-1]
     index = k_loop.loop_var.dtype
     extent = k_loop.extent.value
-    vector_k, rest_k = fresh(k_loop.loop_var, "vector"), fresh(k_loop.loop_var, "rest")
-    start = vector_k * tir.IntImm(index, lanes)
     # The block's statement with the outer iterators bound and k left as the iterator itself.
     store = nest.bound(nest.block.body, {**values, inner.var: inner.var})
-    vector_store = store.with_fields(
-        value=_vector(store.value, inner.var, start, lanes),
-        indices=(*store.indices[:-1], tir.Ramp(start, tir.IntImm(index, 1), lanes)))
-    parts = [loop(vector_k, tir.IntImm(index, extent // lanes), vector_store)]
+
+    def vectors(first_vector: tir.PrimExpr | None, count: int, name: str) -> tir.For:
+        var = fresh(k_loop.loop_var, name)
+        start = var * tir.IntImm(index, lanes)
+        if first_vector is not None:
+            start = first_vector * tir.IntImm(index, lanes) + start
+        vector_store = store.with_fields(
+            value=_vector(store.value, inner.var, start, lanes),
+            indices=(*store.indices[:-1], tir.Ramp(start, tir.IntImm(index, 1), lanes)))
+        body = loop(var, tir.IntImm(index, count), vector_store)
+        return body.with_fields(annotations=annotations) if annotations else body
+
+    whole = extent // lanes
+    parts = []
+    if chunk_vectors and whole > chunk_vectors:
+        chunk = fresh(k_loop.loop_var, "chunk")
+        first = chunk * tir.IntImm(index, chunk_vectors)
+        parts.append(loop(chunk, tir.IntImm(index, whole // chunk_vectors),
+                          vectors(first, chunk_vectors, "vector"), independent=True))
+        if whole % chunk_vectors:
+            parts.append(vectors(tir.IntImm(index, whole // chunk_vectors * chunk_vectors), whole % chunk_vectors,
+                                 "vector_rest"))
+    else:
+        parts.append(vectors(None, whole, "vector"))
     if extent % lanes:
-        scalar = substitute(store, {inner.var: rest_k + tir.IntImm(index, extent // lanes * lanes)})
+        rest_k = fresh(k_loop.loop_var, "rest")
+        scalar = substitute(store, {inner.var: rest_k + tir.IntImm(index, whole * lanes)})
         parts.append(loop(rest_k, tir.IntImm(index, extent % lanes), scalar))
     stmt = seq(parts)
     for iv in reversed(outer):
