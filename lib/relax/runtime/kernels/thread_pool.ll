@@ -16,6 +16,7 @@
 @max_backoff = internal global i32 ${max_backoff}, align 8
 @spin_ns = internal global i64 ${spin_ns}, align 8
 @spin_yield = internal global i32 1, align 8
+@caller_cpu = internal global i32 -1, align 8
 @mutex = internal global [128 x i8] zeroinitializer, align 64
 @cond = internal global [128 x i8] zeroinitializer, align 64
 
@@ -30,6 +31,9 @@ declare i32 @pthread_cond_broadcast(ptr)
 declare i32 @sched_yield()
 declare i32 @getpid()
 declare i32 @clock_gettime(i32, ptr)
+declare i32 @sched_getcpu()
+declare i32 @sched_getaffinity(i32, i64, ptr)
+declare i32 @sched_setaffinity(i32, i64, ptr)
 ${pause_declaration}
 
 ; A worker: wait for a launch id other than the last one seen, try to join it, run it.
@@ -119,6 +123,7 @@ join:
   %in = extractvalue { i64, i1 } %swap, 1
   br i1 %in, label %run, label %look
 run:
+  call void @leave_caller_cpu()
   %task = load atomic ptr, ptr @task seq_cst, align 8
   %closure = load atomic ptr, ptr @closure seq_cst, align 8
   call ptr %task(ptr %closure, i32 %index)
@@ -129,6 +134,59 @@ ran:
 skip:
   br label %idle
 }
+
+; A worker that joins a launch on the CPU its caller opened it on shares that CPU with
+; the caller (the scheduler placed them together, and may take milliseconds to part
+; them, cache-hot as both stay): it moves itself to another CPU it may run on, by
+; leaving the current one out of its affinity mask for a moment (the kernel migrates
+; it at once), and allows every CPU it had again.
+define internal void @leave_caller_cpu() {
+entry:
+  %mine = call i32 @sched_getcpu()
+  %caller = load atomic i32, ptr @caller_cpu monotonic, align 4
+  %same = icmp eq i32 %mine, %caller
+  %known = icmp sge i32 %mine, 0
+  %fits = icmp slt i32 %mine, ${affinity_bits}
+  %known.fits = and i1 %known, %fits
+  %stacked = and i1 %same, %known.fits
+  br i1 %stacked, label %read, label %done
+read:
+  %allowed = alloca [${affinity_words} x i64], align 8
+  %others = alloca [${affinity_words} x i64], align 8
+  %rc = call i32 @sched_getaffinity(i32 0, i64 ${affinity_bytes}, ptr %allowed)
+  %read.ok = icmp eq i32 %rc, 0
+  br i1 %read.ok, label %copy, label %done
+copy:
+  call void @llvm.memcpy.p0.p0.i64(ptr %others, ptr %allowed, i64 ${affinity_bytes}, i1 false)
+  %word.index = lshr i32 %mine, 6
+  %word.p = getelementptr inbounds [${affinity_words} x i64], ptr %others, i32 0, i32 %word.index
+  %word = load i64, ptr %word.p, align 8
+  %bit.index = and i32 %mine, 63
+  %bit.index64 = zext i32 %bit.index to i64
+  %bit = shl i64 1, %bit.index64
+  %not.bit = xor i64 %bit, -1
+  %cleared = and i64 %word, %not.bit
+  store i64 %cleared, ptr %word.p, align 8
+  br label %any
+any:
+  %i = phi i32 [0, %copy], [%i.next, %any.next]
+  %w.p = getelementptr inbounds [${affinity_words} x i64], ptr %others, i32 0, i32 %i
+  %w = load i64, ptr %w.p, align 8
+  %some = icmp ne i64 %w, 0
+  br i1 %some, label %move, label %any.next
+any.next:
+  %i.next = add i32 %i, 1
+  %more = icmp ult i32 %i.next, ${affinity_words}
+  br i1 %more, label %any, label %done
+move:
+  call i32 @sched_setaffinity(i32 0, i64 ${affinity_bytes}, ptr %others)
+  call i32 @sched_setaffinity(i32 0, i64 ${affinity_bytes}, ptr %allowed)
+  br label %done
+done:
+  ret void
+}
+
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
 ; Monotonic nanoseconds.
 define internal i64 @now() {
@@ -225,6 +283,8 @@ serial:
   store atomic i32 0, ptr @busy seq_cst, align 4
   ret void
 open:
+  %caller.cpu = call i32 @sched_getcpu()
+  store atomic i32 %caller.cpu, ptr @caller_cpu monotonic, align 4
   store atomic ptr %task, ptr @task seq_cst, align 8
   store atomic ptr %closure, ptr @closure seq_cst, align 8
   store atomic i32 %wanted, ptr @wanted seq_cst, align 4

@@ -35,6 +35,11 @@ The protocol, all in one 64-bit word `slots` = launch id << 32 | CLOSED | joined
   descheduled when the launch ran simply never joins it, so it delays nobody.
 - a launch that lost time waiting for a descheduled worker makes the pool run
   the next few launches on the caller alone (BACKOFF_FLOOR_NS, MAX_BACKOFF).
+- a worker that joins a launch on the CPU the caller opened it on (the caller
+  stores sched_getcpu() with the launch) moves itself to another CPU of its
+  affinity mask before running: the scheduler sometimes stacks the two threads
+  on one CPU and, both cache-hot, leaves them there for milliseconds, every
+  launch then running at one thread's speed.
 
 An idle worker polls `slots` (a `pause` between polls on x86, the clock read
 and sched_yield() called every CLOCK_ROUNDS polls) until DEFAULT_SPIN_US (RELAX_POOL_SPIN_US, set_spin)
@@ -94,6 +99,9 @@ WAIT_SPINS = 64
 BACKOFF_FLOOR_NS = 20000
 MAX_BACKOFF = 1024
 
+# CPUs an affinity mask covers (glibc's cpu_set_t); a worker on a CPU past it is not moved.
+AFFINITY_BITS = 1024
+
 _CLOSED = 1 << 31
 _JOINED_MASK = _CLOSED - 1
 
@@ -117,7 +125,8 @@ def pool_ir(triple: str) -> str:
         pool_launch=POOL_LAUNCH, set_spin=_SET_SPIN, set_backoff=_SET_BACKOFF,
         max_backoff=MAX_BACKOFF, spin_ns=DEFAULT_SPIN_US * 1000, backoff_floor_ns=BACKOFF_FLOOR_NS,
         clock_rounds=CLOCK_ROUNDS, wait_spins=WAIT_SPINS, closed=_CLOSED, joined_mask=_JOINED_MASK,
-        clock_monotonic=time.CLOCK_MONOTONIC)
+        clock_monotonic=time.CLOCK_MONOTONIC, affinity_bits=AFFINITY_BITS, affinity_words=AFFINITY_BITS // 64,
+        affinity_bytes=AFFINITY_BITS // 8)
 
 
 @functools.cache
