@@ -4,14 +4,18 @@ A compile allocates millions of short-lived objects (IR nodes, LLVM IR text piec
 that nearly all die by reference counting; the cycle collector, run every 700
 allocations, still walks the young ones each time, for a few percent of a compile.
 Few cycles are left behind without it (the peak resident size barely grows: the
-figures are in docs/performance-notes.md). Collection resumes when the block ends; a
-library user's process is left as it was.
+figures are in docs/performance-notes.md). Collection resumes when the block ends, so
+a library user's process is left as it was; a tool that ends by os._exit right after
+(process_exit.py) leaves it off, as the first allocation after re-enabling would run
+a full collection of everything the compile left alive, for nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+
+from .process_exit import is_ending_fast
 
 
 @contextlib.contextmanager
@@ -24,4 +28,7 @@ def cycle_collection_paused():
     try:
         yield
     finally:
-        gc.enable()
+        # A process about to end by os._exit keeps it off: turned back on, it would run one
+        # full collection over the whole compile's objects right before the exit.
+        if not is_ending_fast():
+            gc.enable()

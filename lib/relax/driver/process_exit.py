@@ -25,3 +25,18 @@ def exit_process(code: int):
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+# Set by ending_fast: this process ends by exit_process once its command is done.
+_ENDING_FAST = False
+
+
+def ending_fast() -> None:
+    """Marks this process as one that ends by exit_process once its command is done."""
+    global _ENDING_FAST
+    _ENDING_FAST = True
+
+
+def is_ending_fast() -> bool:
+    """Whether this process ends by exit_process once its command is done (ending_fast)."""
+    return _ENDING_FAST

@@ -44,8 +44,9 @@ def run_command(command: click.Command, tool: str, argv: list[str] | None = None
     tracer (which write their reports at exit), end the process right after the
     command instead of returning (process_exit.py)."""
     if fast_exit and argv is None and sys.getprofile() is None and sys.gettrace() is None:
-        from .process_exit import exit_process
+        from .process_exit import ending_fast, exit_process
 
+        ending_fast()
         exit_process(run_command(command, tool))
     argv = list(sys.argv[1:] if argv is None else argv)
     error_limit = _error_limit(argv)
