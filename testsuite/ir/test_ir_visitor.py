@@ -65,6 +65,33 @@ def test_pre_and_post_order():
     assert children(expr) == [n, expr.b]
 
 
+def test_pre_order_is_the_order_of_a_recursive_walk():
+    # pre_order walks an explicit stack; nested tuples (buffer_map pairs) and FrozenDict
+    # values (annotations) must come out as the recursive Visitor reaches them.
+    from relax.ir.visitor import walk
+
+    marker = tir.Var("m", "int64")
+    loop = tir.For(tir.Var("i", "int64"), i64(0), i64(4), "serial", tir.Evaluate(i64(0)),
+                   annotations=ir.FrozenDict(extent=marker, kind="x", pair=(i64(1), (marker, i64(2)))))
+    for root in (irbuild.every_node_module(), irbuild.module(), irbuild.prim_func(), loop):
+        walked = []
+        walk(root, pre=walked.append)
+        found = pre_order(root)
+        assert len(found) == len(walked) and all(a is b for a, b in zip(found, walked))
+
+
+def test_walks_share_one_dispatch_table():
+    # Each walk used to define a visitor class of its own, whose handlers were looked up
+    # anew for every node type, and kept: a table growing with every walk.
+    from relax.ir import visitor
+
+    expr = tir.Add(tir.Var("n", "int64"), i64(1))
+    post_order(expr)
+    size = len(visitor._HANDLER_NAMES)
+    post_order(expr)
+    assert len(visitor._HANDLER_NAMES) == size
+
+
 def test_buffer_map_pairs_are_children():
     func = irbuild.prim_func()
     kids = children(func)

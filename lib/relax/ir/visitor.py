@@ -36,14 +36,30 @@ if sys.getrecursionlimit() < _RECURSION_LIMIT:
     sys.setrecursionlimit(_RECURSION_LIMIT)
 
 
+# The walks' dispatch on the class of a field value: 0 a node, 1 a tuple, 2 a FrozenDict,
+# 3 anything else (filled lazily; FrozenDict is an ABC, whose isinstance test is slow).
+_VALUE_KIND: dict[type, int] = {}
+
+
+def _value_kind(cls: type) -> int:
+    kind = _VALUE_KIND.get(cls)
+    if kind is None:
+        kind = 0 if issubclass(cls, Node) else 1 if issubclass(cls, tuple) else 2 if issubclass(cls, FrozenDict) else 3
+        _VALUE_KIND[cls] = kind
+    return kind
+
+
 def iter_nodes(value: Any) -> Iterator[Node]:
     """The nodes directly held by a field value (a node, tuple or FrozenDict)."""
-    if isinstance(value, Node):
+    kind = _VALUE_KIND.get(value.__class__)
+    if kind is None:
+        kind = _value_kind(value.__class__)
+    if kind == 0:
         yield value
-    elif isinstance(value, tuple):
+    elif kind == 1:
         for item in value:
             yield from iter_nodes(item)
-    elif isinstance(value, FrozenDict):
+    elif kind == 2:
         for item in value.values():
             yield from iter_nodes(item)
 
@@ -77,8 +93,14 @@ class Visitor:
 
     def visit_value(self, value: Any) -> None:
         """Visits the nodes inside a field value (a node, tuple, FrozenDict or leaf)."""
-        for item in iter_nodes(value):
-            self.visit(item)
+        kind = _VALUE_KIND.get(value.__class__)
+        if kind is None:
+            kind = _value_kind(value.__class__)
+        if kind == 0:
+            self.visit(value)
+        elif kind != 3:
+            for item in iter_nodes(value):
+                self.visit(item)
 
     def generic_visit(self, node: Node) -> None:
         for name in field_names(type(node)):
@@ -124,14 +146,17 @@ class Mutator:
 
     def mutate_value(self, value: Any) -> Any:
         """A field value with its nodes mutated; the same object if none changed."""
-        if isinstance(value, Node):
+        kind = _VALUE_KIND.get(value.__class__)
+        if kind is None:
+            kind = _value_kind(value.__class__)
+        if kind == 0:
             return self.visit(value)
-        if isinstance(value, tuple):
+        if kind == 1:
             items = [self.mutate_value(item) for item in value]
             if all(new is old for new, old in zip(items, value)):
                 return value
             return tuple(items)
-        if isinstance(value, FrozenDict):
+        if kind == 2:
             items = {key: self.mutate_value(item) for key, item in value.items()}
             if all(items[key] is item for key, item in value.items()):
                 return value
@@ -288,25 +313,61 @@ StmtExprVisitor = ExprVisitor
 StmtExprMutator = ExprMutator
 
 
+class _Walker(Visitor):
+    """walk's visitor: one class for every walk, so that its handlers are looked up once
+    per node type (_handler's table), not once per walk."""
+
+    def __init__(self, pre: Callable[[Node], Any] | None, post: Callable[[Node], Any] | None) -> None:
+        self.pre, self.post = pre, post
+
+    def generic_visit(self, node: Node) -> None:
+        if self.pre is not None:
+            self.pre(node)
+        Visitor.generic_visit(self, node)
+        if self.post is not None:
+            self.post(node)
+
+
 def walk(root: Node, pre: Callable[[Node], Any] | None = None,
          post: Callable[[Node], Any] | None = None) -> None:
     """Calls `pre(node)` before and `post(node)` after the children of every node."""
+    _Walker(pre, post).visit(root)
 
-    class _Walker(Visitor):
-        def generic_visit(self, node: Node) -> None:
-            if pre is not None:
-                pre(node)
-            Visitor.generic_visit(self, node)
-            if post is not None:
-                post(node)
 
-    _Walker().visit(root)
+def _push_nodes(stack: list, value: Any) -> None:
+    """Pushes the nodes of a field value (iter_nodes' order) so that they pop in that order."""
+    kind = _value_kind(value.__class__)
+    if kind == 0:
+        stack.append(value)
+    elif kind != 3:
+        for item in reversed(value if kind == 1 else tuple(value.values())):
+            _push_nodes(stack, item)
 
 
 def pre_order(root: Node) -> list[Node]:
     """Every occurrence of every node, parents before children."""
+    # walk(root, pre=found.append)'s order, over an explicit stack: the analyses ask for it
+    # about a hundred times per model, and a frame per node was most of their time.
     found: list[Node] = []
-    walk(root, pre=found.append)
+    stack = [root]
+    pop, push = stack.pop, stack.append
+    kinds = _VALUE_KIND
+    while stack:
+        node = pop()
+        found.append(node)
+        for name in reversed(field_names(node.__class__)):
+            value = getattr(node, name)
+            kind = kinds.get(value.__class__)
+            if kind == 0:
+                push(value)
+            elif kind == 1:
+                for item in reversed(value):
+                    if kinds.get(item.__class__) == 0:
+                        push(item)
+                    else:  # a nested tuple or FrozenDict, a leaf, or a class not seen yet
+                        _push_nodes(stack, item)
+            elif kind != 3:  # a FrozenDict, or a class not seen yet
+                _push_nodes(stack, value)
     return found
 
 
