@@ -86,3 +86,15 @@ def test_the_low_packages_stay_low():
     assert graph.get("relax.runtime", set()) <= {"relax.diagnostics", "relax.version"}
     assert "relax.transform" not in graph.get("relax.tir", set())
     assert "relax.codegen" not in graph.get("relax.transform", set())
+
+
+def test_the_cpu_code_generators_load_no_cuda():
+    # relaxc imports the codegen backends for every build; the cuda code generator loads
+    # only for a cuda target (a few ms of every CPU build otherwise).
+    import subprocess
+    import sys
+
+    code = ("import sys, relax.codegen.backends; "
+            "print(sorted(m for m in sys.modules if m.startswith('relax.codegen.cuda')))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == ["[]"]

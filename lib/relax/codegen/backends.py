@@ -22,7 +22,6 @@ from ..diagnostics import UserError
 from ..ir.module import IRModule
 from ..ir.pass_infra import PassContext
 from .build_kernels import PendingKernelObject, start_kernel_object
-from .cuda.host_kernels import split_kernels
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,8 @@ class CudaBackend:
     kind = "cuda"
 
     def start(self, mod, targets, cache, context, device: bool = True, empty_device: bool = False):
+        from .cuda.host_kernels import split_kernels  # the cuda package is imported for cuda builds only
+
         device_funcs, host_funcs = split_kernels(mod)
         parts = []
         if device and (device_funcs or empty_device):

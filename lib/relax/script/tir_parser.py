@@ -254,10 +254,23 @@ def _signature_names(func_def: ast.FunctionDef, ctx: ParseContext) -> list[ast.N
     return found
 
 
+def _statements(body):
+    """Every statement of `body`, nested ones included (what can hold a `with`)."""
+    for statement in body:
+        yield statement
+        for field in ("body", "orelse", "finalbody"):
+            nested = getattr(statement, field, None)
+            if isinstance(nested, list):
+                yield from _statements(nested)
+        for clause in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
+            yield from _statements(clause.body)
+
+
 def _uses_legacy_blocks(func_def: ast.FunctionDef) -> bool:
     """Whether the function spells blocks `T.block` (before TVM 0.27), where a
     root-level T.alloc_buffer allocates in the root block."""
-    for child in ast.walk(func_def):
+    # Statements only, not every expression node (ast.walk): a `with` is a statement.
+    for child in _statements(func_def.body):
         if isinstance(child, ast.With):
             for item in child.items:
                 call = item.context_expr
