@@ -198,6 +198,9 @@ def _fastcall_entry(symbol: str, fastcall) -> list[str]:
     return lines
 
 
+# A call on fewer bytes than this keeps the GIL: it takes about as long as releasing it would.
+GIL_KEPT_BYTES = 1 << 18
+
 MEMSET_DECLARATION = "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)\n"
 
 
@@ -215,7 +218,7 @@ def native_entry(kernel, sizes: dict[int, int], overlaps: list):
 
 
 def _small(kernel, sizes: dict[int, int]) -> bool:
-    return sum(sizes.values()) < kernel.library.parallel_threshold_bytes
+    return sum(sizes.values()) < GIL_KEPT_BYTES
 
 
 class _MethodDef(ctypes.Structure):

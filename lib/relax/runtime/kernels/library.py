@@ -32,9 +32,11 @@ from .metadata import KernelInfo, evaluate, format_expr
 from .object_symbols import missing_symbols, undefined_symbols
 from .thread_pool import POOL_LAUNCH, ensure_pool
 
-# Below this many bytes of buffer data a parallel kernel runs on one thread:
-# starting threads would cost more than it saves.
-PARALLEL_THRESHOLD_BYTES = 1 << 18
+# Below this many bytes of buffer data a parallel kernel runs on one thread. The code
+# generator marks a kernel parallel only where its loop has enough work (codegen/parallel.py);
+# this gate keeps calls on data that fits one core's L1 off the pool. Counting bytes is
+# no measure of work beyond that: a convolution does thousands of multiply-adds a byte.
+PARALLEL_THRESHOLD_BYTES = 32 * 1024
 
 _NUMPY_DTYPES = {
     "bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
