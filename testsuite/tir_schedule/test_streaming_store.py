@@ -124,6 +124,9 @@ def test_multiple_of_proves_only_what_holds():
     assert not multiple_of(tir.Add(tir.Mul(i, c(16)), c(1)), 16)
     assert not multiple_of(tir.Mul(i, c(8)), 16)
     assert not multiple_of(i, 16)
+    narrowed = tir.Cast("int32", tir.Mul(i, c(12)))  # wraps modulo 2^32, which 12 does not divide
+    assert multiple_of(narrowed, 4) and not multiple_of(narrowed, 12)
+    assert multiple_of(tir.Cast("int64", tir.Mul(tir.Var("k", "int32"), tir.IntImm("int32", 12))), 12)
     assert not aligned_ramp("float32", tir.Ramp(tir.Mul(i, c(16)), c(2), 16), 16)  # strided
     assert aligned_ramp("float32", tir.Ramp(tir.Mul(i, c(16)), c(1), 16), 16)
 

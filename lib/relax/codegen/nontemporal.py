@@ -44,7 +44,9 @@ def multiple_of(expr: tir.PrimExpr, factor: int) -> bool:
                 return multiple_of(other, factor // math.gcd(factor, abs(this.value)))
         return multiple_of(expr.a, factor) or multiple_of(expr.b, factor)
     if isinstance(expr, tir.Cast) and dt.kind(expr.dtype) == "int" and dt.kind(expr.value.dtype) == "int":
-        return multiple_of(expr.value, factor)
+        # A narrowing cast wraps modulo a power of two: it keeps only power-of-two factors.
+        keeps = dt.bits(expr.dtype) >= dt.bits(expr.value.dtype) or factor & (factor - 1) == 0
+        return keeps and multiple_of(expr.value, factor)
     return False
 
 
