@@ -19,6 +19,8 @@ from relax.codegen import build_host_library
 from relax.ir import FrozenDict, tir
 from relax.runtime.kernels import thread_pool
 
+from test_pool_affinity import caller_thread
+
 N = 32  # iterations: participant 0 (the caller) owns 0-15, participant 1 (the worker) 16-31
 SPINS = 200_000  # busy iterations per recorded one: about 0.1-0.3 ms
 
@@ -47,18 +49,10 @@ def _cpus_kernel() -> tir.PrimFunc:
                         attrs=FrozenDict({"tir.noalias": True}))
 
 
-def _caller_thread() -> int:
-    import ctypes
-
-    self_id = ctypes.CDLL(None).pthread_self
-    self_id.restype = ctypes.c_ulong
-    return self_id()
-
-
 def _launch(lib):
     cpus, who = np.full(N, -1, np.int32), np.zeros(N, np.uint64)
     lib.get_function("cpus")(cpus, who)
-    mine = who == _caller_thread()
+    mine = who == caller_thread()
     # the worker's iterations in its own block (16-31), which it runs first, in order
     return cpus[mine], cpus[N // 2:][~mine[N // 2:]]
 

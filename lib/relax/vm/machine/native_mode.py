@@ -45,8 +45,7 @@ from ...runtime.kernels.host_function import HEADER_WORDS, CallLayout, compile_h
 from ...runtime.allocator import aligned_buffer
 from ...runtime.device import CPU
 from ...runtime.kernels import abi
-from ...runtime.kernels.fast_call import DATA_OFFSET, DATA_OFFSET_OK
-from ...runtime.kernels.library import KernelFunction
+from ...runtime.kernels.fast_call import DATA_OFFSET, DATA_OFFSET_OK, static_threads
 from .native_plan import Ineligible, PlannedInput, PlannedTensor, PlannedTuple, Planner
 
 _read_pointer = ctypes.c_void_p.from_address
@@ -83,7 +82,7 @@ class NativeFunction:
         for call in planner.calls:
             header, args = frame_words, frame_words + HEADER_WORDS
             frame_words = args + len(call.args)
-            threads = self._threads(call.kernel)
+            threads = static_threads(call.kernel)
             if threads not in contexts:
                 contexts[threads] = self._context(threads)
             static_words.append((header, ctypes.cast(call.kernel._cfunc, ctypes.c_void_p).value))
@@ -123,17 +122,6 @@ class NativeFunction:
             return lambda storages: site(storages[position])
         builders = [NativeFunction._builder(item, fetched) for item in result.items]
         return lambda storages: tuple(build(storages) for build in builders)
-
-    @staticmethod
-    def _threads(kernel: KernelFunction) -> int:
-        library = kernel.library
-        if not kernel.info.parallel:
-            return 1
-        total = sum(int(np.prod(param.shape, dtype=np.int64)) * dtype.itemsize
-                    for _, param, dtype, _ in kernel._buffers)
-        if total < library.parallel_threshold_bytes:
-            return 1
-        return max(1, min(library.num_threads, abi.MAX_THREADS))
 
     def _context(self, threads: int) -> abi.KernelContext:
         context = abi.KernelContext()
