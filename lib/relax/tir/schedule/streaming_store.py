@@ -25,6 +25,8 @@ dimension that is a multiple of the lanes), so that every vector store can be al
 
 from __future__ import annotations
 
+import math
+
 from ...ir import tir
 from ...ir.node import FrozenDict
 from .nest import Nest
@@ -50,10 +52,7 @@ def matches(nest: Nest, cpu=None) -> bool:
     shape = _constant_shape(nest.block.body.buffer)
     if not shape:
         return False
-    elements = 1
-    for extent in shape:
-        elements *= extent
-    if elements * 4 < (cpu.l3_bytes or FALLBACK_CACHE_BYTES):
+    if math.prod(shape) * 4 < (cpu.l3_bytes or FALLBACK_CACHE_BYTES):
         return False
     return len(shape) == 1 or shape[-1] % cpu.lanes == 0
 
