@@ -1,5 +1,6 @@
-"""Kernels that differ only in their names share one body (relax/codegen/kernel_dedup.py):
-which ones, the code built for them, their metadata and messages, and a model end to end."""
+"""Kernels that differ only in their names and those of their buffer parameters share one
+body (relax/codegen/kernel_dedup.py): which ones, the code built for them, their metadata
+and messages, and a model end to end."""
 
 import ctypes
 import re
@@ -37,10 +38,10 @@ class Module:
 """
 
 
-def double(name: str = "A", out: str = "C") -> tir.PrimFunc:
+def double(name: str = "A", out: str = "C", index: str = "i") -> tir.PrimFunc:
     """C[i] = A[i] + A[i] over 64 float32 elements."""
     a, c = param(name, "float32", (64,)), param(out, "float32", (64,))
-    i = tir.Var("i", "int64")
+    i = tir.Var(index, "int64")
     return kernel([a, c], loop(i, i64(64), tir.BufferStore(c[1], tir.Add(load(a[1], i), load(a[1], i)), (i,))))
 
 
@@ -66,16 +67,25 @@ def function_text(text: str, symbol: str) -> str:
 
 
 def test_equal_functions_group_under_the_first_name():
-    funcs = {"k2": double(), "k1": double(), "k0": double("B")}
-    assert identical_kernels(funcs) == {"k2": "k1"}
+    funcs = {"k2": double(), "k1": double(), "k3": double("B")}
+    assert identical_kernels(funcs) == {"k2": "k1", "k3": "k1"}
+
+
+def test_buffer_parameter_names_do_not_count():
+    """The transformer's query and key projections take `q_bias` and `k_bias`: one body."""
+    assert identical_kernels({"k0": double("A", "C"), "k1": double("X", "Y")}) == {"k1": "k0"}
+    a, c = param("A", "float32", (64,)), param("C", "float32", (64,))
+    i = tir.Var("i", "int64")
+    output_first = kernel([c, a], loop(i, i64(64), tir.BufferStore(c[1], tir.Add(load(a[1], i), load(a[1], i)), (i,))))
+    assert body_key(output_first) != body_key(double("A", "C"))  # positions count
 
 
 def test_functions_that_differ_are_not_grouped():
     mul = elementwise(64, ["float32"], "float32", lambda a: tir.Mul(a, a))
     add = elementwise(64, ["float32"], "float32", lambda a: tir.Add(a, a))
     add16 = elementwise(16, ["float32"], "float32", lambda a: tir.Add(a, a))
-    out_named_d = double(out="D")
-    assert identical_kernels({"mul": mul, "add": add, "add16": add16, "d": double(), "e": out_named_d}) == {}
+    loop_named_j = double(index="j")
+    assert identical_kernels({"mul": mul, "add": add, "add16": add16, "d": double(), "e": loop_named_j}) == {}
 
 
 def test_source_spans_do_not_count():
@@ -91,7 +101,7 @@ def test_source_spans_do_not_count():
 
 
 def test_one_body_and_a_forwarding_entry():
-    text = emit_llvm_ir({"k1": double(), "k2": double(), "other": double("B")}, optimized=False)
+    text = emit_llvm_ir({"k1": double(), "k2": double(), "other": double(index="j")}, optimized=False)
     assert impl_bodies(text) == ["k1", "other"]
     forwarder = function_text(text, "relaxk_k2")
     assert re.search(r"tail call i32 @\"?relaxk_k1\"?\(", forwarder)
@@ -109,6 +119,19 @@ def test_shared_kernels_compute_under_every_name():
     infos = {info.name: info for info in lib.kernel_object.kernels}
     assert [infos[n].symbol for n in ("k1", "k2", "k3")] == ["relaxk_k1", "relaxk_k2", "relaxk_k3"]
     assert infos["k2"].params == infos["k1"].params and infos["k3"].writes == infos["k1"].writes
+
+
+def test_a_forwarding_kernel_has_its_own_parameter_names():
+    lib = build_host_library({"k1": double("A", "C"), "k2": double("X", "Y")})
+    assert impl_bodies(emit_llvm_ir({"k1": double("A", "C"), "k2": double("X", "Y")}, optimized=False)) == ["k1"]
+    infos = {info.name: info for info in lib.kernel_object.kernels}
+    assert [p.name for p in infos["k2"].params] == ["X", "Y"] and infos["k2"].writes == ("Y",)
+    assert [p.name for p in infos["k1"].params] == ["A", "C"] and infos["k1"].writes == ("C",)
+    x, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    lib.get_function("k2")(x, out)
+    np.testing.assert_array_equal(out, x + x)
+    with pytest.raises(KernelCallError, match="'X'"):
+        lib.get_function("k2")(np.zeros(32, np.float32), out)
 
 
 def test_a_forwarding_entry_checks_the_call_under_its_own_name():

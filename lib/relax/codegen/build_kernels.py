@@ -115,9 +115,10 @@ def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, tar
         infos = [first.info]
         for name in names[1:]:
             if first.names_itself:
-                infos.append(generate_shareable_kernel(module, name, first.func, flags).info)
+                own = lower(funcs[name], lowering_target, context)
+                infos.append(generate_shareable_kernel(module, name, own, flags).info)
             else:
-                infos.append(generate_forwarding_kernel(module, name, first))
+                infos.append(generate_forwarding_kernel(module, name, first, funcs[name]))
         for info in infos:  # each kernel's code bound to its own signature (.ko format 0.5)
             emit_signature(module, info)
         text = resolve_loop_hints(str(module))

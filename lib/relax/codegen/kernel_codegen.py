@@ -192,17 +192,30 @@ def generate_shareable_kernel(module: ir.Module, name: str, func: tir.PrimFunc,
                            names_itself)
 
 
-def generate_forwarding_kernel(module: ir.Module, name: str, shared: GeneratedKernel) -> KernelInfo:
-    """Adds kernel `name`, whose PrimFunc equals `shared`'s but for its name (kernel_dedup.py):
-    an ABI entry that checks the call as `name`'s own entry would, with its own messages,
-    then tail-calls `shared`'s entry. Returns `name`'s metadata (shared's, renamed)."""
+def generate_forwarding_kernel(module: ir.Module, name: str, shared: GeneratedKernel, func: tir.PrimFunc) -> KernelInfo:
+    """Adds kernel `name`, whose PrimFunc `func` equals `shared`'s but for its name and the names
+    of its buffer parameters (kernel_dedup.py): an ABI entry that checks the call as `name`'s
+    own entry would, with its own messages, then tail-calls `shared`'s entry. Returns `name`'s
+    metadata: shared's, with `func`'s name for each parameter."""
     if shared.names_itself:
         raise ValueError(f"codegen: the body of '{shared.info.name}' names its kernel; '{name}' cannot share it")
     buffers, scalars, symbolic = _signature(name, shared.func)
     target = module.get_global(shared.info.symbol)
     _entry(module, name, buffers, scalars, symbolic, shared.workspace, referenced_keys(shared.workspace, {}),
            forward=target)
-    return dataclasses.replace(shared.info, name=name, symbol=abi.kernel_symbol(name))
+    return renamed_info(shared.info, name, func)
+
+
+def renamed_info(info: KernelInfo, name: str, func: tir.PrimFunc) -> KernelInfo:
+    """`info` for kernel `name`, whose parameters are `func`'s, in the same order, named as `func` names them."""
+    names = [param.name for param in func.params]
+    if len(names) != len(info.params):
+        raise ValueError(f"codegen: '{name}' has {len(names)} parameters, its shared body {len(info.params)}")
+    own_name = {param.name: mine for param, mine in zip(info.params, names)}
+    return dataclasses.replace(info, name=name, symbol=abi.kernel_symbol(name),
+                               params=tuple(dataclasses.replace(param, name=mine)
+                                            for param, mine in zip(info.params, names)),
+                               writes=tuple(own_name[written] for written in info.writes))
 
 
 def emit_signature(module: ir.Module, info: KernelInfo) -> None:

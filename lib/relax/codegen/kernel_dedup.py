@@ -2,39 +2,50 @@
 
 FuseOps and FuseTIR name each fused kernel after its operators and number the
 repeats, so a model whose layers repeat gets several PrimFuncs that differ in
-nothing but their name: the transformer's query, key and value projections
-(fused_matmul_add, fused_matmul1_add1, fused_matmul2_add2) and its two layer
-norms. TVM's BlockBuilder keeps one function of a structurally equal set; here
-the Relax module keeps every name (the VM calls them, the artifact lists them)
-and code generation builds the body once (kernel_codegen.generate_forwarding_kernel):
-every other name gets a small ABI entry of its own that checks its arguments
-under its own name, then calls the first kernel's entry. For the transformer
-that is 3 kernels of 15 that are neither lowered, optimized nor compiled.
+nothing but their names: the transformer's query, key and value projections
+(fused_matmul_add, fused_matmul1_add1, fused_matmul2_add2, whose weight and bias
+parameters are named after the Relax values they take) and its two layer norms.
+TVM's BlockBuilder keeps one function of a structurally equal set; here the Relax
+module keeps every name (the VM calls them, the artifact lists them) and code
+generation builds the body once (kernel_codegen.generate_forwarding_kernel): every
+other name gets a small ABI entry of its own that checks its arguments under its
+own name, then calls the first kernel's entry, and metadata with its own parameter
+names. For the transformer that is 4 kernels of 15 that are neither lowered,
+optimized nor compiled.
 
-Two kernels are one body when their IR is the same up to source spans. Names
-of variables and buffers count: they reach the kernels' metadata (parameter
-names) and run-time messages, so the transformer's two reshape-transposes, equal
-but for the names of their buffers, are built twice. The comparison is on the
-IR's JSON text (relax.ir.json, deterministic) with the spans and the table of
-source files taken out, and only between kernels whose parameters agree.
+Two kernels are one body when their IR is the same up to source spans and the
+names of their buffer parameters (the parameter, its buffer and the buffer's data
+variable): those names reach only the kernels' metadata, which each name gets from
+its own PrimFunc, never the code. Every other name counts: scalar parameters and
+symbolic sizes are in the metadata's shapes, and a local buffer's name is in its
+allocation's failure message. The comparison is on the IR's JSON document
+(relax.ir.json, deterministic) with the spans and the table of source files taken
+out and the buffer parameters renamed by position, and only between kernels whose
+parameters agree.
 """
 
 from __future__ import annotations
 
-import re
+import json
 
 from ..ir import tir
 from ..ir.json import to_json
 
-# A span entry as relax.ir.json writes it: `, "span": [source, line, column, end_line, end_column]`.
-# Quotes inside JSON strings are escaped, so this cannot match within a string value.
-_SPAN = re.compile(r', "span": \[[0-9, ]*\]')
-_SOURCES = re.compile(r'"sources": \[[^\]]*\]')
-
 
 def body_key(func: tir.PrimFunc) -> str:
-    """A text that two PrimFuncs share exactly when they are equal up to source spans."""
-    return _SOURCES.sub('"sources": []', _SPAN.sub("", to_json(func)))
+    """A text that two PrimFuncs share exactly when they are equal up to source spans and
+    the names of their buffer parameters (any other node: up to source spans)."""
+    document = json.loads(to_json(func))
+    document["sources"] = []
+    nodes = document["nodes"]
+    for node in nodes:
+        node.pop("span", None)
+    root = nodes[document["root"]["ref"]]["fields"]
+    for position, pair in enumerate(root.get("buffer_map", {}).get("tuple", ())):
+        param, buffer = (nodes[item["ref"]]["fields"] for item in pair["tuple"])
+        param["name"] = buffer["name"] = f"%buffer{position}"
+        nodes[buffer["data"]["ref"]]["fields"]["name"] = f"%data{position}"
+    return json.dumps(document)
 
 
 def _signature(func: tir.PrimFunc) -> tuple:
