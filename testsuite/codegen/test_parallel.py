@@ -1,5 +1,7 @@
 """Parallel loops: outlined, run on native threads, and equal to the serial result."""
 
+import re
+
 import numpy as np
 import pytest
 from codegen_tir import flat, i64, kernel, load, loop, param, store
@@ -58,6 +60,14 @@ def test_parallel_loop_is_outlined_onto_the_thread_pool():
     assert "pthread_create" not in text
     assert "@parallel.impl.parallel1.thread(" in text  # the outlined worker's thread entry
     assert "__relax_pool_launch" not in emit_llvm_ir({"serial": row_sums("serial")})
+
+
+def test_the_loop_body_is_compiled_once():
+    """The serial path and the thread routine both call the outlined body; neither inlines it,
+    so LLVM optimizes and compiles it once (inlined, it was two copies of every kernel's hot loop)."""
+    text = emit_llvm_ir({"parallel": row_sums("parallel")})
+    assert re.search(r"define internal .*@parallel\.impl\.parallel1\(", text)
+    assert len(re.findall(r"call .*@parallel\.impl\.parallel1\(", text)) == 2
 
 
 def test_assert_inside_a_parallel_loop_fails_the_call():

@@ -259,6 +259,9 @@ class ParallelCodegen:
         arg_types = [index_type, index_type, POINTER] + [v.type for v in captured]
         function = ir.Function(self.module, ir.FunctionType(I32, arg_types), name)
         function.linkage = "internal"
+        # Called from the serial path and from the thread routine: inlined, LLVM would optimize
+        # and compile the loop body twice, for a call saved once per chunk.
+        function.attributes.add("noinline")
         for argument, value in zip(function.args[3:], captured):
             if self.noalias and isinstance(value.type, ir.PointerType):
                 argument.add_attribute("noalias")
