@@ -91,3 +91,32 @@ def test_rewriter_dispatch_per_subclass_and_identity_when_unchanged():
     load = tir.BufferLoad(buffer("A", (4, 4)), (i, i32(1)))
     moved = substitute(load, {i: j})
     assert moved.indices[0] is j and moved.indices[1] is load.indices[1] and moved.buffer is load.buffer
+
+
+def test_a_statements_only_rewriter_keeps_expressions_unwalked():
+    """Passes over statements (lower-attr-stmts, annotate-storage, ...) skip the expressions,
+    most of a kernel's nodes; what they return is what a full walk returns."""
+    from relax.ir import structural_equal
+    from relax.tir.rewrite import Rewriter
+
+    class Loops(Rewriter):
+        def __init__(self):
+            self.seen = []
+
+        def visit_For(self, loop):
+            return self.generic_visit(loop).with_fields(kind="serial")
+
+        def generic_visit(self, node):
+            self.seen.append(type(node).__name__)
+            return super().generic_visit(node)
+
+    class StatementLoops(Loops):
+        statements_only = True
+
+    func = lower_for_codegen(matmul_func(16, 4, 8), None)
+    full, statements = Loops(), StatementLoops()
+    expected, result = full.visit(func.body), statements.visit(func.body)
+    assert structural_equal(result, expected)
+    assert "BufferLoad" in full.seen and "Add" in full.seen
+    assert not {"BufferLoad", "Add", "Mul", "Var"} & set(statements.seen)
+    assert "For" in statements.seen

@@ -39,6 +39,8 @@ def storage_of(alloc: tir.Allocate) -> str:
 
 
 class _Annotator(Rewriter):
+    statements_only = True
+
     def visit_Allocate(self, alloc):
         body = self.visit(alloc.body)
         annotations = alloc.annotations.updated(**{STORAGE_KEY: storage_of(alloc)})

@@ -45,6 +45,8 @@ class BufferData(Rewriter):
 
 
 class _Converter(Rewriter):
+    statements_only = True
+
     def visit_BlockRealize(self, realize: tir.BlockRealize) -> tir.Stmt:
         block = realize.block
         if block.match_buffers:

@@ -15,6 +15,8 @@ THREAD_LAUNCH_KEYS = ("thread_extent", "virtual_thread")
 
 
 class _Lowerer(Rewriter):
+    statements_only = True
+
     def visit_AttrStmt(self, stmt: tir.AttrStmt):
         body = self.visit(stmt.body)
         if stmt.attr_key in THREAD_LAUNCH_KEYS and isinstance(stmt.node, tir.IterVar):

@@ -45,13 +45,25 @@ def _kind(cls: type) -> int:
 def _method(rewriter: type, cls: type):
     name = "visit_" + cls.__name__
     method = getattr(rewriter, name, None)
+    if method is None and rewriter.statements_only and issubclass(cls, tir.PrimExpr):
+        return _unchanged
     if method is None or inspect.isfunction(method):
         return method
     return lambda self, node: getattr(self, name)(node)  # not a plain function: look it up each time
 
 
+def _unchanged(_rewriter, node):
+    return node
+
+
 class Rewriter:
-    """Override `visit_<NodeType>(self, node)` for the node types a pass cares about."""
+    """Override `visit_<NodeType>(self, node)` for the node types a pass cares about.
+
+    A pass that rewrites statements only sets `statements_only`: expressions it defines no
+    visit_ method for are then kept as they are, without a walk through their nodes
+    (most of a kernel's nodes are in its expressions)."""
+
+    statements_only = False
 
     def visit(self, node):
         if node is None:

@@ -41,6 +41,8 @@ def _is_unit(loop: tir.For) -> bool:
 
 
 class _Unmark(Rewriter):
+    statements_only = True
+
     def visit_For(self, loop):
         loop = self.generic_visit(loop)
         if INDEPENDENT in loop.annotations:
