@@ -200,6 +200,35 @@ def test_statement_rules():
     np.testing.assert_array_equal(a1, a2)
 
 
+def test_loops_of_extent_one_are_replaced_by_their_start_everywhere():
+    """Nested loops of one iteration each: the variables in indices, conditions, inner loop
+    bounds and a local buffer's shape, the same as substituting first and simplifying then."""
+    from relax.tir.rewrite import substitute
+
+    A, n = buffer("A", (64,)), tir.Var("n")
+    u, v, w = tir.Var("u"), tir.Var("v"), tir.Var("w")
+    local_var = tir.Var("local", "handle")
+    local = tir.Buffer("local", (tir.Add(u, c32(1)),), "float32", local_var)
+    inner = tir.For(w, c32(0), tir.Add(v, c32(2)), "serial", tir.SeqStmt((
+        tir.BufferStore(local, f32(2.0), (tir.Sub(v, c32(3)),)),
+        tir.IfThenElse(tir.LT(tir.Add(u, w), n), tir.BufferStore(
+            A, tir.BufferLoad(local, (c32(0),)), (tir.Add(tir.Mul(u, c32(8)), tir.Add(w, v)),))))))
+    alloc = tir.Allocate(local_var, "float32", (tir.Add(u, c32(1)),), tir.const(True, "bool"),
+                         tir.DeclBuffer(local, inner))
+    body = tir.For(u, c32(2), c32(1), "serial", tir.For(v, tir.Add(u, c32(1)), c32(1), "serial", alloc))
+    func = prim_func([A], body, scalars=(n,))
+    after = Simplify().run(func)
+    assert not any(loop.loop_var in (u, v) for loop in collect(after.body, tir.For))
+    by_substitution = substitute(substitute(body, {u: c32(2)}).body, {v: c32(3)})
+    assert structural_equal(after.body, Simplify().run(func.with_fields(body=by_substitution)).body)
+    assert text(collect(after.body, tir.Allocate)[0].extents[0]) == "3"
+    a1, a2 = np.zeros(64, np.float32), np.zeros(64, np.float32)
+    run(func, a1, 40)
+    run(after, a2, 40)
+    np.testing.assert_array_equal(a1, a2)
+    assert a2[16 + 3 + 4] == 2.0
+
+
 def test_loop_ranges_feed_index_simplification():
     A, B = buffer("A", (4, 32)), buffer("B", (128,))
     body = loops([("t", 128)], lambda t: tir.BufferStore(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..ir import tir
 from .arith.bounds import Interval, bound
 from .arith.simplifier import ExprSimplifier
-from .rewrite import Rewriter, substitute
+from .rewrite import Rewriter, Substituter
 
 
 def _no_op() -> tir.Stmt:
@@ -55,17 +55,24 @@ class Simplifier(Rewriter):
     def __init__(self, env: dict):
         self.env = env
         self.ranges: dict = {}
-        self._buffers: dict[int, tir.Buffer] = {}
+        # The variables of enclosing loops of extent 1, each replaced by its loop's start as
+        # the body is visited (one walk, not a substitution and then a walk of the result).
+        self.replace: dict = {}
+        self._replacer: Substituter | None = None
+        self._buffers: dict[int, tuple] = {}  # id -> (buffer, simplified): held, so ids stay unique
 
     def expr(self, expr):
         return _ExprSimplifier(self, self.env, self.ranges).visit(expr)
 
     def visit_Buffer(self, buffer):
-        if id(buffer) not in self._buffers:
+        if self._replacer is not None:
+            buffer = self._replacer.visit_Buffer(buffer)  # the same buffer when its shape has none
+        entry = self._buffers.get(id(buffer))
+        if entry is None:
             shape = tuple(ExprSimplifier({}).visit(extent) for extent in buffer.shape)
             same = all(a is b for a, b in zip(shape, buffer.shape))
-            self._buffers[id(buffer)] = buffer if same else buffer.with_fields(shape=shape)
-        return self._buffers[id(buffer)]
+            entry = self._buffers[id(buffer)] = (buffer, buffer if same else buffer.with_fields(shape=shape))
+        return entry[1]
 
     def generic_visit(self, node):
         if isinstance(node, tir.PrimExpr):
@@ -87,7 +94,7 @@ class Simplifier(Rewriter):
         if count is not None and count <= 0:
             return _no_op()
         if count == 1 and loop.kind != "thread_binding":
-            return self.visit(substitute(loop.body, {loop.loop_var: start}))
+            return self._replacing(loop.loop_var, start, loop.body)
         low, high = bound(start, self.env).lo, None
         start_hi, extent_hi = bound(start, self.env).hi, bound(extent, self.env).hi
         if start_hi is not None and extent_hi is not None:
@@ -99,6 +106,16 @@ class Simplifier(Rewriter):
         if _is_no_op(body):
             return _no_op()
         return loop.with_fields(min=start, extent=extent, body=body)
+
+    def _replacing(self, var, value, body):
+        """`body` visited with `var` replaced by `value` wherever it occurs."""
+        saved = self.replace, self._replacer
+        self.replace = {**self.replace, var: value}
+        self._replacer = Substituter(self.replace)
+        try:
+            return self.visit(body)
+        finally:
+            self.replace, self._replacer = saved
 
     def visit_IfThenElse(self, stmt):
         condition = self.expr(stmt.condition)
@@ -147,6 +164,22 @@ class _ExprSimplifier(ExprSimplifier):
     def __init__(self, owner: Simplifier, env: dict, ranges: dict):
         super().__init__(env, ranges)
         self.owner = owner
+
+    def visit_Var(self, var):
+        owner = self.owner
+        value = owner.replace.get(var)
+        if value is None:
+            return var
+        # The start is simplified again where it lands, as a substituted copy would be, and
+        # nothing in it is replaced in turn (a substitution replaces once).
+        saved = owner.replace, owner._replacer
+        owner.replace, owner._replacer = {}, None
+        try:
+            return self.visit(value)
+        finally:
+            owner.replace, owner._replacer = saved
+
+    visit_SizeVar = visit_Var
 
     def visit_Buffer(self, buffer):
         return self.owner.visit_Buffer(buffer)
