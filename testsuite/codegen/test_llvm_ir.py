@@ -127,3 +127,27 @@ def test_kernels_reading_bools_skip_the_slp_vectorizer():
         "define i1 @f(ptr %p) {\n  %b = load i8, ptr %p\n  %c = icmp ne i8 %b, 0\n  ret i1 %c\n}\n")
     plain = llvm.parse_assembly("define float @g(float %x) {\n  %y = fadd float %x, %x\n  ret float %y\n}\n")
     assert not slp_is_safe(str(reads_bool)) and slp_is_safe(str(plain))
+
+
+def test_repeated_index_arithmetic_is_emitted_once_per_block():
+    """An unrolled tile spells one index computation per element: each distinct integer
+    operation (and element pointer) is built once in its block, before LLVM sees it; a
+    loop's body is another block and computes its own."""
+    import numpy as np
+    from codegen_tir import i64, kernel, load, loop, param, store
+
+    from relax.codegen import build_host_library
+
+    a, c = param("A", "float32", (64,)), param("C", "float32", (64,))
+    i = tir.Var("i", "int64")
+    base = lambda: tir.Mul(i, i64(4))  # noqa: E731 - a fresh node each time, as a schedule builds them
+    body = tir.SeqStmt(tuple(store(c[1], tir.Add(base(), i64(lane)), tir.Mul(load(a[1], tir.Add(base(), i64(lane))),
+                                                                        tir.FloatImm("float32", 2.0)))
+                             for lane in range(4)))
+    funcs = {"scale": kernel([a, c], loop(i, i64(16), body))}
+    text = emit_llvm_ir(funcs, optimized=False)
+    assert len(re.findall(r"= mul nsw i64 %\"?i\"?, 4", text)) == 1
+    assert len(re.findall(r"getelementptr inbounds float, ptr %\"?\.2\"?, i64", text)) == 4  # C[4i + lane]
+    x, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    build_host_library(funcs).get_function("scale")(x, out)
+    np.testing.assert_array_equal(out, 2 * x)
