@@ -16,6 +16,7 @@ from ..diagnostics import UserError
 from ..ir import dtype as dt
 from ..ir import tir
 from .llvm_types import I1, I32, I64, alignment, constant, is_signed, memory_type, value_type
+from .value_numbering import numbered, value_key
 
 _ICMP = {tir.EQ: "==", tir.NE: "!=", tir.LT: "<", tir.LE: "<=", tir.GT: ">", tir.GE: ">="}
 
@@ -75,23 +76,16 @@ class ExprCodegen:
         return result
 
     def _int_op(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
-        # Scalar integer arithmetic is numbered within its block: an unrolled tile spells the
-        # same index arithmetic for every element, and each copy would be one more instruction
-        # to build, print and hand to LLVM. The builder appends to its block (allocas, which go
-        # to the entry block's start, have no integer operands), so an earlier result dominates.
-        key = None
-        if isinstance(a.type, ir.IntType):
-            key = (self.builder.block, op, dtype, _value_key(a), _value_key(b))
-            cached = self.int_values.get(key)
-            if cached is not None:
-                return cached
-        result = getattr(self.builder, op)(a, b)
-        # As TVM: signed arithmetic of 32 and 64 bits does not wrap (lets LLVM widen indices).
-        if is_signed(dtype) and dt.bits(dtype) >= 32:
-            result.flags.append("nsw")
-        if key is not None:
-            self.int_values[key] = result
-        return result
+        def build():
+            result = getattr(self.builder, op)(a, b)
+            # As TVM: signed arithmetic of 32 and 64 bits does not wrap (lets LLVM widen indices).
+            if is_signed(dtype) and dt.bits(dtype) >= 32:
+                result.flags.append("nsw")
+            return result
+
+        if not isinstance(a.type, ir.IntType):
+            return build()
+        return numbered(self, (op, dtype, value_key(a), value_key(b)), build)
 
     def operands(self, node: tir.BinaryOp) -> tuple[ir.Value, ir.Value]:
         """Both operands, integers of two widths extended to the wider, as TVM's binary
@@ -311,11 +305,8 @@ class ExprCodegen:
 
     def element_pointer(self, buffer: tir.Buffer, index: ir.Value) -> ir.Value:
         base, element = self.buffer_pointer(buffer), memory_type(buffer.dtype)
-        key = (self.builder.block, "gep", id(base), str(element), _value_key(index))  # as _int_op
-        pointer = self.int_values.get(key)
-        if pointer is None:
-            pointer = self.int_values[key] = self.builder.gep(base, [index], inbounds=True, source_etype=element)
-        return pointer
+        return numbered(self, ("gep", id(base), str(element), value_key(index)),
+                        lambda: self.builder.gep(base, [index], inbounds=True, source_etype=element))
 
     def _single_index(self, buffer: tir.Buffer, indices) -> tir.PrimExpr:
         if len(indices) != 1:
@@ -392,14 +383,6 @@ def _type_suffix(llvm_type: ir.Type) -> str:
     if isinstance(llvm_type, ir.IntType):
         return f"i{llvm_type.width}"
     raise TypeError(f"no intrinsic suffix for {llvm_type}")
-
-
-def _value_key(value: ir.Value):
-    """A key equal for two operands that are the same value: constants by type and value,
-    anything else by identity (the numbered result holds its operands, so ids stay unique)."""
-    if isinstance(value, ir.Constant):
-        return ("constant", str(value.type), value.constant)
-    return id(value)
 
 
 def _int_width(llvm_type: ir.Type) -> int:

@@ -58,7 +58,7 @@ class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodege
         self.rolled_loops: frozenset[int] = frozenset()  # ids of serial loops kept rolled (unroll_policy.py)
         self.vars: dict = {}
         self.workspace_offsets: dict = {}
-        self.int_values: dict = {}  # value numbering of integer arithmetic (ExprCodegen._int_op)
+        self.int_values: dict = {}  # value_numbering.py
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
 
     @property
