@@ -280,3 +280,29 @@ def test_subclasses_need_not_call_the_base_init():
     three = i64(3)
     doubled = Double().visit(tir.Add(three, three))
     assert doubled.a.value == 6 and doubled.a is doubled.b
+
+
+def test_with_fields_copies_as_the_constructor_builds():
+    """with_fields copies plain nodes field by field (the passes rebuild thousands) and
+    builds the others through their constructor, __post_init__ included."""
+    import numpy as np
+    import pytest
+
+    from relax.diagnostics import Span
+    from relax.ir import tir as T
+    from relax.ir.expr import Constant
+
+    i, j = T.Var("i", "int64"), T.Var("j", "int64")
+    add = T.Add(i, T.IntImm("int64", 3), span=Span("k.relax", 1, 2, 1, 9))
+    changed = add.with_fields(b=j)
+    assert type(changed) is T.Add and changed.a is i and changed.b is j and changed.span is add.span
+    assert add.b.value == 3  # the original is untouched
+    assert add.with_fields(span=None).span is None
+    assert T.FloatImm("float32", 1.0).with_fields(value=2).value == 2.0
+    assert type(T.FloatImm("float32", 1.0).with_fields(value=2).value) is float  # its __post_init__ ran
+    frozen = Constant(np.zeros(2, np.float32)).with_fields(data=np.ones(2, np.float32))
+    assert not frozen.data.flags.writeable
+    with pytest.raises(TypeError):
+        add.with_fields(c=1)
+    with pytest.raises(AttributeError):
+        changed.a = j  # still frozen

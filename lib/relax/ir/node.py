@@ -30,7 +30,16 @@ class Node:
 
     def with_fields(self: NodeT, **changes: Any) -> NodeT:
         """A copy with some fields replaced (the span is kept unless given)."""
-        return dataclasses.replace(self, **changes)
+        fields = _copyable_fields(self.__class__)
+        if fields is None or not changes.keys() <= fields[1]:
+            return dataclasses.replace(self, **changes)  # runs __post_init__; reports a wrong name
+        # The passes rebuild nodes by the thousand: the fields copied directly, without
+        # dataclasses.replace's per-call inspection of the class.
+        copy = object.__new__(self.__class__)
+        state, old = copy.__dict__, self.__dict__
+        for name in fields[0]:
+            state[name] = changes[name] if name in changes else old[name]
+        return copy
 
     def script(self) -> str:
         """This node as TVMScript text."""
@@ -50,6 +59,18 @@ class Node:
 
 
 _FIELD_CACHE: dict[type, tuple[str, ...]] = {}
+_COPYABLE: dict[type, tuple | None] = {}
+
+
+def _copyable_fields(cls: type):
+    """(names, set of names) of every field of a node type that with_fields may copy
+    directly, or None when construction does more than store them (a __post_init__)."""
+    if cls not in _COPYABLE:
+        fields = dataclasses.fields(cls)
+        plain = not hasattr(cls, "__post_init__") and all(f.init for f in fields)
+        names = tuple(f.name for f in fields)
+        _COPYABLE[cls] = (names, frozenset(names)) if plain else None
+    return _COPYABLE[cls]
 
 
 def field_names(cls: type) -> tuple[str, ...]:
