@@ -123,3 +123,33 @@ def test_unlocked_calls_match_llvmlite():
     llvm_unlocked.optimize(unlocked, machine)
     assert str(locked) == str(unlocked)
     assert llvm_unlocked.emit_object(machine, unlocked) == machine.emit_object(locked)
+
+
+def test_the_switch_interval_is_short_while_kernels_are_generated(monkeypatch):
+    """The workers wait for the GIL after every LLVM call while Python generates the next
+    kernels: the interval is short then, and the caller's own again afterwards, error or not."""
+    import sys
+
+    from relax.codegen import build_kernels
+
+    seen = []
+    generate = build_kernels.generate_kernel_groups
+
+    def recording(*args, **kwargs):
+        seen.append(sys.getswitchinterval())
+        yield from generate(*args, **kwargs)
+
+    monkeypatch.setattr(build_kernels, "generate_kernel_groups", recording)
+    before = sys.getswitchinterval()
+    start_kernel_object(KERNELS, [Target.host()]).result()
+    assert seen and max(seen) <= object_parts.GENERATING_SWITCH_INTERVAL
+    assert sys.getswitchinterval() == before
+
+    def failing(*args, **kwargs):
+        raise UserError("codegen: no")
+        yield
+
+    monkeypatch.setattr(build_kernels, "generate_kernel_groups", failing)
+    with pytest.raises(UserError):
+        start_kernel_object(KERNELS, [Target.host()])
+    assert sys.getswitchinterval() == before

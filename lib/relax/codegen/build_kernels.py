@@ -249,7 +249,8 @@ def start_kernel_object(mod, targets, cache: KernelCache | None = None, context=
     try:
         # The lowering recurses deeply: on a thread of its own it runs at the bottom of
         # CPython's frame stack (fresh_stack.py).
-        pending = call_on_fresh_stack(_generate_and_submit, prim_funcs(mod), targets, compiler, context)
+        with compiler.generating():
+            pending = call_on_fresh_stack(_generate_and_submit, prim_funcs(mod), targets, compiler, context)
     except BaseException:
         compiler.close()
         raise
