@@ -48,7 +48,6 @@ import importlib.util
 import json
 import os
 import pathlib
-import platform
 import statistics
 import subprocess
 import sys
@@ -72,6 +71,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import peers_numpy  # noqa: E402
 from fma_peak import fma_peak_gflops  # noqa: E402
 from kernel_shares import kernel_share_rows  # noqa: E402
+from peers_report import cpu_name, ratio_line  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench"
 WORKLOADS = ("mlp_b1", "mlp_b64", "cnn", "transformer", "vadd16m", "matmul1024", "chain200")
@@ -323,17 +323,7 @@ def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
                     f"{ns / best:>8.1f}x {throughput_text(name, ns):>16} {len(peer.times):>7}  {check_text(peer, reference)}")
     if not args.no_kernel_shares:
         rows.extend(kernel_share_rows(lowered, exe, inputs, args.fma_gflops))
-    return rows
-
-
-def cpu_name() -> str:
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return rows, medians
 
 
 def main(argv=None) -> int:
@@ -384,11 +374,13 @@ def main(argv=None) -> int:
     if not args.tvm_python:
         print("# tvm: not measured (--tvm-python PATH to a Python with apache-tvm)")
     print(f"{'workload':<12} {'peer':<14} {'median':>10} {'x best':>9} {'throughput':>16} {'calls':>7}  check")
+    medians = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.workloads:
-            for row in bench_workload(name, args, pathlib.Path(scratch)):
-                print(row, flush=True)
-    print(f"# {time.perf_counter() - started:.0f} s in all")
+            rows, medians[name] = bench_workload(name, args, pathlib.Path(scratch))
+            print("\n".join(rows), flush=True)
+    summary = ratio_line(medians)
+    print(f"# {time.perf_counter() - started:.0f} s in all" + ("" if summary is None else f"\n{summary}"))
     return 0
 
 

@@ -1,0 +1,36 @@
+"""The header and summary lines of bench/peers.py."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import platform
+
+# The workloads whose latency the issue-18 target averages (chain200 is dispatch cost).
+COMPUTE_WORKLOADS = ("mlp_b1", "mlp_b64", "cnn", "transformer", "vadd16m", "matmul1024")
+
+
+def cpu_name() -> str:
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def ratio_line(medians: dict[str, dict[str, float]], peer: str = "onnxruntime") -> str | None:
+    """`# relax / PEER: ...` with the geometric mean over the compute workloads measured, or
+    None when no workload had both (relax in its first exec mode: the table's first row)."""
+    ratios = {}
+    for name, by_peer in medians.items():
+        relax = next((ns for label, ns in by_peer.items() if label.startswith("relax")), None)
+        if name in COMPUTE_WORKLOADS and relax is not None and by_peer.get(peer):
+            ratios[name] = relax / by_peer[peer]
+    if not ratios:
+        return None
+    mean = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
+    every = "" if len(ratios) == len(COMPUTE_WORKLOADS) else f", {len(ratios)} of {len(COMPUTE_WORKLOADS)} workloads"
+    return (f"# relax / {peer} (medians of this run): " + ", ".join(f"{n} {r:.2f}" for n, r in ratios.items())
+            + f"; geometric mean {mean:.3f}{every}")
