@@ -21,6 +21,7 @@ from .lower_attr_stmts import LowerAttrStmts
 from .narrow_division import NarrowDivision
 from .pipeline import lower_for_codegen
 from .simplify import Simplify
+from .split_divided_loops import SplitDividedLoops
 from .verify_lowered import VerifyLowered
 
 TARGET_CONFIG = "tir.target"
@@ -64,6 +65,7 @@ _TABLE = (
     (LowerAttrStmts, LowerAttrStmts),
     (FlattenBuffers, FlattenBuffers),
     (Simplify, Simplify),
+    (SplitDividedLoops, SplitDividedLoops),
     (NarrowDivision, NarrowDivision),
     (AnnotateStorage, AnnotateStorage),
     (VerifyLowered, lambda: VerifyLowered(config_target())),

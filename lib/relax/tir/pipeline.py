@@ -22,6 +22,7 @@ from .narrow_division import NarrowDivision
 from .gpu_schedule import rules_enabled as gpu_rules_enabled
 from .schedule import schedule_for_codegen
 from .simplify import Simplify
+from .split_divided_loops import SplitDividedLoops
 from .verify_lowered import VerifyLowered
 
 
@@ -38,6 +39,7 @@ def passes(target=None, context: PassContext | None = None) -> list:
         LowerAttrStmts(),
         FlattenBuffers(),
         Simplify(),
+        SplitDividedLoops(),
         NarrowDivision(),
         AnnotateStorage(),
         VerifyLowered(target),
