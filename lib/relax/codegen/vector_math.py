@@ -7,7 +7,8 @@ the optimizer and the code generator:
 
 - LLVM math intrinsics (llvm.exp, ...): the loop vectorizer turns them into
   `llvm.exp.v8f32`, which the backend would split into eight `expf` calls;
-  `map_to_libmvec` renames them in the optimized module text.
+  `map_to_libmvec` (runtime/kernels/libmvec.py, which the loader uses too) renames
+  them in the optimized module text.
 - libm calls (erff, log1pf, ...): `declare_vector_variants` gives their
   declarations, before optimization, LLVM's `vector-function-abi-variant`
   attribute and the vector functions' declarations, so the loop vectorizer
@@ -24,58 +25,10 @@ from __future__ import annotations
 
 import re
 
-from ..runtime.kernels.host import triple_arch, triple_os
+from ..runtime.kernels.libmvec import (  # noqa: F401 - the code generator's names for them
+    LIBMVEC_FUNCTIONS, map_to_libmvec, uses_libmvec, vector_intrinsics,
+)
 from .fast_math import define_fast_functions
-
-# Math intrinsics with a libmvec version (glibc 2.35), by the number of operands.
-LIBMVEC_FUNCTIONS = {
-    "exp": 1, "exp2": 1, "exp10": 1, "log": 1, "log2": 1, "log10": 1, "sin": 1, "cos": 1, "tan": 1,
-    "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "tanh": 1, "pow": 2,
-}
-
-_VECTOR_INTRINSIC = re.compile(r"@llvm\.(\w+?)\.v(\d+)f(32|64)\b")
-
-
-def _isa_letter(vector_bits: int, extensions: frozenset) -> str | None:
-    """The vector function ABI's ISA letter for a vector of this size on a target with these
-    vector extensions (vector_width.vector_extensions); None when the target has no such
-    registers: a call in registers it lacks would read garbage, so LLVM splits it instead."""
-    if vector_bits == 128:
-        return "b"
-    if vector_bits == 256 and "avx" in extensions:
-        return "d" if "avx2" in extensions else "c"
-    if vector_bits == 512 and "avx512f" in extensions:
-        return "e"
-    return None
-
-
-def uses_libmvec(triple: str) -> bool:
-    return triple_arch(triple) == "x86_64" and triple_os(triple) == "linux"
-
-
-def map_to_libmvec(text: str, extensions: frozenset) -> str:
-    """Optimized module text with vector math intrinsics renamed to their libmvec functions
-    (`extensions`: the target's, vector_width.vector_extensions)."""
-
-    def rename(match: re.Match) -> str:
-        name, lanes, bits = match.group(1), int(match.group(2)), int(match.group(3))
-        arity = LIBMVEC_FUNCTIONS.get(name)
-        letter = _isa_letter(lanes * bits, extensions)
-        if arity is None or letter is None:
-            return match.group(0)
-        return f"@_ZGV{letter}N{lanes}{'v' * arity}_{name}{'f' if bits == 32 else ''}"
-
-    return _VECTOR_INTRINSIC.sub(rename, text)
-
-
-def vector_intrinsics(module) -> bool:
-    """Whether a parsed module declares a vector math intrinsic that map_to_libmvec renames
-    (when none, its text round trip would give the module back unchanged)."""
-    for function in module.functions:
-        match = _VECTOR_INTRINSIC.fullmatch("@" + function.name)
-        if match and match.group(1) in LIBMVEC_FUNCTIONS:
-            return True
-    return False
 
 
 # libm functions called directly (intrinsics.py "libm" entries) with a libmvec version.

@@ -22,10 +22,11 @@ import llvmlite.binding as llvm
 
 from ..runtime.kernels.cpu_levels import level_features
 from ..runtime.kernels.host import triple_arch
+from ..runtime.kernels.libmvec import VECTOR_EXTENSIONS, extensions_of
 from .llvm_target import TargetSpec, target_machine
 
 # The x86 extensions that change vector width or the vector math ABI (libmvec's ISA letters).
-EXTENSIONS = ("avx", "avx2", "avx512f")
+EXTENSIONS = VECTOR_EXTENSIONS
 
 _PROBES = {
     "avx512f": ("<16 x float>", "fadd", "zmm"),
@@ -43,9 +44,7 @@ def vector_extensions(spec: TargetSpec) -> frozenset[str]:
         return frozenset()
     enabled = _listed(spec)
     if enabled is not None:
-        if enabled & {"avx2", "fma", "avx512f"}:
-            enabled = enabled | {"avx"}
-        return enabled & frozenset(EXTENSIONS)
+        return extensions_of(enabled)
     return frozenset(name for name, probe in _PROBES.items() if _uses_register(spec, *probe))
 
 

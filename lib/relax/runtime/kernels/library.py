@@ -27,6 +27,7 @@ from .elf_alignment import with_load_alignment
 from .elf_check import ObjectError, check_object, object_format_of
 from .fast_call import make_fast_call
 from .kernel_signatures import check_signatures
+from .libmvec import extensions_of
 from .llvm_compile import compile_bitcode
 from .metadata import KernelInfo, evaluate, format_expr
 from .object_symbols import missing_symbols, undefined_symbols
@@ -276,7 +277,8 @@ def load_kernel_library(data, name: str = "<memory>", prefer: str = "native") ->
                     return KernelLibrary(kernel_object, index, codes, compiled=False)
     for index, entry in enumerate(kernel_object.targets):
         if index in kernel_object.bitcode and same_platform(entry.triple, info.triple):
-            codes = tuple(compile_bitcode(code, host_target_machine()) for code in kernel_object.bitcode_parts(index))
+            machine, extensions = host_target_machine(), extensions_of(info.enabled_features)
+            codes = tuple(compile_bitcode(code, machine, extensions) for code in kernel_object.bitcode_parts(index))
             if kernel_object.signed:
                 _check_compiled_signatures(kernel_object, index, codes, info.triple, name)
             unresolved = [symbol for code in codes for symbol in _unresolved(code)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 
 from .host import initialize_llvm
+from .libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
 
 
 def pass_pipeline(target_machine: "llvm.TargetMachine", speed_level: int = 3, slp: bool = True):
@@ -38,11 +39,16 @@ def optimize(module: "llvm.ModuleRef", target_machine: "llvm.TargetMachine", spe
     manager.run(module, builder)
 
 
-def compile_bitcode(bitcode: bytes, target_machine: "llvm.TargetMachine") -> bytes:
-    """Native object code for `target_machine` from (unoptimized) bitcode."""
+def compile_bitcode(bitcode: bytes, target_machine: "llvm.TargetMachine",
+                    vector_extensions: frozenset[str] = frozenset()) -> bytes:
+    """Native object code for `target_machine` from (unoptimized) bitcode; on x86-64 Linux,
+    vector math calls go to libmvec for the machine's `vector_extensions` (libmvec.py), as
+    in the objects the code generator builds."""
     initialize_llvm()
     module = llvm.parse_bitcode(bitcode)
     module.triple = target_machine.triple
     module.data_layout = str(target_machine.target_data)
     optimize(module, target_machine)
+    if uses_libmvec(target_machine.triple) and vector_intrinsics(module):
+        module = llvm.parse_assembly(map_to_libmvec(str(module), vector_extensions))
     return target_machine.emit_object(module)
