@@ -181,3 +181,24 @@ def test_bitcode_compiled_on_load_calls_libmvec_too():
     out = np.zeros_like(x)
     library.get_function("e")(x, out)
     np.testing.assert_allclose(out, np.exp(x), rtol=4e-7 * 4)
+
+
+@pytest.mark.parametrize("pick", [(1, 5, 2, 6), (3, 2, 1, 0)])
+def test_a_two_vector_shuffle_is_one_shufflevector(pick):
+    """T.Shuffle of two vectors (a transpose block's swaps) is one LLVM shufflevector,
+    and picks the lanes of the two vectors' concatenation."""
+    import numpy as np
+    from codegen_tir import i64, kernel, param
+
+    from relax.codegen import build_host_library
+
+    a, c = param("A", "float32", (8,)), param("C", "float32", (4,))
+    low = tir.BufferLoad(a[1], (tir.Ramp(i64(0), i64(1), 4),))
+    high = tir.BufferLoad(a[1], (tir.Ramp(i64(4), i64(1), 4),))
+    shuffle = tir.Shuffle((low, high), tuple(tir.IntImm("int32", k) for k in pick))
+    funcs = {"pick": kernel([a, c], tir.BufferStore(c[1], shuffle, (tir.Ramp(i64(0), i64(1), 4),)))}
+    text = emit_llvm_ir(funcs, optimized=False)
+    assert "shufflevector" in text and "insertelement" not in text
+    x, out = np.arange(8, dtype=np.float32) * 10, np.zeros(4, np.float32)
+    build_host_library(funcs).get_function("pick")(x, out)
+    np.testing.assert_array_equal(out, x[list(pick)])

@@ -97,3 +97,21 @@ def test_in_place_permutation_keeps_its_order(schedule_target):
         for j in range(64):
             expected[i, j] = expected[j, i]
     np.testing.assert_array_equal(outputs[0], expected)
+
+
+@pytest.mark.parametrize("level,lanes", [("x86-64", 4), ("x86-64-v3", 8), ("x86-64-v4", 16)])
+def test_tiles_are_transposed_in_registers_in_blocks_of_a_vector(level, lanes):
+    """With the CPU model: vector loads of the block's rows, log2(lanes) rounds of
+    two-vector shuffles, vector stores; no element-by-element loop is left."""
+    from relax.tir.schedule.cpu import CpuInfo
+
+    nest = _nest('a: R.Tensor((1, 128, 256), "float32")',
+                 "out = R.permute_dims(R.reshape(a, R.shape([1, 128, 4, 64])), axes=[0, 2, 3, 1])")
+    scheduled = transpose.apply(nest, CpuInfo.for_level(level))
+    shuffles = collect(scheduled, tir.Shuffle)
+    assert len(shuffles) == lanes * (lanes.bit_length() - 1)
+    assert all(len(shuffle.vectors) == 2 for shuffle in shuffles)
+    stores = collect(scheduled, tir.BufferStore)
+    assert len(stores) == lanes and all(isinstance(store.indices[-1], tir.Ramp) for store in stores)
+    blocks = [lp.extent.value for lp in collect(scheduled, tir.For) if lp.loop_var.name.endswith("_block")]
+    assert blocks == [16 // lanes, 16 // lanes]

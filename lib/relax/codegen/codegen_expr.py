@@ -270,6 +270,12 @@ class ExprCodegen:
     def expr_Shuffle(self, node):
         """Lanes picked by constant indices from the concatenation of the vectors."""
         vectors = [self.emit(v) for v in node.vectors]
+        if (len(vectors) in (1, 2) and len(node.indices) > 1 and all(isinstance(i, tir.IntImm) for i in node.indices)
+                and isinstance(vectors[0].type, ir.VectorType) and all(v.type == vectors[0].type for v in vectors)):
+            # One shufflevector (a transpose block's swaps): LLVM picks the instruction.
+            second = vectors[1] if len(vectors) == 2 else ir.Constant(vectors[0].type, ir.Undefined)
+            mask = ir.Constant(ir.VectorType(I32, len(node.indices)), [ir.Constant(I32, i.value) for i in node.indices])
+            return self.builder.shuffle_vector(vectors[0], second, mask)
         element = vectors[0].type.element if isinstance(vectors[0].type, ir.VectorType) else vectors[0].type
         lanes = []
         for vector in vectors:

@@ -35,7 +35,7 @@ into the output buffer where the last nest reads it only at the index it writes
 | row-reduction | row_reduction.py | reductions over the innermost axes (sum/max/min, softmax, layer_norm, conv2d): register accumulators, 16 lanes for contiguous float32 terms |
 | streaming-store | streaming_store.py | elementwise float32 nests (as vector-math, any vector width) whose output is at least the last-level cache: whole vectors with non-temporal stores, long rows in parallel chunks |
 | vector-math | vector_math_rows.py | float32 elementwise nests calling exp/erf, contiguous along the innermost loop (512-bit vectors: AVX-512): whole vectors of the target's lanes |
-| transpose | transpose.py | copies whose innermost loop reads at a stride of 64+ elements while another loop reads contiguously: 16 x 16 tiles |
+| transpose | transpose.py | copies whose innermost loop reads at a stride of 64+ elements while another loop reads contiguously: 16 x 16 tiles, transposed in registers in blocks of a vector's lanes |
 | (every nest) | parallel.py | outer independent loop parallel when the nest is big |
 
 `python bench/schedules.py` times each rule against the plain nests and numpy; the
