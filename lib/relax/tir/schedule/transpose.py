@@ -36,7 +36,7 @@ from ..arith.bounds import Interval
 from ..arith.linear import from_expr
 from ..arith.simplifier import simplify_expr
 from ..loop_nests import uses
-from ..rewrite import collect
+from ..rewrite import collect, substitute
 from .nest import Nest, fresh, loop
 
 TILE = 16
@@ -204,12 +204,15 @@ def _block_body(nest: Nest, lanes: int, tiles: dict, others: dict, position_of: 
                 values[var] = across_value if p == across else inner_value
         return nest.bound(stmt, values)
 
-    rows = [vectorized(bound(store.value, start[across] + offset, start[inner] + const(r)), offset, lanes, env)
-            for r in range(lanes)]
-    stores = [vectorized(bound(store, start[across] + const(c), start[inner] + offset), offset, lanes, env)
-              for c in range(lanes)]
-    if any(access is None for access in rows + stores):
+    # Each access simplified once, for a symbolic row (column) of the block, then copied per row.
+    row = tir.Var("row", offset.dtype)
+    env[row] = Interval(0, lanes - 1)
+    read = vectorized(bound(store.value, start[across] + offset, start[inner] + row), offset, lanes, env)
+    write = vectorized(bound(store, start[across] + row, start[inner] + offset), offset, lanes, env)
+    if read is None or write is None:
         return None
+    rows = [substitute(read, {row: const(r)}) for r in range(lanes)]
+    stores = [substitute(write, {row: const(c)}) for c in range(lanes)]
     bindings = transposed(rows, lanes)
     body = tir.SeqStmt(tuple(write.with_fields(value=column)
                              for write, (column, _) in zip(stores, bindings[-lanes:])))
