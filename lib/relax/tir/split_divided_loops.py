@@ -2,9 +2,9 @@
 
 A reshape after a transpose merges axes: the transformer's head merge writes
 `out[i * 256 + j]` for j < 256 from `in[j // 64 * 8192 + i * 64 + j % 64]`, one loop
-over j whose source index jumps every 64 elements. LLVM cannot vectorize it (each
-element's address needs a division), and it ran three times slower than the head
-split before it, a plain copy of rows. When the body divides the loop's variable by
+over j whose source index jumps every 64 elements. Each element's address needs a
+division, and LLVM vectorized it poorly for Zen: 10.6 us on Zen 4, where the head
+split before it, a plain copy of rows, took 3. When the body divides the loop's variable by
 one constant c only (`v // c`, `v % c`), c divides the extent, and the loop starts at
 0, the loop becomes
 
