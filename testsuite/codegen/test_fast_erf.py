@@ -14,7 +14,7 @@ from codegen_tir import elementwise
 
 from relax.codegen import build_host_library
 from relax.codegen.fast_math import define_fast_erf
-from relax.codegen.vector_math import uses_libmvec
+from relax.runtime.kernels.libmvec import uses_libmvec
 from relax.ir import tir
 from relax.target.llvm_info import host_triple
 

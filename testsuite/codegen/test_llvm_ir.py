@@ -75,7 +75,7 @@ def test_vector_math_stays_libm_elsewhere():
 
 
 def test_libmvec_names_follow_the_vector_function_abi():
-    from relax.codegen.vector_math import map_to_libmvec
+    from relax.runtime.kernels.libmvec import map_to_libmvec
 
     text = "call <16 x float> @llvm.exp.v16f32(<16 x float> %x)\ncall <2 x double> @llvm.pow.v2f64(<2 x double> %a, <2 x double> %b)"
     mapped = map_to_libmvec(text, frozenset({"avx", "avx2", "avx512f"}))
@@ -91,7 +91,7 @@ def test_libmvec_names_follow_the_vector_function_abi():
 def test_libmvec_variants_need_the_targets_registers(extensions, expected):
     """A 256-bit (or 512-bit) libmvec call on a target without those registers reads garbage lanes
     (x86-64 baseline float16 exp returned exp(0) in half the lanes): such calls stay intrinsics."""
-    from relax.codegen.vector_math import map_to_libmvec
+    from relax.runtime.kernels.libmvec import map_to_libmvec
 
     text = "call <8 x float> @llvm.exp.v8f32(<8 x float> %x)\ncall <16 x float> @llvm.exp.v16f32(<16 x float> %y)"
     mapped = map_to_libmvec(text, frozenset(extensions))

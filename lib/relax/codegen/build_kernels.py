@@ -42,7 +42,8 @@ from .loop_hints import resolve_loop_hints
 from ..target.llvm_target import TargetSpec, target_machine, target_spec
 from .object_parts import PartCompiler, cut_parts
 from .parallel import LAUNCHER, link_launcher
-from .vector_math import declare_vector_variants, map_to_libmvec, uses_libmvec, vector_intrinsics
+from ..runtime.kernels.libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
+from .vector_math import declare_vector_variants
 from ..target.vector_width import vector_extensions
 
 

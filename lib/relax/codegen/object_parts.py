@@ -40,7 +40,7 @@ from . import llvm_unlocked
 from .fresh_stack import thread_stack_size
 from ..target.llvm_target import TargetSpec, target_machine
 from .parallel import LAUNCHER, link_launcher
-from .vector_math import map_to_libmvec, uses_libmvec, vector_intrinsics
+from ..runtime.kernels.libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
 from ..target.vector_width import vector_extensions
 
 # LLVM IR text a part holds at least (the last part excepted): see the module docstring.

@@ -25,9 +25,6 @@ from __future__ import annotations
 
 import re
 
-from ..runtime.kernels.libmvec import (  # noqa: F401 - the code generator's names for them
-    LIBMVEC_FUNCTIONS, map_to_libmvec, uses_libmvec, vector_intrinsics,
-)
 from .fast_math import define_fast_functions
 
 
