@@ -157,20 +157,17 @@ def apply(nest: Nest, cpu=None) -> tir.Stmt:
     position_of = {iv.var: loops.index(nest.loop_of(iv)) for iv in nest.block.iter_vars}
     others = {var: fresh(loops[p].loop_var, "s") for var, p in position_of.items() if p not in (across, inner)}
     lanes = block_lanes(nest, cpu)
-    body, step, tiles = None, 1, None
+    body = None
     if lanes > 1:
         tiles = {p: (fresh(loops[p].loop_var, "tile"), fresh(loops[p].loop_var, "block")) for p in (across, inner)}
         body = _block_body(nest, lanes, tiles, others, position_of, (across, inner), const)
-        step = lanes if body is not None else 1
     if body is None:  # element by element, in the tile's order
+        lanes = 1
         tiles = {p: (fresh(loops[p].loop_var, "tile"), fresh(loops[p].loop_var, "in")) for p in (across, inner)}
-        values = dict(others)
-        for var, p in position_of.items():
-            if p in tiles:
-                values[var] = tiles[p][0] * const(TILE) + tiles[p][1]
-        body = nest.bound(nest.block.body, values)
-    stmt = loop(tiles[inner][1], const(TILE // step), body)
-    stmt = loop(tiles[across][1], const(TILE // step), stmt)
+        start = {p: tile * const(TILE) + within for p, (tile, within) in tiles.items()}
+        body = _bound(nest, others, position_of, (across, inner), nest.block.body, start[across], start[inner])
+    stmt = loop(tiles[inner][1], const(TILE // lanes), body)
+    stmt = loop(tiles[across][1], const(TILE // lanes), stmt)
     order = [p for p in range(len(loops)) if p not in tiles] + [across, inner]
     for position in reversed(order):
         if position in tiles:
@@ -198,11 +195,7 @@ def _block_body(nest: Nest, lanes: int, tiles: dict, others: dict, position_of: 
     start = {p: tile * const(TILE) + block * const(lanes) for p, (tile, block) in tiles.items()}
 
     def bound(stmt, across_value, inner_value):
-        values = dict(others)
-        for var, p in position_of.items():
-            if p in tiles:
-                values[var] = across_value if p == across else inner_value
-        return nest.bound(stmt, values)
+        return _bound(nest, others, position_of, axes, stmt, across_value, inner_value)
 
     # Each access simplified once, for a symbolic row (column) of the block, then copied per row.
     row = tir.Var("row", offset.dtype)
@@ -211,11 +204,19 @@ def _block_body(nest: Nest, lanes: int, tiles: dict, others: dict, position_of: 
     write = vectorized(bound(store, start[across] + row, start[inner] + offset), offset, lanes, env)
     if read is None or write is None:
         return None
-    rows = [substitute(read, {row: const(r)}) for r in range(lanes)]
-    stores = [substitute(write, {row: const(c)}) for c in range(lanes)]
-    bindings = transposed(rows, lanes)
-    body = tir.SeqStmt(tuple(write.with_fields(value=column)
-                             for write, (column, _) in zip(stores, bindings[-lanes:])))
+    bindings = transposed([substitute(read, {row: const(r)}) for r in range(lanes)], lanes)
+    body = tir.SeqStmt(tuple(substitute(write, {row: const(c)}).with_fields(value=column)
+                             for c, (column, _) in enumerate(bindings[-lanes:])))
     for var, value in reversed(bindings):
         body = tir.LetStmt(var, value, body)
     return body
+
+
+def _bound(nest: Nest, others: dict, position_of: dict, axes, stmt, across_value, inner_value):
+    """`stmt` of the nest's block with the iterators of the two tiled loops (`axes`: their
+    positions) bound to the given values and every other iterator to its fresh variable."""
+    values = dict(others)
+    for var, position in position_of.items():
+        if position in axes:
+            values[var] = across_value if position == axes[0] else inner_value
+    return nest.bound(stmt, values)
