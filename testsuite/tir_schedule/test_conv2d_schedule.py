@@ -226,3 +226,43 @@ def test_stage_read_after_the_epilogue_is_still_written(read, schedule_target):
     bias = conv + inputs[2]
     np.testing.assert_allclose(outputs[3], np.maximum(bias, 0), **TOLERANCE)
     np.testing.assert_allclose(outputs[4], 2 * (conv if read == "conv" else bias), **TOLERANCE)
+
+
+def _parallel_loops(func) -> list:
+    return [loop for loop in collect(func.body, tir.For) if loop.kind == "parallel"]
+
+
+def _local_buffers_under(stmt) -> set:
+    return {alloc.buffer_var.name for alloc in collect(stmt, tir.Allocate)}
+
+
+@pytest.mark.parametrize("case", [(1, 16, 32, 16, 3, 1, 1, 1), (2, 3, 16, 32, 5, 2, 2, 1), (1, 8, 16, 20, 3, 1, 2, 2),
+                                  (1, 3, 16, 30, 3, 1, 1, 1)],
+                         ids=lambda c: "n{}c{}o{}s{}k{}st{}p{}d{}".format(*c))
+def test_padded_rows_are_padded_by_the_chunk_that_reads_them(case, schedule_target):
+    """A padded NCHW conv2d runs in parallel over chunks of output rows, each padding its own input
+    rows on its stack (conv2d_rows.py): the shared padded buffer is never written, and the
+    results (border chunks, a last chunk of fewer rows, strides, dilations) match numpy."""
+    batch, channels, out_channels, size, kernel, stride, pad, dilation = case
+    funcs = _conv_module(*case)
+    (func,) = funcs.values()
+    scheduled = default_cpu_schedule(func)
+    written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
+    assert not any(name.startswith("pad_temp") for name in written), written
+    (parallel,) = _parallel_loops(scheduled)
+    assert "pad_temp_rows" in _local_buffers_under(parallel.body)
+    inputs, outputs = _run_both(funcs, target=schedule_target)
+    expected = _reference(*inputs[:3], stride, pad, dilation, epilogue=True)
+    np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
+
+
+@pytest.mark.parametrize("case", [(1, 64, 8, 64, 3, 1, 1, 1), (1, 64, 64, 5, 3, 1, 1, 1), (1, 3, 7, 13, 3, 1, 2, 2)],
+                         ids=["rows-too-big", "one-chunk", "serial"])
+def test_convolutions_unfit_for_row_chunks_share_one_padded_buffer(case):
+    """Input rows too big for a chunk's stack buffer, too few output rows for two chunks, or too
+    little work to run in parallel: the padded buffer is written once, before the convolution."""
+    (func,) = _conv_module(*case).values()
+    scheduled = default_cpu_schedule(func)
+    written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
+    assert "pad_temp" in written
+    assert not any(name.endswith("_rows") for name in _local_buffers_under(scheduled.body))

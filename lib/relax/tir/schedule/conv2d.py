@@ -41,9 +41,10 @@ from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from ..rewrite import collect
 from .conv2d_padding import padding_as_loops
+from .conv2d_rows import CHUNK_ROWS, RowChunks, row_chunks
 from .cpu import CpuInfo
 from .nest import Nest, fresh, loop, match_nest, seq
-from .parallel import parallelize, strip_marks
+from .parallel import big_enough, parallelize, strip_marks
 from .reduction_order import reduction_parts
 
 # (a, b, vectors) per register tile with 32 / 16 vector registers of the target's lanes, by layout:
@@ -207,25 +208,44 @@ def _split(conv: _Conv, like: tir.Var, extent: int, size: int, make, independent
     return seq(parts)
 
 
-def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
-    """The scheduled nest; `epilogues` (from fuse_epilogues) are applied to each output vector."""
-    conv = _match(nest)
-    cpu = cpu if cpu is not None else CpuInfo()
-    wide, lanes = cpu.vector_registers >= 32, cpu.lanes
+def _tile_shape(conv: _Conv, cpu: CpuInfo) -> tuple[int, int, int]:
+    wide = cpu.vector_registers >= 32
     if conv.shared_vector:
-        a_tile, b_tile, vectors = SHARED_WIDE_TILE if wide else SHARED_NARROW_TILE
-    else:
-        a_tile, b_tile, vectors = WIDE_TILE if wide else NARROW_TILE
+        return SHARED_WIDE_TILE if wide else SHARED_NARROW_TILE
+    return WIDE_TILE if wide else NARROW_TILE
+
+
+def _chunk_rows(conv: _Conv, cpu: CpuInfo) -> int:
+    """Output rows per chunk of conv2d_rows: whole register tiles, at least CHUNK_ROWS."""
+    b_tile = _tile_shape(conv, cpu)[1]
+    return b_tile * -(-CHUNK_ROWS // b_tile)
+
+
+def apply(nest: Nest, cpu=None, epilogues=(), chunks: RowChunks | None = None) -> tir.Stmt:
+    """The scheduled nest; `epilogues` (from fuse_epilogues) are applied to each output vector;
+    with `chunks` (conv2d_rows), in parallel chunks of output rows that pad their own input rows."""
+    conv = _match(nest) if chunks is None else chunks.conv
+    cpu = cpu if cpu is not None else CpuInfo()
+    lanes = cpu.lanes
+    a_tile, b_tile, vectors = _tile_shape(conv, cpu)
     n_var = fresh(nest.loop_of(conv._iter(conv.n)).loop_var, "s")
     like = {var: nest.loop_of(conv._iter(var)).loop_var for var in (conv.a, conv.b, conv.v)}
 
-    def over_a(a0, a_count):
-        return _split(conv, like[conv.b], conv.extent(conv.b), b_tile, lambda b0, b_count: _split(
-            conv, like[conv.v], conv.extent(conv.v), vectors * lanes,
-            lambda v0, width: _tile(conv, n_var, a0, a_count, b0, b_count, v0, width, lanes, epilogues)),
-            independent=True)
+    def tiles(conv, b_first, b_extent: int):
+        """Register tiles over every output channel and the rows [b_first, b_first + b_extent)."""
+        def over_a(a0, a_count):
+            return _split(conv, like[conv.b], b_extent, b_tile, lambda b0, b_count: _split(
+                conv, like[conv.v], conv.extent(conv.v), vectors * lanes,
+                lambda v0, width: _tile(conv, n_var, a0, a_count, b0 if b_first is None else b_first + b0,
+                                        b_count, v0, width, lanes, epilogues)),
+                independent=True)
+        return _split(conv, like[conv.a], conv.extent(conv.a), a_tile, over_a, independent=True)
 
-    body = _split(conv, like[conv.a], conv.extent(conv.a), a_tile, over_a, independent=True)
+    if chunks is None:
+        body = tiles(conv, None, conv.extent(conv.b))
+    else:
+        body = _split(conv, like[conv.b], conv.extent(conv.b), chunks.rows, lambda start, count: chunks.chunk(
+            n_var, start, count, lambda reading: tiles(reading, start, count)), independent=True)
     return loop(n_var, nest.loop_of(conv._iter(conv.n)).extent, body, independent=True)
 
 
@@ -337,14 +357,19 @@ def fuse_epilogues(statements: list, func: tir.PrimFunc, cpu=None, parallel: boo
                     break
                 chain.append(stage)
                 previous = stage.nest.block.body.buffer
-        if conv is not None and result and id(result[-1]) not in done:
+        chunks = None
+        if parallel and conv is not None and result and id(result[-1]) not in done and big_enough(stmt):
+            chunks = row_chunks(conv, result[-1], _chunk_rows(conv, cpu or CpuInfo()), statements[index + 1:])
+        if chunks is not None:
+            result.pop()  # the padded copy is never made: each chunk of rows pads its own
+        elif conv is not None and result and id(result[-1]) not in done:
             padding = padding_as_loops(result[-1], conv.vec.buffer) or padding_as_loops(result[-1], conv.bc.buffer)
             if padding is not None:
                 original = result.pop()
                 result.append(parallelize(original, padding) if parallel else strip_marks(padding))
                 done.add(id(result[-1]))
-        if chain:
-            scheduled = apply(nest, cpu, tuple(chain))
+        if chain or chunks is not None:
+            scheduled = apply(nest, cpu, tuple(chain), chunks)
             if parallel:
                 scheduled = parallelize(stmt, scheduled)
             else:

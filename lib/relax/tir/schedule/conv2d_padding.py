@@ -19,14 +19,14 @@ from ..loop_nests import uses
 from .nest import fresh, loop, match_nest, seq
 
 
-def _evaluate(expr, env: dict):
+def evaluate(expr, env: dict):
     """The integer value of `expr` built from IntImm, the variables of `env`, + - *; None otherwise."""
     if isinstance(expr, tir.IntImm):
         return expr.value
     if isinstance(expr, tir.Var):
         return env.get(expr)
     if isinstance(expr, (tir.Add, tir.Sub, tir.Mul)):
-        a, b = _evaluate(expr.a, env), _evaluate(expr.b, env)
+        a, b = evaluate(expr.a, env), evaluate(expr.b, env)
         if a is None or b is None:
             return None
         return a + b if isinstance(expr, tir.Add) else a - b if isinstance(expr, tir.Sub) else a * b
@@ -35,7 +35,7 @@ def _evaluate(expr, env: dict):
 
 def _offset(expr, var) -> int | None:
     """c when expr is var + c, else None."""
-    values = [_evaluate(expr, {var: x}) for x in (0, 1, 2)]
+    values = [evaluate(expr, {var: x}) for x in (0, 1, 2)]
     if None in values or values[1] - values[0] != 1 or values[2] - values[1] != 1:
         return None
     return values[0]
@@ -69,7 +69,7 @@ def _intervals(condition, variables) -> dict | None:
     return bounds
 
 
-def _pad_parts(stmt, buffer: tir.Buffer):
+def pad_parts(stmt, buffer: tir.Buffer):
     """(nest, source load, fill, [(before, size, after)] per axis) when `stmt` writes `buffer` as
     `buffer[i] = if_then_else(i inside, source[i - before], fill)` padding only the last two axes."""
     nest = match_nest(stmt)
@@ -106,42 +106,75 @@ def _pad_parts(stmt, buffer: tir.Buffer):
     return nest, source, fill, axes
 
 
+def _names(nest):
+    """The pad nest's loop variables, by its store's index variables (n, c, h, w)."""
+    return [nest.loop_of(next(iv for iv in nest.block.iter_vars if iv.var is var)).loop_var
+            for var in nest.block.body.indices]
+
+
+def _inner_row(parts, write, n_value, c_value, row, w_like):
+    """Row `row` of the padded buffer inside the source's rows: left fill, the copied row, right fill."""
+    nest, source, fill, axes = parts
+    n, c, h, w = nest.block.body.indices
+    left, width, right = axes[3]
+    const = lambda value: tir.IntImm(w_like.dtype, value)  # noqa: E731
+
+    def run(start: int, count: int, value):
+        var = fresh(w_like, "pad")
+        return loop(var, const(count), write(row, var + const(start), value(var + const(start)))) if count > 0 else None
+
+    pieces = [run(0, left, lambda column: fill),
+              run(left, width, lambda column: nest.bound(source, {n: n_value, c: c_value, h: row, w: column})),
+              run(left + width, right, lambda column: fill)]
+    return seq([piece for piece in pieces if piece is not None])
+
+
 def padding_as_loops(stmt, buffer: tir.Buffer) -> tir.Stmt | None:
     """The padding nest writing `buffer` as plain loops with no per-element test: the border
     rows, then for each inner row its left border, the copied source row and its right border."""
-    parts = _pad_parts(stmt, buffer)
+    parts = pad_parts(stmt, buffer)
     if parts is None:
         return None
     nest, source, fill, axes = parts
-    n, c, h, w = nest.block.body.indices
     (_, batch, _), (_, channels, _), (top, height, bottom), (left, width, right) = axes
-    index = nest.loop_of(next(iv for iv in nest.block.iter_vars if iv.var is w)).loop_var.dtype
-    const = lambda value: tir.IntImm(index, value)  # noqa: E731
-    names = {var: nest.loop_of(next(iv for iv in nest.block.iter_vars if iv.var is var)).loop_var
-             for var in (n, c, h, w)}
-    n_var, c_var = fresh(names[n], "s"), fresh(names[c], "s")
+    n_name, c_name, h_name, w_name = _names(nest)
+    const = lambda value: tir.IntImm(w_name.dtype, value)  # noqa: E731
+    n_var, c_var = fresh(n_name, "s"), fresh(c_name, "s")
 
     def write(row, column, value):
         return tir.BufferStore(buffer, value, (n_var, c_var, row, column))
 
-    def run(start: int, count: int, make):
-        var = fresh(names[w], "pad")
-        return loop(var, const(count), make(var + const(start))) if count > 0 else None
-
     def rows(start: int, count: int, make):
-        var = fresh(names[h], "pad")
+        var = fresh(h_name, "pad")
         return loop(var, const(count), make(var + const(start))) if count > 0 else None
 
-    padded_width = left + width + right
-    filled = lambda row: run(0, padded_width, lambda column: write(row, column, fill))  # noqa: E731
+    def filled(row):
+        var = fresh(w_name, "pad")
+        return loop(var, const(left + width + right), write(row, var + const(0), fill))
 
-    def inner_row(row):
-        copy = run(left, width, lambda column: write(row, column, nest.bound(
-            source, {n: n_var, c: c_var, h: row, w: column})))
-        pieces = [run(0, left, lambda column: write(row, column, fill)), copy,
-                  run(left + width, right, lambda column: write(row, column, fill))]
-        return seq([piece for piece in pieces if piece is not None])
-
-    pieces = [rows(0, top, filled), rows(top, height, inner_row), rows(top + height, bottom, filled)]
+    pieces = [rows(0, top, filled),
+              rows(top, height, lambda row: _inner_row(parts, write, n_var, c_var, row, w_name)),
+              rows(top + height, bottom, filled)]
     body = seq([piece for piece in pieces if piece is not None])
     return loop(n_var, const(batch), loop(c_var, const(channels), body, independent=True), independent=True)
+
+
+def padded_rows(parts, local: tir.Buffer, n_value, first_row, count: int) -> tir.Stmt:
+    """`local[c, r, w]` = the padded buffer's `[n_value, c, first_row + r, w]` for r < count, every
+    channel c and column w, without the padded buffer: one test per row (inside the source's rows
+    or a border row), none per element."""
+    nest, source, fill, axes = parts
+    (_, channels, _), (top, height, _), (left, width, right) = axes[1:]
+    _, c_name, h_name, w_name = _names(nest)
+    const = lambda value: tir.IntImm(w_name.dtype, value)  # noqa: E731
+    c_var, r_var = fresh(c_name, "rows"), fresh(h_name, "rows")
+
+    def write(row, column, value):
+        return tir.BufferStore(local, value, (c_var, r_var, column))
+
+    row = first_row + r_var
+    inside = tir.And(tir.GE(row, const(top)), tir.LT(row, const(top + height)))
+    column = fresh(w_name, "pad")
+    border = loop(column, const(left + width + right), write(row, column, fill))
+    body = tir.IfThenElse(inside, _inner_row(parts, write, n_value, c_var, row, w_name), border)
+    return loop(c_var, const(channels), loop(r_var, const(count), body))

@@ -76,10 +76,15 @@ def parallelize(original: tir.Stmt, scheduled: tir.Stmt, min_work: int = MIN_PAR
         # of the scheduled nest stands for many): scale the scheduled nest's counts.
         scale = estimated_work(original) * iteration_weight(original) / max(1, estimated_work(scheduled))
         return _Unmark().visit(_mark_marked(scheduled, min_work, scale))
-    if estimated_work(original) * iteration_weight(original) < min_work:
+    if not big_enough(original, min_work):
         return original
     chosen = next((loop for loop in spatial_prefix(original) if not _is_unit(loop)), None)
     return original if chosen is None else _mark_loop(original, chosen)
+
+
+def big_enough(original: tir.Stmt, min_work: int = MIN_PARALLEL_WORK) -> bool:
+    """Whether the plain nest `original` does enough work for its outer loop to run in parallel."""
+    return estimated_work(original) * iteration_weight(original) >= min_work
 
 
 def strip_marks(stmt: tir.Stmt) -> tir.Stmt:
