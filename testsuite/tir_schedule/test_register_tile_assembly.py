@@ -1,9 +1,10 @@
-"""The matmul kernels' inner loops keep their accumulators in registers on every target class.
+"""The matmul and conv2d kernels' inner loops keep their accumulators in registers on every target class.
 
 For each target class (x86-64-v2: SSE, 16 registers, no FMA; -v3: AVX2, 16; -v4:
 AVX-512, 32; aarch64 NEON, 32, built across: assembly only), a register-tiled matmul
 (with its last rows and last columns), the same with its weight packed at build time,
-and a gemv row are compiled to assembly. No inner loop that multiplies and adds may
+a gemv row and three convolutions (NCHW with and without an epilogue, NHWC) are compiled
+to assembly. No inner loop that multiplies and adds may
 touch the stack at a fixed offset from the stack or frame pointer: that is what a
 register spill and its reload look like. A tile sized for more registers than the
 target has spills there (the 4 x 32 AVX-512 tile built for AVX2 kept 21 vectors live in
@@ -83,10 +84,23 @@ def _packed(m: int, k: int, n: int, target: str) -> IRModule:
 
 # K long enough that LLVM keeps the k loops as loops: fully unrolled, a tile would read its
 # B panel on the stack at fixed offsets, as a reload does.
+@functools.cache
+def _conv2d(data: tuple, weight: tuple, epilogue: bool, layout: str = "") -> IRModule:
+    conv = f"R.nn.conv2d(x, w, padding=[1, 1, 1, 1]{layout})"
+    body = f"y = {conv}\n            out = R.nn.relu(y)" if epilogue else f"out = {conv}"
+    return IRModule.from_functions(lowered_kernels(
+        f'x: R.Tensor({data}, "float32"), w: R.Tensor({weight}, "float32")', body, 2))
+
+
 KERNELS = {
     "matmul": lambda target: _matmul(13, 256, 72),  # full tiles, the last rows, the last columns
     "packed": lambda target: _packed(12, 256, 128, target),  # the weight in the target's panels
     "gemv": lambda target: _matmul(1, 256, 136),
+    # the CNN benchmark's second convolution (in row chunks), a first layer's, and NHWC's shared vectors
+    "conv2d": lambda target: _conv2d((1, 16, 16, 16), (32, 16, 3, 3), False),
+    "conv2d-relu": lambda target: _conv2d((1, 3, 32, 32), (16, 3, 3, 3), True),
+    "conv2d-nhwc": lambda target: _conv2d((1, 16, 16, 16), (3, 3, 16, 32), True,
+                                          ', data_layout="NHWC", kernel_layout="HWIO"'),
 }
 
 
