@@ -266,3 +266,38 @@ def test_convolutions_unfit_for_row_chunks_share_one_padded_buffer(case):
     written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
     assert "pad_temp" in written
     assert not any(name.endswith("_rows") for name in _local_buffers_under(scheduled.body))
+
+
+_ROWS_READ = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def kernel(x: T.Buffer((1, 2, 20, 8), "float32"), w: T.Buffer((8, 2, 3, 3), "float32"),
+               out: T.Buffer((1, 8, 8, 8), "float32")):
+        pad = T.alloc_buffer((1, 2, 22, 10))
+        for n, c, h, v in T.grid(1, 2, 22, 10):
+            with T.block("pad"):
+                vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, v])
+                pad[vn, vc, vh, vw] = T.if_then_else(1 <= vh and vh < 21 and 1 <= vw and vw < 9,
+                                                     x[vn, vc, vh - 1, vw - 1], T.float32(0.0))
+        for n, c, h, v, rc, ry, rx in T.grid(1, 8, 8, 8, 2, 3, 3):
+            with T.block("conv"):
+                vn, vc, vh, vw, vrc, vry, vrx = T.axis.remap("SSSSRRR", [n, c, h, v, rc, ry, rx])
+                with T.init():
+                    out[vn, vc, vh, vw] = T.float32(0.0)
+                out[vn, vc, vh, vw] = out[vn, vc, vh, vw] + pad[vn, vrc, ROW, vw + vrx] * w[vc, vrc, vry, vrx]
+"""
+
+
+@pytest.mark.parametrize("row,span", [("vh + vry", 6), ("vh * 2 + vry * 2", 11), ("vh + vh * vry", None)],
+                         ids=["linear", "strided-dilated", "product"])
+def test_row_chunks_take_rows_linear_in_the_output_row_and_the_window(row, span):
+    """A chunk's buffer holds the padded rows its output rows read; a row index with a product of
+    two iterators (not what legalization writes) has no such span, and keeps the shared buffer."""
+    from relax.tir.schedule import conv2d_rows
+
+    (func,) = parse(_ROWS_READ.replace("ROW", row)).prim_funcs().values()
+    statements, _ = top_level(func.body)
+    pad, nest = statements[0], match_nest(statements[1])
+    chunks = conv2d_rows.row_chunks(conv2d._match(nest), pad, 4, [])
+    assert (chunks and chunks.span(4)) == span

@@ -47,10 +47,16 @@ def _conjuncts(expr) -> list:
     return [expr]
 
 
+_MIRRORED = {tir.LE: tir.GE, tir.LT: tir.GT, tir.GE: tir.LE, tir.GT: tir.LT}
+
+
 def _intervals(condition, variables) -> dict | None:
-    """{var: [low, high)} that the condition (an And of `var + c  <op>  constant`) allows, or None."""
+    """{var: [low, high)} that the condition (an And of `var + c  <op>  constant`, either side
+    first: TVM prints `1 <= v`) allows, or None."""
     bounds = {}
     for part in _conjuncts(condition):
+        if type(part) in _MIRRORED and isinstance(part.a, tir.IntImm) and not isinstance(part.b, tir.IntImm):
+            part = _MIRRORED[type(part)](part.b, part.a)
         if not isinstance(part, (tir.GE, tir.GT, tir.LT, tir.LE)) or not isinstance(part.b, tir.IntImm):
             return None
         var = next((v for v in variables if uses(part.a, v)), None)

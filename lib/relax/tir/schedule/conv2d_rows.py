@@ -107,6 +107,11 @@ def row_chunks(conv, stmt, rows: int, later) -> RowChunks | None:
     last = evaluate(row, {**{var: extent - 1 for var, extent in reduce}, conv.b: 0})
     if first is None or last is None or conv.extent(conv.b) // rows < 2:
         return None
+    # Linear in all of them together (no product of two), so the span is a chunk's rows exactly.
+    for b in (1, conv.extent(conv.b) - 1):
+        corner = {**{var: extent - 1 for var, extent in reduce}, conv.b: b}
+        if evaluate(row, corner) != first + stride * b + sum(s * (e - 1) for s, (_, e) in zip(slopes, reduce)):
+            return None
     plan = RowChunks(conv, parts, rows, stride, first, last - first + 1)
     (_, channels, _), _, (left, width, right) = parts[3][1:]
     if channels * plan.span(rows) * (left + width + right) * 4 > CHUNK_LIMIT_BYTES:
