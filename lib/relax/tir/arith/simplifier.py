@@ -107,15 +107,25 @@ class ExprSimplifier(Rewriter):
 
     # -- + - * --------------------------------------------------------------------------
     def _arith(self, node):
+        if _is_scalar_int(node):
+            return to_expr(from_expr(self._chain(node)))
         node = self.generic_visit(node)
         folded = _fold(node)
         if folded is not None:
             return folded
-        if _is_scalar_int(node):
-            return to_expr(from_expr(node))
         if dt.is_float(node.dtype):
             return self._float_identity(node)
         return node
+
+    def _chain(self, node):
+        """An integer + - * expression with its operands outside the chain simplified, the
+        chain itself left for one linear form at its root (not one per node on the way up)."""
+        if not (isinstance(node, (tir.Add, tir.Sub, tir.Mul)) and _is_scalar_int(node)):
+            return self.visit(node)
+        a, b = self._chain(node.a), self._chain(node.b)
+        if isinstance(node, tir.Mul) and not (from_expr(a).is_const or from_expr(b).is_const):
+            a, b = to_expr(from_expr(a)), to_expr(from_expr(b))  # a product of two: an atom of canonical operands
+        return node if a is node.a and b is node.b else type(node)(a, b)
 
     visit_Add = visit_Sub = visit_Mul = _arith
 
