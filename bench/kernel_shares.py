@@ -6,7 +6,11 @@ that leaves the most behind is visible in the same run as the peers:
     kernel  fused_matmul_add_relu    1 call     62.1%    410 us   81.2 GFLOP/s   38.6% of FMA peak
 
 The times come from VirtualMachine.profile (every Call instruction timed, in the
-interpreter) over repeated runs, summed per called function; the operation counts
+interpreter) over repeated runs, summed per called function, with the kernel thread
+pool's idle workers kept polling between runs: the profiler's own work after each
+run outlasts their spin span, and the first parallel kernel of every run would
+otherwise pay for waking them (the CNN's first convolution 27-36 us instead of
+9-10), which a model called in a loop, as peers.py times it, does not; the operation counts
 from lib/relax/tir/flop_count.py over the kernels of the lowered module. The share is
 of the whole profiled run, so the rows leave out the VM's own time and the builtins
 (allocation, shape checks), which get a row of their own. The FMA peak is
@@ -16,31 +20,47 @@ at most 1/threads of it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
+from relax.runtime.kernels import thread_pool
 from relax.tir.flop_count import flop_count
 from relax.vm import VirtualMachine
 
 # Kernels printed per workload; the rest share one row.
 SHOWN = 8
+# Microseconds idle pool workers poll while a workload is profiled (longer than a profiled
+# run and the report work after it).
+PROFILE_SPIN_US = 20_000
+
+
+@contextlib.contextmanager
+def workers_awake():
+    """The pool's idle workers poll for PROFILE_SPIN_US, then the span they had."""
+    thread_pool.set_spin(PROFILE_SPIN_US)
+    try:
+        yield
+    finally:
+        thread_pool.set_spin(thread_pool.spin_from_environment())
 
 
 def profile_totals(exe, inputs, seconds: float) -> tuple[dict[str, list[float]], float, int]:
     """Seconds and calls per called function, and the whole, over runs lasting about
     `seconds` (at least three, after one untimed run)."""
     vm = VirtualMachine(exe, "cpu", exec_mode="interp")
-    vm.profile("main", *inputs)
     totals: dict[str, list[float]] = {}
     whole, runs = 0.0, 0
-    deadline = time.perf_counter() + seconds
-    while runs < 3 or time.perf_counter() < deadline:
-        report = vm.profile("main", *inputs)
-        for row in report.rows:
-            entry = totals.setdefault(row.name, [0.0, 0])
-            entry[0] += row.seconds
-            entry[1] += row.calls
-        whole += report.total
-        runs += 1
+    with workers_awake():
+        vm.profile("main", *inputs)
+        deadline = time.perf_counter() + seconds
+        while runs < 3 or time.perf_counter() < deadline:
+            report = vm.profile("main", *inputs)
+            for row in report.rows:
+                entry = totals.setdefault(row.name, [0.0, 0])
+                entry[0] += row.seconds
+                entry[1] += row.calls
+            whole += report.total
+            runs += 1
     return totals, whole, runs
 
 
