@@ -301,3 +301,35 @@ def test_row_chunks_take_rows_linear_in_the_output_row_and_the_window(row, span)
     pad, nest = statements[0], match_nest(statements[1])
     chunks = conv2d_rows.row_chunks(conv2d._match(nest), pad, 4, [])
     assert (chunks and chunks.span(4)) == span
+
+
+_PADDED_OUTPUT = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def kernel(x: T.Buffer((1, 8, 32, 32), "float32"), w: T.Buffer((16, 8, 3, 3), "float32"),
+               pad: T.Buffer((1, 8, 34, 34), "float32"), out: T.Buffer((1, 16, 32, 32), "float32")):
+        for n, c, h, v in T.grid(1, 8, 34, 34):
+            with T.block("pad"):
+                vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, v])
+                pad[vn, vc, vh, vw] = T.if_then_else(1 <= vh and vh < 33 and 1 <= vw and vw < 33,
+                                                     x[vn, vc, vh - 1, vw - 1], T.float32(0.0))
+        for n, c, h, v, rc, ry, rx in T.grid(1, 16, 32, 32, 8, 3, 3):
+            with T.block("conv"):
+                vn, vc, vh, vw, vrc, vry, vrx = T.axis.remap("SSSSRRR", [n, c, h, v, rc, ry, rx])
+                with T.init():
+                    out[vn, vc, vh, vw] = T.float32(0.0)
+                out[vn, vc, vh, vw] = out[vn, vc, vh, vw] + pad[vn, vrc, vh + vry, vw + vrx] * w[vc, vrc, vry, vrx]
+"""
+
+
+def test_a_padded_buffer_passed_in_is_still_written(schedule_target):
+    """The padded copy is a parameter the caller reads: no chunk may leave it unwritten."""
+    (func,) = parse(_PADDED_OUTPUT).prim_funcs().values()
+    scheduled = default_cpu_schedule(func)
+    written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
+    assert {"pad", "out"} <= written
+    inputs, outputs = _run_both({"kernel": func}, target=schedule_target)
+    np.testing.assert_array_equal(outputs[2], np.pad(inputs[0], ((0, 0), (0, 0), (1, 1), (1, 1))))
+    expected = _reference(*inputs[:2], 0.0, 1, 1, 1, epilogue=False)
+    np.testing.assert_allclose(outputs[3], expected, **TOLERANCE)

@@ -359,7 +359,8 @@ def fuse_epilogues(statements: list, func: tir.PrimFunc, cpu=None, parallel: boo
                 chain.append(stage)
                 previous = stage.nest.block.body.buffer
         chunks = None
-        if parallel and conv is not None and result and id(result[-1]) not in done and big_enough(stmt):
+        if (parallel and conv is not None and result and id(result[-1]) not in done and big_enough(stmt)
+                and id(conv.vec.buffer) not in params):  # a padded buffer the caller passed must be written
             chunks = row_chunks(conv, result[-1], _chunk_rows(conv, cpu or CpuInfo()), statements[index + 1:])
         if chunks is not None:
             result.pop()  # the padded copy is never made: each chunk of rows pads its own
