@@ -333,3 +333,17 @@ def test_a_padded_buffer_passed_in_is_still_written(schedule_target):
     np.testing.assert_array_equal(outputs[2], np.pad(inputs[0], ((0, 0), (0, 0), (1, 1), (1, 1))))
     expected = _reference(*inputs[:2], 0.0, 1, 1, 1, epilogue=False)
     np.testing.assert_allclose(outputs[3], expected, **TOLERANCE)
+
+
+@pytest.mark.parametrize("padding", [(2, 1, 0, 1), (0, 0, 3, 2)], ids=lambda p: "pad" + "".join(map(str, p)))
+def test_row_chunks_with_uneven_padding(padding, schedule_target):
+    """Chunks at the top and bottom borders pad only the rows the padding has there."""
+    top, left, bottom, right = padding
+    funcs = _kernels('x: R.Tensor((1, 8, 24, 24), "float32"), w: R.Tensor((16, 8, 3, 3), "float32")',
+                     f"out = R.nn.conv2d(x, w, padding=[{top}, {left}, {bottom}, {right}])")
+    (func,) = funcs.values()
+    scheduled = default_cpu_schedule(func)
+    assert "pad_temp_rows" in _local_buffers_under(_parallel_loops(scheduled)[0].body)
+    inputs, outputs = _run_both(funcs, target=schedule_target)
+    x = np.pad(inputs[0], ((0, 0), (0, 0), (top, bottom), (left, right)))
+    np.testing.assert_allclose(outputs[-1], _reference(x, inputs[1], 0.0, 1, 0, 1, epilogue=False), **TOLERANCE)
