@@ -210,6 +210,7 @@ def _split(conv: _Conv, like: tir.Var, extent: int, size: int, make, independent
 
 
 def _tile_shape(conv: _Conv, cpu: CpuInfo) -> tuple[int, int, int]:
+    """(a, b, vectors) of the register tile for this layout and the target's vector registers."""
     wide = cpu.vector_registers >= 32
     if conv.shared_vector:
         return SHARED_WIDE_TILE if wide else SHARED_NARROW_TILE
@@ -232,15 +233,16 @@ def apply(nest: Nest, cpu=None, epilogues=(), chunks: RowChunks | None = None) -
     n_var = fresh(nest.loop_of(conv._iter(conv.n)).loop_var, "s")
     like = {var: nest.loop_of(conv._iter(var)).loop_var for var in (conv.a, conv.b, conv.v)}
 
-    def tiles(conv, b_first, b_extent: int):
-        """Register tiles over every output channel and the rows [b_first, b_first + b_extent)."""
+    def tiles(reader: _Conv, b_first, b_extent: int):
+        """Register tiles over every output channel and the rows [b_first, b_first + b_extent),
+        reading the data where `reader` (the convolution, or a chunk's view of it) reads it."""
         def over_a(a0, a_count):
-            return _split(conv, like[conv.b], b_extent, b_tile, lambda b0, b_count: _split(
-                conv, like[conv.v], conv.extent(conv.v), vectors * lanes,
-                lambda v0, width: _tile(conv, n_var, a0, a_count, b0 if b_first is None else b_first + b0,
+            return _split(reader, like[conv.b], b_extent, b_tile, lambda b0, b_count: _split(
+                reader, like[conv.v], conv.extent(conv.v), vectors * lanes,
+                lambda v0, width: _tile(reader, n_var, a0, a_count, b0 if b_first is None else b_first + b0,
                                         b_count, v0, width, lanes, epilogues)),
                 independent=True)
-        return _split(conv, like[conv.a], conv.extent(conv.a), a_tile, over_a, independent=True)
+        return _split(reader, like[conv.a], conv.extent(conv.a), a_tile, over_a, independent=True)
 
     if chunks is None:
         body = tiles(conv, None, conv.extent(conv.b))
