@@ -10,6 +10,10 @@ branch-free; only the last two axes may be padded.
         pad[n, c, h, w] = T.if_then_else(         ->       for h in range(top): for w: pad[n, c, h, w] = 0
             1 <= h and h < 33 and ..., data[...], 0)       for h in range(height): <left zeros, row copy, right zeros>
                                                            for h in range(bottom): for w: pad[n, c, ..., w] = 0
+
+`padded_rows` writes a few rows of the same padded input into a buffer of their own
+(conv2d_rows.py: each chunk of a convolution's output rows pads the rows it reads),
+with one test per row, whether it is inside the source's rows or a border row.
 """
 
 from __future__ import annotations
