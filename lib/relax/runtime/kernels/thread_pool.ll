@@ -15,7 +15,7 @@
 @skip = internal global i32 0, align 8
 @max_backoff = internal global i32 ${max_backoff}, align 8
 @spin_ns = internal global i64 ${spin_ns}, align 8
-@spin_yield = internal global i32 1, align 8
+@spin_yield = internal global i32 ${yield_checks}, align 8
 @caller_cpu = internal global i32 -1, align 8
 @mutex = internal global [128 x i8] zeroinitializer, align 64
 @cond = internal global [128 x i8] zeroinitializer, align 64
@@ -55,6 +55,7 @@ idle:
   br label %spin
 spin:
   %round = phi i64 [0, %idle], [%round.next, %spin.again], [0, %spin.time]
+  %checks = phi i64 [0, %idle], [%checks, %spin.again], [%checks.next, %spin.time]
   %w.spin = load atomic i64, ptr @slots seq_cst, align 8
   %id.spin = lshr i64 %w.spin, 32
   %new.spin = icmp ne i64 %id.spin, %seen
@@ -64,8 +65,14 @@ ${pause}  %round.next = add i64 %round, 1
   %more = icmp ult i64 %round.next, ${clock_rounds}
   br i1 %more, label %spin, label %spin.clock
 spin.clock:
-  %polite = load atomic i32, ptr @spin_yield monotonic, align 4
-  %yielding = icmp ne i32 %polite, 0
+  %checks.next = add i64 %checks, 1
+  %every = load atomic i32, ptr @spin_yield monotonic, align 4
+  %polite = icmp ne i32 %every, 0
+  %every.some = select i1 %polite, i32 %every, i32 1
+  %every64 = zext i32 %every.some to i64
+  %checks.left = urem i64 %checks.next, %every64
+  %due = icmp eq i64 %checks.left, 0
+  %yielding = and i1 %polite, %due
   br i1 %yielding, label %spin.yield, label %spin.time
 spin.yield:
   call i32 @sched_yield()
@@ -357,12 +364,13 @@ unlock:
   ret void
 }
 
-; Sets how long idle workers spin (nanoseconds) and whether they yield their core
-; while they do (workers already spinning keep their current span until their next task).
-define void @${set_spin}(i64 %ns, i32 %polite) {
+; Sets how long idle workers spin (nanoseconds) and at which clock reads they yield their
+; core while they do: every `yield_every`-th, never for 0 (workers already spinning keep
+; their current span until their next task).
+define void @${set_spin}(i64 %ns, i32 %yield_every) {
 entry:
   store atomic i64 %ns, ptr @spin_ns monotonic, align 8
-  store atomic i32 %polite, ptr @spin_yield monotonic, align 4
+  store atomic i32 %yield_every, ptr @spin_yield monotonic, align 4
   ret void
 }
 

@@ -42,7 +42,7 @@ The protocol, all in one 64-bit word `slots` = launch id << 32 | CLOSED | joined
   launch then running at one thread's speed.
 
 An idle worker polls `slots` (a `pause` between polls on x86, the clock read
-and sched_yield() called every CLOCK_ROUNDS polls) until DEFAULT_SPIN_US (RELAX_POOL_SPIN_US, set_spin)
+and sched_yield() called every YIELD_CHECKS clock reads) until DEFAULT_SPIN_US (RELAX_POOL_SPIN_US, set_spin)
 have passed since its last task, then sleeps on a condition variable; the caller
 takes the mutex to signal only when a worker it asks for sleeps (a bit per worker in
 `sleeping`). A worker not asked for a launch goes to sleep at once and stays asleep
@@ -78,13 +78,20 @@ _SET_SPIN = "__relax_pool_set_spin"
 # task, before it sleeps on the condition variable (RELAX_POOL_SPIN_US overrides).
 # It must outlast the gaps of a model run (between kernels, and between calls of
 # a model in a loop) and stay short enough not to hold a core for long once the
-# process is idle. The clock is read every CLOCK_ROUNDS pauses, and the worker
-# then calls sched_yield(), which returns at once unless another thread is ready
-# to run on that core: a spinning worker then gives way instead of taking the core.
+# process is idle. The clock is read every CLOCK_ROUNDS pauses, and at every
+# YIELD_CHECKS-th read the worker calls sched_yield(), which returns at once unless
+# another thread is ready to run on that core: a spinning worker then gives way
+# instead of taking the core.
 # 200 us is the shortest span that keeps the workers awake through a model run in a
 # loop; longer spans gain nothing (figures: docs/performance-notes.md).
 DEFAULT_SPIN_US = 200
 CLOCK_ROUNDS = 32
+# Clock reads per sched_yield() call. A yield is a system call (0.58 us on the 2-core
+# Zen 4 VM, where a pause takes 26 ns): called at every clock read, it kept an idle
+# worker in the kernel 40% of its spin and late to the next launch; every 8th keeps
+# that near 8% and still gives the core away within microseconds
+# (docs/performance-notes.md).
+YIELD_CHECKS = 8
 SPIN_ENV = "RELAX_POOL_SPIN_US"
 MAX_SPIN_US = 1_000_000
 
@@ -124,7 +131,7 @@ def pool_ir(triple: str) -> str:
         pause=pause, pause_declaration=pause_declaration, workers=abi.MAX_THREADS - 1,
         pool_launch=POOL_LAUNCH, set_spin=_SET_SPIN, set_backoff=_SET_BACKOFF,
         max_backoff=MAX_BACKOFF, spin_ns=DEFAULT_SPIN_US * 1000, backoff_floor_ns=BACKOFF_FLOOR_NS,
-        clock_rounds=CLOCK_ROUNDS, wait_spins=WAIT_SPINS, closed=_CLOSED, joined_mask=_JOINED_MASK,
+        clock_rounds=CLOCK_ROUNDS, yield_checks=YIELD_CHECKS, wait_spins=WAIT_SPINS, closed=_CLOSED, joined_mask=_JOINED_MASK,
         clock_monotonic=time.CLOCK_MONOTONIC, affinity_bits=AFFINITY_BITS, affinity_words=AFFINITY_BITS // 64,
         affinity_bytes=AFFINITY_BITS // 8)
 
@@ -147,7 +154,7 @@ def ensure_pool() -> int:
     global _set_backoff, _set_spin
     _set_backoff = ctypes.CFUNCTYPE(None, ctypes.c_int32)(engine.get_function_address(_SET_BACKOFF))
     _set_spin = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int32)(engine.get_function_address(_SET_SPIN))
-    _set_spin(spin_from_environment() * 1000, 1)
+    _set_spin(spin_from_environment() * 1000, YIELD_CHECKS)
     # Worker threads run this code until the process ends: it must never be freed,
     # not even when Python tears its objects down at exit.
     engine.detach()
@@ -172,15 +179,16 @@ def spin_from_environment() -> int:
     return microseconds
 
 
-def set_spin(microseconds: int, polite: bool = True) -> None:
+def set_spin(microseconds: int, polite: bool = True, yield_every: int = YIELD_CHECKS) -> None:
     """How long idle pool workers poll for the next launch before they sleep.
 
-    `polite`: they call sched_yield() between clock reads, so a spinning worker gives
-    its core to any other runnable thread. Workers already spinning keep their span
-    until they next run a task.
+    `polite`: they call sched_yield() at every `yield_every`-th clock read, so a
+    spinning worker gives its core to any other runnable thread. Workers already
+    spinning keep their span until they next run a task.
     """
     ensure_pool()
-    _set_spin(max(0, min(int(microseconds), MAX_SPIN_US)) * 1000, int(bool(polite)))
+    every = max(1, min(int(yield_every), 1 << 20)) if polite else 0
+    _set_spin(max(0, min(int(microseconds), MAX_SPIN_US)) * 1000, every)
 
 
 def set_max_backoff(launches: int = MAX_BACKOFF) -> None:
