@@ -268,24 +268,31 @@ def test_convolutions_unfit_for_row_chunks_share_one_padded_buffer(case):
     assert not any(name.endswith("_rows") for name in _local_buffers_under(scheduled.body))
 
 
-_ROWS_READ = """
+def _padded_conv(channels: int, height: int, width: int, out_channels: int, out_rows: int,
+                 row: str = "vh + vry", pad_is_parameter: bool = False) -> str:
+    """TIR of a 1-padded input (height x width) and a 3x3 convolution reading it at row index `row`."""
+    pad_shape = (1, channels, height + 2, width + 2)
+    pad = f'pad: T.Buffer({pad_shape}, "float32"), ' if pad_is_parameter else ""
+    allocated = "" if pad_is_parameter else f"pad = T.alloc_buffer({pad_shape})"
+    return f"""
 @I.ir_module
 class Module:
     @T.prim_func
-    def kernel(x: T.Buffer((1, 2, 20, 8), "float32"), w: T.Buffer((8, 2, 3, 3), "float32"),
-               out: T.Buffer((1, 8, 8, 8), "float32")):
-        pad = T.alloc_buffer((1, 2, 22, 10))
-        for n, c, h, v in T.grid(1, 2, 22, 10):
+    def kernel(x: T.Buffer((1, {channels}, {height}, {width}), "float32"),
+               w: T.Buffer(({out_channels}, {channels}, 3, 3), "float32"), {pad}
+               out: T.Buffer((1, {out_channels}, {out_rows}, {width}), "float32")):
+        {allocated}
+        for n, c, h, v in T.grid({', '.join(map(str, pad_shape))}):
             with T.block("pad"):
                 vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, v])
-                pad[vn, vc, vh, vw] = T.if_then_else(1 <= vh and vh < 21 and 1 <= vw and vw < 9,
+                pad[vn, vc, vh, vw] = T.if_then_else(1 <= vh and vh < {height + 1} and 1 <= vw and vw < {width + 1},
                                                      x[vn, vc, vh - 1, vw - 1], T.float32(0.0))
-        for n, c, h, v, rc, ry, rx in T.grid(1, 8, 8, 8, 2, 3, 3):
+        for n, c, h, v, rc, ry, rx in T.grid(1, {out_channels}, {out_rows}, {width}, {channels}, 3, 3):
             with T.block("conv"):
                 vn, vc, vh, vw, vrc, vry, vrx = T.axis.remap("SSSSRRR", [n, c, h, v, rc, ry, rx])
                 with T.init():
                     out[vn, vc, vh, vw] = T.float32(0.0)
-                out[vn, vc, vh, vw] = out[vn, vc, vh, vw] + pad[vn, vrc, ROW, vw + vrx] * w[vc, vrc, vry, vrx]
+                out[vn, vc, vh, vw] = out[vn, vc, vh, vw] + pad[vn, vrc, {row}, vw + vrx] * w[vc, vrc, vry, vrx]
 """
 
 
@@ -296,36 +303,16 @@ def test_row_chunks_take_rows_linear_in_the_output_row_and_the_window(row, span)
     two iterators (not what legalization writes) has no such span, and keeps the shared buffer."""
     from relax.tir.schedule import conv2d_rows
 
-    (func,) = parse(_ROWS_READ.replace("ROW", row)).prim_funcs().values()
+    (func,) = parse(_padded_conv(2, 20, 8, 8, 8, row)).prim_funcs().values()
     statements, _ = top_level(func.body)
     pad, nest = statements[0], match_nest(statements[1])
     chunks = conv2d_rows.row_chunks(conv2d._match(nest), pad, 4, [])
     assert (chunks and chunks.span(4)) == span
 
 
-_PADDED_OUTPUT = """
-@I.ir_module
-class Module:
-    @T.prim_func
-    def kernel(x: T.Buffer((1, 8, 32, 32), "float32"), w: T.Buffer((16, 8, 3, 3), "float32"),
-               pad: T.Buffer((1, 8, 34, 34), "float32"), out: T.Buffer((1, 16, 32, 32), "float32")):
-        for n, c, h, v in T.grid(1, 8, 34, 34):
-            with T.block("pad"):
-                vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, v])
-                pad[vn, vc, vh, vw] = T.if_then_else(1 <= vh and vh < 33 and 1 <= vw and vw < 33,
-                                                     x[vn, vc, vh - 1, vw - 1], T.float32(0.0))
-        for n, c, h, v, rc, ry, rx in T.grid(1, 16, 32, 32, 8, 3, 3):
-            with T.block("conv"):
-                vn, vc, vh, vw, vrc, vry, vrx = T.axis.remap("SSSSRRR", [n, c, h, v, rc, ry, rx])
-                with T.init():
-                    out[vn, vc, vh, vw] = T.float32(0.0)
-                out[vn, vc, vh, vw] = out[vn, vc, vh, vw] + pad[vn, vrc, vh + vry, vw + vrx] * w[vc, vrc, vry, vrx]
-"""
-
-
 def test_a_padded_buffer_passed_in_is_still_written(schedule_target):
     """The padded copy is a parameter the caller reads: no chunk may leave it unwritten."""
-    (func,) = parse(_PADDED_OUTPUT).prim_funcs().values()
+    (func,) = parse(_padded_conv(8, 32, 32, 16, 32, pad_is_parameter=True)).prim_funcs().values()
     scheduled = default_cpu_schedule(func)
     written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
     assert {"pad", "out"} <= written
