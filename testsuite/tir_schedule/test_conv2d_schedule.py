@@ -85,6 +85,14 @@ def _conv_nests(func) -> list:
     return [nest for nest in map(match_nest, statements) if nest is not None and conv2d.matches(nest)]
 
 
+def _parallel_loops(func) -> list:
+    return [loop for loop in collect(func.body, tir.For) if loop.kind == "parallel"]
+
+
+def _local_buffers_under(stmt) -> set:
+    return {alloc.buffer_var.name for alloc in collect(stmt, tir.Allocate)}
+
+
 CASES = [  # batch, channels, out channels, size, kernel, stride, padding, dilation
     (1, 3, 16, 32, 3, 1, 1, 1),
     (2, 7, 7, 13, 3, 2, 1, 1),
@@ -167,16 +175,26 @@ def test_float64_falls_back(schedule_target):
     _run_both(funcs, target=schedule_target)
 
 
-@pytest.mark.parametrize("padding", [(1, 1, 1, 1), (1, 0, 2, 1), (0, 2, 0, 0), (2, 2, 2, 2)],
-                         ids=lambda p: "pad" + "".join(map(str, p)))
-def test_padding_stage_has_no_per_element_test(padding, schedule_target):
-    top, left, bottom, right = padding
-    funcs = _kernels('x: R.Tensor((2, 3, 7, 13), "float32"), w: R.Tensor((5, 3, 3, 3), "float32")',
+SMALL, CHUNKED = ((2, 3, 7, 13), (5, 3, 3, 3)), ((1, 8, 24, 24), (16, 8, 3, 3))
+
+
+@pytest.mark.parametrize("shapes,padding", [
+    (SMALL, (1, 1, 1, 1)), (SMALL, (1, 0, 2, 1)), (SMALL, (0, 2, 0, 0)), (SMALL, (2, 2, 2, 2)),
+    (CHUNKED, (2, 1, 0, 1)), (CHUNKED, (0, 0, 3, 2))],
+    ids=lambda p: "pad" + "".join(map(str, p)) if len(p) == 4 and isinstance(p[0], int) else
+    ("rows" if p is CHUNKED else "shared"))
+def test_padding_stage_has_no_per_element_test(shapes, padding, schedule_target):
+    """Padding written as loops, or per chunk of rows (CHUNKED: the chunks at the top and
+    bottom borders pad only the rows the padding has there), with no per-element test."""
+    (data, weight), (top, left, bottom, right) = shapes, padding
+    funcs = _kernels(f'x: R.Tensor({data}, "float32"), w: R.Tensor({weight}, "float32")',
                      f"out = R.nn.conv2d(x, w, padding=[{top}, {left}, {bottom}, {right}])")
     (func,) = funcs.values()
     scheduled = default_cpu_schedule(func)
     calls = [call.op for call in collect(scheduled.body, tir.Call)]
     assert "tir.if_then_else" not in calls and "tir.fma" in calls
+    if shapes is CHUNKED:
+        assert "pad_temp_rows" in _local_buffers_under(_parallel_loops(scheduled)[0].body)
     inputs, outputs = _run_both(funcs, target=schedule_target)
     x = np.pad(inputs[0], ((0, 0), (0, 0), (top, bottom), (left, right)))
     expected = _reference(x, inputs[1], 0.0, 1, 0, 1, epilogue=False)
@@ -226,14 +244,6 @@ def test_stage_read_after_the_epilogue_is_still_written(read, schedule_target):
     bias = conv + inputs[2]
     np.testing.assert_allclose(outputs[3], np.maximum(bias, 0), **TOLERANCE)
     np.testing.assert_allclose(outputs[4], 2 * (conv if read == "conv" else bias), **TOLERANCE)
-
-
-def _parallel_loops(func) -> list:
-    return [loop for loop in collect(func.body, tir.For) if loop.kind == "parallel"]
-
-
-def _local_buffers_under(stmt) -> set:
-    return {alloc.buffer_var.name for alloc in collect(stmt, tir.Allocate)}
 
 
 @pytest.mark.parametrize("case", [(1, 16, 32, 16, 3, 1, 1, 1), (2, 3, 16, 32, 5, 2, 2, 1), (1, 8, 16, 20, 3, 1, 2, 2),
@@ -320,17 +330,3 @@ def test_a_padded_buffer_passed_in_is_still_written(schedule_target):
     np.testing.assert_array_equal(outputs[2], np.pad(inputs[0], ((0, 0), (0, 0), (1, 1), (1, 1))))
     expected = _reference(*inputs[:2], 0.0, 1, 1, 1, epilogue=False)
     np.testing.assert_allclose(outputs[3], expected, **TOLERANCE)
-
-
-@pytest.mark.parametrize("padding", [(2, 1, 0, 1), (0, 0, 3, 2)], ids=lambda p: "pad" + "".join(map(str, p)))
-def test_row_chunks_with_uneven_padding(padding, schedule_target):
-    """Chunks at the top and bottom borders pad only the rows the padding has there."""
-    top, left, bottom, right = padding
-    funcs = _kernels('x: R.Tensor((1, 8, 24, 24), "float32"), w: R.Tensor((16, 8, 3, 3), "float32")',
-                     f"out = R.nn.conv2d(x, w, padding=[{top}, {left}, {bottom}, {right}])")
-    (func,) = funcs.values()
-    scheduled = default_cpu_schedule(func)
-    assert "pad_temp_rows" in _local_buffers_under(_parallel_loops(scheduled)[0].body)
-    inputs, outputs = _run_both(funcs, target=schedule_target)
-    x = np.pad(inputs[0], ((0, 0), (0, 0), (top, bottom), (left, right)))
-    np.testing.assert_allclose(outputs[-1], _reference(x, inputs[1], 0.0, 1, 0, 1, epilogue=False), **TOLERANCE)
