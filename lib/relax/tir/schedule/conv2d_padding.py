@@ -23,14 +23,14 @@ from ..loop_nests import uses
 from .nest import fresh, loop, match_nest, seq
 
 
-def evaluate(expr, env: dict):
+def _evaluate(expr, env: dict):
     """The integer value of `expr` built from IntImm, the variables of `env`, + - *; None otherwise."""
     if isinstance(expr, tir.IntImm):
         return expr.value
     if isinstance(expr, tir.Var):
         return env.get(expr)
     if isinstance(expr, (tir.Add, tir.Sub, tir.Mul)):
-        a, b = evaluate(expr.a, env), evaluate(expr.b, env)
+        a, b = _evaluate(expr.a, env), _evaluate(expr.b, env)
         if a is None or b is None:
             return None
         return a + b if isinstance(expr, tir.Add) else a - b if isinstance(expr, tir.Sub) else a * b
@@ -39,7 +39,7 @@ def evaluate(expr, env: dict):
 
 def _offset(expr, var) -> int | None:
     """c when expr is var + c, else None."""
-    values = [evaluate(expr, {var: x}) for x in (0, 1, 2)]
+    values = [_evaluate(expr, {var: x}) for x in (0, 1, 2)]
     if None in values or values[1] - values[0] != 1 or values[2] - values[1] != 1:
         return None
     return values[0]

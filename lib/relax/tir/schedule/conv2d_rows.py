@@ -31,10 +31,11 @@ import copy
 from dataclasses import dataclass
 
 from ...ir import tir
+from ..arith.linear import from_expr
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from ..rewrite import collect
-from .conv2d_padding import evaluate, pad_parts, padded_rows
+from .conv2d_padding import pad_parts, padded_rows
 from .nest import seq
 
 # Output rows a chunk covers at least (a whole number of register tiles): with a 3-row
@@ -75,14 +76,6 @@ class RowChunks:
         return allocation(local, seq([fill, make(reading)]))
 
 
-def _slope(expr, var, env) -> int | None:
-    """d expr / d var at `env` when expr is linear in var there, else None."""
-    values = [evaluate(expr, {**env, var: x}) for x in (0, 1, 2)]
-    if None in values or values[2] - values[1] != values[1] - values[0]:
-        return None
-    return values[1] - values[0]
-
-
 def row_chunks(conv, stmt, rows: int, later) -> RowChunks | None:
     """The chunked form of `conv` when `stmt` is the padding nest of its data and the
     chunks qualify (see the module docstring); `later` are the statements after the convolution."""
@@ -95,23 +88,19 @@ def row_chunks(conv, stmt, rows: int, later) -> RowChunks | None:
     batch, channel, row, column = vec.indices
     if batch is not conv.n or any(uses(channel, v) for v in (conv.n, conv.a, conv.b, conv.v)):
         return None
-    if any(uses(row, v) for v in (conv.n, conv.a, conv.v)) or any(uses(column, v) for v in (conv.n, conv.a, conv.b)):
+    if any(uses(column, v) for v in (conv.n, conv.a, conv.b)):
         return None
-    reduce = [(iv.var, conv.nest.loop_of(iv).extent.value) for iv in conv.reduce]
-    at_start = {var: 0 for var, _ in reduce}
-    stride = _slope(row, conv.b, at_start)
-    slopes = [_slope(row, var, {**at_start, conv.b: 0}) for var, _ in reduce]
-    if stride is None or stride < 1 or any(s is None or s < 0 for s in slopes):
+    # The row index as a linear form over the output row and the window's variables alone (a
+    # product of two is an atom of its own and refused), so a chunk's span of rows is exact.
+    extents = {iv.var: conv.nest.loop_of(iv).extent.value for iv in conv.reduce}
+    slopes = dict(from_expr(row).nonzero())
+    if any(atom is not conv.b and atom not in extents for atom in slopes):
         return None
-    first = evaluate(row, {**at_start, conv.b: 0})
-    last = evaluate(row, {**{var: extent - 1 for var, extent in reduce}, conv.b: 0})
-    if first is None or last is None or conv.extent(conv.b) // rows < 2:
+    stride = slopes.pop(conv.b, 0)
+    if stride < 1 or any(slope < 0 for slope in slopes.values()) or conv.extent(conv.b) // rows < 2:
         return None
-    # Linear in all of them together (no product of two), so the span is a chunk's rows exactly.
-    for b in (1, conv.extent(conv.b) - 1):
-        corner = {**{var: extent - 1 for var, extent in reduce}, conv.b: b}
-        if evaluate(row, corner) != first + stride * b + sum(s * (e - 1) for s, (_, e) in zip(slopes, reduce)):
-            return None
+    first = from_expr(row).const
+    last = first + sum(slope * (extents[var] - 1) for var, slope in slopes.items())
     plan = RowChunks(conv, parts, rows, stride, first, last - first + 1)
     (_, channels, _), _, (left, width, right) = parts[3][1:]
     if channels * plan.span(rows) * (left + width + right) * 4 > CHUNK_LIMIT_BYTES:
