@@ -12,11 +12,12 @@ COMPUTE_WORKLOADS = ("mlp_b1", "mlp_b64", "cnn", "transformer", "vadd16m", "matm
 
 def cpu_name() -> str:
     try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+        lines = pathlib.Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:  # not Linux, or no /proc
+        lines = []
+    for line in lines:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
