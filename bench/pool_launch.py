@@ -80,7 +80,7 @@ def main(argv=None) -> None:
             times = {name: {1: [], 2: []} for name in CADENCES}
             for _ in range(args.rounds):
                 for name, every in CADENCES.items():
-                    thread_pool.set_spin(thread_pool.spin_from_environment(), polite=every > 0, yield_every=every)
+                    thread_pool.set_spin(thread_pool.spin_from_environment(), yield_every=every)
                     for threads, call in calls.items():
                         times[name][threads].append(per_call_us(call, data))
             for name, measured in times.items():

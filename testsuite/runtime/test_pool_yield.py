@@ -1,7 +1,7 @@
 """Idle pool workers yield their core at the cadence set_spin gives them, never included.
 
-thread_pool.set_spin(us, polite, yield_every): a spinning worker calls sched_yield() at
-every `yield_every`-th clock read (every CLOCK_ROUNDS pauses), not at all when impolite.
+thread_pool.set_spin(us, yield_every=N): a spinning worker calls sched_yield() at every
+N-th clock read (every CLOCK_ROUNDS pauses), not at all for 0.
 Each cadence here runs launches separated by pauses of a few hundred microseconds, so
 that the worker spins through many clock reads between them (a cadence of 0 must not
 divide by zero there), and every launch must compute every iteration; between launches
@@ -20,13 +20,13 @@ from test_pool_affinity import caller_thread
 from test_pool_unstacking import N, _cpus_kernel
 
 
-@pytest.mark.parametrize("polite,every", [(False, 0), (True, 1), (True, thread_pool.YIELD_CHECKS), (True, 1000)],
+@pytest.mark.parametrize("every", [0, 1, thread_pool.YIELD_CHECKS, 1000],
                          ids=["never", "every-read", "default", "rarely"])
-def test_launches_run_at_every_yield_cadence(polite, every):
+def test_launches_run_at_every_yield_cadence(every):
     lib = build_host_library({"cpus": _cpus_kernel()})
     lib.parallel_threshold_bytes = 0
     lib.num_threads = 2
-    thread_pool.set_spin(5_000, polite=polite, yield_every=every)
+    thread_pool.set_spin(5_000, yield_every=every)
     try:
         threads = set()
         for _ in range(12):
