@@ -48,3 +48,27 @@ def test_a_process_ending_fast_leaves_the_cycle_collector_off(monkeypatch):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+PROBE = """
+import gc, sys, click
+from relax.driver.runner import run_command
+
+@click.command()
+def command():
+    print("on" if gc.isenabled() else "off")
+
+as_program = sys.argv.pop(1) == "program"  # the command line left empty either way
+run_command(command, "probe", None if as_program else [], fast_exit=True)
+print("returned", "on" if gc.isenabled() else "off")
+"""
+
+
+def test_a_tool_process_runs_its_command_with_the_collector_off():
+    # From the start of the command, not only the compile: the toolchain's imports inside
+    # it ran dozens of collections.
+    as_program = subprocess.run([sys.executable, "-c", PROBE, "program"], capture_output=True, text=True)
+    assert as_program.returncode == 0, as_program.stderr
+    assert as_program.stdout.split() == ["off"]  # ended by os._exit: never returned
+    in_process = subprocess.run([sys.executable, "-c", PROBE, "library"], capture_output=True, text=True)
+    assert in_process.stdout.split() == ["on", "returned", "on"]

@@ -8,6 +8,10 @@ figures are in docs/performance-notes.md). Collection resumes when the block end
 a library user's process is left as it was; a tool that ends by os._exit right after
 (process_exit.py) leaves it off, as the first allocation after re-enabling would run
 a full collection of everything the compile left alive, for nothing.
+
+Such a tool (`relaxc`) turns it off for its whole process, from the start of its
+command (`paused_until_exit`): importing the toolchain (some 550 modules, their
+classes and functions) ran dozens of collections before the compile began.
 """
 
 from __future__ import annotations
@@ -16,6 +20,12 @@ import contextlib
 import gc
 
 from .process_exit import is_ending_fast
+
+
+def paused_until_exit() -> None:
+    """Turns automatic cycle collection off for the rest of a process that ends by
+    process_exit.exit_process (runner.run_command's fast_exit)."""
+    gc.disable()
 
 
 @contextlib.contextmanager

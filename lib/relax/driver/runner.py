@@ -42,11 +42,14 @@ def run_command(command: click.Command, tool: str, argv: list[str] | None = None
 
     `fast_exit`: when run as the program (no `argv` given) and not under a profiler or
     tracer (which write their reports at exit), end the process right after the
-    command instead of returning (process_exit.py)."""
+    command instead of returning (process_exit.py), with cycle collection off from
+    here on (collector.py)."""
     if fast_exit and argv is None and sys.getprofile() is None and sys.gettrace() is None:
+        from .collector import paused_until_exit
         from .process_exit import ending_fast, exit_process
 
         ending_fast()
+        paused_until_exit()
         exit_process(run_command(command, tool))
     argv = list(sys.argv[1:] if argv is None else argv)
     error_limit = _error_limit(argv)
