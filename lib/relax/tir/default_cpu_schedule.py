@@ -12,8 +12,8 @@ before convert-blocks-to-loops, because only blocks say which loops are independ
 from __future__ import annotations
 
 from ..ir import tir
-from .loop_nests import has_thread_bindings, spatial_prefix, top_level
-from .rewrite import Rewriter, collect
+from .loop_nests import any_loop, has_thread_bindings, spatial_prefix, top_level
+from .rewrite import Rewriter
 
 MIN_PARALLEL_WORK = 1 << 18  # below this, starting threads costs about what they save
 SYMBOLIC_EXTENT_GUESS = 64  # how many iterations a loop of unknown extent is taken to run
@@ -79,7 +79,7 @@ class DefaultCPUSchedule:
         self.min_work = min_work
 
     def run(self, func: tir.PrimFunc) -> tir.PrimFunc:
-        if has_thread_bindings(func) or any(f.kind == "parallel" for f in collect(func.body, tir.For)):
+        if has_thread_bindings(func) or any_loop(func.body, lambda loop: loop.kind == "parallel"):
             return func
         statements, rebuild = top_level(func.body)
         scheduled = []

@@ -91,21 +91,34 @@ def top_level(stmt):
     return [stmt], lambda seq: seq[0] if len(seq) == 1 else tir.SeqStmt(tuple(seq))
 
 
-def has_thread_bindings(func: tir.PrimFunc) -> bool:
-    """Whether a loop is bound to a thread or an AttrStmt sets a thread extent. Both are
-    statements, so only statements are searched (expressions hold none); stops at the first."""
-    stack = [func.body]
+def statements(stmt: tir.Stmt):
+    """Every statement under `stmt`, itself included, in pre-order. Expressions hold none, so
+    they are not searched: after the schedules, most of a kernel's nodes are expressions."""
+    stack = [stmt]
+    pop, push = stack.pop, stack.append
     while stack:
-        current = stack.pop()
+        current = pop()
         if isinstance(current, tuple):
-            stack.extend(item for item in current if isinstance(item, tir.Stmt))
+            stack.extend(item for item in reversed(current) if isinstance(item, tir.Stmt))
             continue
-        if isinstance(current, tir.For) and current.kind == "thread_binding":
-            return True
-        if isinstance(current, tir.AttrStmt) and current.attr_key == "thread_extent":
-            return True
-        for name in field_names(type(current)):
+        yield current
+        for name in reversed(field_names(type(current))):
             value = getattr(current, name)
             if isinstance(value, (tir.Stmt, tuple)):
-                stack.append(value)
+                push(value)
+
+
+def any_loop(stmt: tir.Stmt, predicate) -> bool:
+    """Whether a For under `stmt` satisfies `predicate`; stops at the first."""
+    return any(isinstance(node, tir.For) and predicate(node) for node in statements(stmt))
+
+
+def has_thread_bindings(func: tir.PrimFunc) -> bool:
+    """Whether a loop is bound to a thread or an AttrStmt sets a thread extent (both are
+    statements); stops at the first."""
+    for node in statements(func.body):
+        if isinstance(node, tir.For) and node.kind == "thread_binding":
+            return True
+        if isinstance(node, tir.AttrStmt) and node.attr_key == "thread_extent":
+            return True
     return False

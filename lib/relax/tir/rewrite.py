@@ -25,6 +25,18 @@ _LEAF, _TUPLE, _NODE, _OTHER = 0, 1, 2, 3
 _KIND: dict[type, int] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}  # per node class, its field_names
 _DISPATCH: dict[type, dict[type, object]] = {}
+_NO_METHODS: dict[type, object] = {}
+_UNSEEN = object()  # a node class a rewriter's table has no entry for yet
+# Per rewriter class, the table generic_visit reads to leave out leaves it has no visit_
+# method for: its dispatch table, or _NO_METHODS when it overrides generic_visit (which
+# then sees the leaves, as simplify.py's does).
+_LEAF_TABLE: dict[type, dict[type, object]] = {}
+
+
+def _leaf_table(rewriter: type) -> dict[type, object]:
+    plain = rewriter.generic_visit is Rewriter.generic_visit
+    table = _LEAF_TABLE[rewriter] = _DISPATCH.setdefault(rewriter, {}) if plain else _NO_METHODS
+    return table
 
 
 def _kind(cls: type) -> int:
@@ -92,14 +104,20 @@ class Rewriter:
             return node
         changes = None
         kinds = _KIND
+        table = _LEAF_TABLE.get(self.__class__)
+        if table is None:
+            table = _leaf_table(self.__class__)
         names = _FIELDS.get(cls)  # field_names' answer, read here without a call per node
         if names is None:
             names = _FIELDS[cls] = field_names(cls)
         for name in names:
             value = getattr(node, name)
-            value_kind = kinds.get(value.__class__)
+            value_cls = value.__class__
+            value_kind = kinds.get(value_cls)
             if value_kind == _OTHER:  # strings, numbers, None: nothing to visit
                 continue
+            if value_kind == _LEAF and table.get(value_cls, _UNSEEN) is None:
+                continue  # a leaf this rewriter has no visit_ method for stays as it is
             # Nodes are visited here rather than through _visit_value: one Python frame less
             # per level of the tree (CPython keeps frames in 16 KiB chunks, codegen/fresh_stack.py).
             new = self.visit(value) if value_kind == _NODE else self._visit_value(value)
@@ -119,8 +137,17 @@ class Rewriter:
         if kind == _TUPLE:
             changed = False
             items = []
+            kinds, table = _KIND, _LEAF_TABLE.get(self.__class__)
+            if table is None:
+                table = _leaf_table(self.__class__)
             for item in value:
-                new = self._visit_value(item)
+                item_cls = item.__class__
+                if kinds.get(item_cls) == _LEAF and table.get(item_cls, _UNSEEN) is None:
+                    new = item  # as in generic_visit: a leaf without a visit_ method
+                elif kinds.get(item_cls) == _NODE:
+                    new = self.visit(item)
+                else:
+                    new = self._visit_value(item)
                 changed = changed or new is not item
                 items.append(new)
             return tuple(items) if changed else value

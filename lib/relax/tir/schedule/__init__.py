@@ -47,7 +47,7 @@ figures in docs/performance-notes.md.
 from __future__ import annotations
 
 from ...ir import tir
-from ..loop_nests import has_thread_bindings, top_level
+from ..loop_nests import any_loop, has_thread_bindings, top_level
 from ..rewrite import collect
 from . import (conv2d, gemv, gemv_epilogue, pool, reduction_order, register_tile, row_reduction, streaming_store,
                transpose, vector_math_rows)
@@ -110,7 +110,7 @@ def default_cpu_schedule(func: tir.PrimFunc, target=None) -> tir.PrimFunc:
     """`func` with every top-level loop nest scheduled for a CPU `target`."""
     if func.attrs.get("tir.lowered") or has_thread_bindings(func):
         return func
-    if any(loop.kind != "serial" for loop in collect(func.body, tir.For)):
+    if any_loop(func.body, lambda loop: loop.kind != "serial"):
         return func  # already scheduled by hand
     parallel = getattr(target, "num_cores", 0) != 1
     cpu = cpu_info(target)
