@@ -24,6 +24,7 @@ from ..ir import tir
 from ..runtime.kernels import abi
 from ..runtime.kernels.kernel_signatures import DIGEST_BYTES, signature_digest, signature_symbol
 from ..runtime.kernels.metadata import KernelInfo, ParamInfo
+from ..tir.loop_nests import statements
 from .codegen_expr import ExprCodegen
 from .codegen_intrin import IntrinsicCodegen
 from .codegen_stmt import StmtCodegen
@@ -105,8 +106,10 @@ def has_noalias(func: tir.PrimFunc) -> bool:
 def written_buffers(func: tir.PrimFunc) -> tuple[str, ...]:
     """Names of the buffer parameters some BufferStore writes to."""
     stored = set()
-    for key in referenced_keys(func.body, {}, stores_only=True):
-        stored.add(key)
+    for stmt in statements(func.body):  # stores are statements: expressions need no walk
+        if isinstance(stmt, tir.BufferStore):
+            buffer = stmt.buffer
+            stored.add(buffer.data if buffer.data is not None else ("buffer", buffer.name))
     names = []
     for param, buffer in func.buffer_map:
         if buffer.data in stored or ("buffer", buffer.name) in stored or param in stored:

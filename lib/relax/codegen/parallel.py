@@ -135,11 +135,8 @@ def link_launcher(module: "llvm.ModuleRef", context=None) -> None:
         module.link_in(helper)
 
 
-def referenced_keys(node, found: dict, stores_only: bool = False) -> dict:
-    """Every Var and buffer-pointer key a statement refers to, in first-use order.
-
-    With `stores_only`, only the pointer keys of buffers that BufferStores write.
-    """
+def referenced_keys(node, found: dict) -> dict:
+    """Every Var and buffer-pointer key a statement refers to, in first-use order."""
     # Pre-order over an explicit stack (children pushed reversed), each node once: the
     # order of a recursive walk, without a Python frame per node (it runs over every
     # kernel body and every parallel loop's).
@@ -154,13 +151,9 @@ def referenced_keys(node, found: dict, stores_only: bool = False) -> dict:
         if not isinstance(value, Node) or id(value) in seen:
             continue
         seen.add(id(value))
-        if stores_only:
-            if isinstance(value, tir.BufferStore):
-                buffer = value.buffer
-                found.setdefault(buffer.data if buffer.data is not None else ("buffer", buffer.name), None)
-        elif isinstance(value, tir.Var):
+        if isinstance(value, tir.Var):
             found.setdefault(value, None)
-        if not stores_only and isinstance(value, tir.Buffer) and value.data is None:
+        elif isinstance(value, tir.Buffer) and value.data is None:
             found.setdefault(("buffer", value.name), None)
         for name in reversed(field_names(value.__class__)):
             push(getattr(value, name))
