@@ -181,6 +181,21 @@ def test_work_estimate_counts_inner_trips_and_extern_calls():
     assert work_per_iteration(call) > 100 * one
 
 
+def test_capped_work_estimate_is_the_estimate_up_to_the_cap():
+    # The code generator only needs min(work, SERIAL_WORK) and stops counting there.
+    j, k = tir.Var("j", "int64"), tir.Var("k", "int64")
+    a = param("A", "float32", (1000,))
+    leaf = store(a[1], j, tir.FloatImm("float32", 1.0))
+    call = tir.Evaluate(tir.Call("int32", "tir.call_extern", (tir.StringImm("usleep"), tir.IntImm("uint32", 1))))
+    nests = [leaf, call, loop(j, i64(10), leaf), loop(k, i64(7), tir.SeqStmt((loop(j, i64(10), leaf), call))),
+             loop(k, tir.Var("n", "int64"), loop(j, i64(3), leaf)), loop(j, i64(0), leaf)]
+    for nest in nests:
+        full = work_per_iteration(nest)
+        for cap in (1, 2, 5, full - 1, full, full + 1, 4095, 4096, 4097, SERIAL_WORK):
+            if cap >= 1:
+                assert work_per_iteration(nest, cap) == min(full, cap), (nest, cap)
+
+
 def test_symbolic_small_loop_runs_on_the_calling_thread():
     """Iterations below the run-time bound do not launch: a tiny symbolic loop records one thread."""
     n = tir.Var("n", "int64")

@@ -37,6 +37,8 @@ pthreads per call); the loader still runs them as they are.
 
 from __future__ import annotations
 
+import sys
+
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
@@ -160,23 +162,45 @@ def referenced_keys(node, found: dict) -> dict:
     return found
 
 
-def work_per_iteration(node) -> int:
-    """Estimated cost of one iteration of `node`: its TIR nodes, inner loops counted per trip."""
+def work_per_iteration(node, cap: int | None = None) -> int:
+    """Estimated cost of one iteration of `node`: its TIR nodes, inner loops counted per trip.
+
+    With `cap`, min(cost, cap): the walk stops once it has counted that much (the serial
+    or parallel decision needs no more, and a tiled kernel's body has thousands of nodes)."""
+    return _work(node, cap if cap is not None else sys.maxsize)
+
+
+def _work(node, cap: int) -> int:
+    if cap <= 0:
+        return cap
     if isinstance(node, (tuple, list)):
-        return sum(work_per_iteration(item) for item in node)
+        total = 0
+        for item in node:
+            total += _work(item, cap - total)
+            if total >= cap:
+                return cap
+        return total
     if not isinstance(node, Node) or isinstance(node, tir.Buffer):
         return 0
     if isinstance(node, tir.For):
-        trips = node.extent.value if isinstance(node.extent, tir.IntImm) else UNKNOWN_EXTENT
-        return 1 + max(trips, 0) * work_per_iteration(node.body)
+        trips = max(node.extent.value if isinstance(node.extent, tir.IntImm) else UNKNOWN_EXTENT, 0)
+        if trips == 0:
+            return 1
+        # Counted up to the per-trip work that brings the loop to `cap`.
+        return min(cap, 1 + trips * _work(node.body, -(-(cap - 1) // trips)))
     if isinstance(node, tir.Call) and node.op in ("tir.call_extern", "tir.call_packed"):
-        return EXTERN_CALL_WORK + work_per_iteration(node.args)
-    return 1 + sum(work_per_iteration(getattr(node, name)) for name in field_names(node.__class__))
+        return min(cap, EXTERN_CALL_WORK + _work(node.args, cap - EXTERN_CALL_WORK))
+    total = 1
+    for name in field_names(node.__class__):
+        total += _work(getattr(node, name), cap - total)
+        if total >= cap:
+            return cap
+    return total
 
 
 class ParallelCodegen:
     def emit_parallel_for(self, loop: tir.For, begin: ir.Value, end: ir.Value) -> None:
-        cost = max(1, work_per_iteration(loop.body))
+        cost = max(1, work_per_iteration(loop.body, cap=SERIAL_WORK))
         if isinstance(loop.extent, tir.IntImm):
             if loop.extent.value * cost < SERIAL_WORK:
                 self._serial_loop(loop, begin, end)
