@@ -23,12 +23,12 @@ NodeT = TypeVar("NodeT", bound="Node")
 def node(cls: type[NodeT]) -> type[NodeT]:
     """Declares an IR node class: immutable, identity-compared, with a kw-only `span`.
 
-    A dataclass to `dataclasses.fields` and `dataclasses.replace`, but only its fields are
-    left to the dataclasses module: it generates an __init__, __setattr__ and __delattr__
-    per class by compiling source text (a third of the time of importing the toolchain's
-    modules went there). Node's own __setattr__ and __delattr__ refuse changes for every
-    node class, and the __init__ comes from a code object shared by the classes whose
-    fields have the same names (_init_code)."""
+    A dataclass to `dataclasses.fields` and `dataclasses.replace`, but only the fields are
+    left to the dataclasses module, which would compile an __init__, __setattr__ and
+    __delattr__ from source text for every class, at every start of every tool. Node's
+    own __setattr__ and __delattr__ refuse changes for all node classes, and each
+    __init__ runs a code object shared by the classes whose fields have the same names
+    (_init_code)."""
     if cls.__dict__.get("__doc__") is None:
         cls.__doc__ = cls.__name__  # else dataclasses spells out a signature, through inspect
     cls = dataclasses.dataclass(init=False, eq=False, repr=False)(cls)
