@@ -27,16 +27,6 @@ _FIELDS: dict[type, tuple[str, ...]] = {}  # per node class, its field_names
 _DISPATCH: dict[type, dict[type, object]] = {}
 _NO_METHODS: dict[type, object] = {}
 _UNSEEN = object()  # a node class a rewriter's table has no entry for yet
-# Per rewriter class, the table generic_visit reads to leave out leaves it has no visit_
-# method for: its dispatch table, or _NO_METHODS when it overrides generic_visit (which
-# then sees the leaves, as simplify.py's does).
-_LEAF_TABLE: dict[type, dict[type, object]] = {}
-
-
-def _leaf_table(rewriter: type) -> dict[type, object]:
-    plain = rewriter.generic_visit is Rewriter.generic_visit
-    table = _LEAF_TABLE[rewriter] = _DISPATCH.setdefault(rewriter, {}) if plain else _NO_METHODS
-    return table
 
 
 def _kind(cls: type) -> int:
@@ -76,6 +66,13 @@ class Rewriter:
     (most of a kernel's nodes are in its expressions)."""
 
     statements_only = False
+    # Whether generic_visit leaves out the leaves this rewriter has no visit_ method for:
+    # not when a subclass overrides generic_visit, which then sees them (simplify.py's does).
+    skips_plain_leaves = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.skips_plain_leaves = cls.generic_visit is Rewriter.generic_visit
 
     def visit(self, node):
         if node is None:
@@ -104,9 +101,8 @@ class Rewriter:
             return node
         changes = None
         kinds = _KIND
-        table = _LEAF_TABLE.get(self.__class__)
-        if table is None:
-            table = _leaf_table(self.__class__)
+        # The table of visit_ methods, read to leave out leaves without one (skips_plain_leaves).
+        table = _DISPATCH.get(self.__class__, _NO_METHODS) if self.skips_plain_leaves else _NO_METHODS
         names = _FIELDS.get(cls)  # field_names' answer, read here without a call per node
         if names is None:
             names = _FIELDS[cls] = field_names(cls)
@@ -137,14 +133,14 @@ class Rewriter:
         if kind == _TUPLE:
             changed = False
             items = []
-            kinds, table = _KIND, _LEAF_TABLE.get(self.__class__)
-            if table is None:
-                table = _leaf_table(self.__class__)
+            kinds = _KIND
+            table = _DISPATCH.get(self.__class__, _NO_METHODS) if self.skips_plain_leaves else _NO_METHODS
             for item in value:
                 item_cls = item.__class__
-                if kinds.get(item_cls) == _LEAF and table.get(item_cls, _UNSEEN) is None:
+                item_kind = kinds.get(item_cls)
+                if item_kind == _LEAF and table.get(item_cls, _UNSEEN) is None:
                     new = item  # as in generic_visit: a leaf without a visit_ method
-                elif kinds.get(item_cls) == _NODE:
+                elif item_kind == _NODE:
                     new = self.visit(item)
                 else:
                     new = self._visit_value(item)

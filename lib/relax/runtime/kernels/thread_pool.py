@@ -179,16 +179,15 @@ def spin_from_environment() -> int:
     return microseconds
 
 
-def set_spin(microseconds: int, polite: bool = True, yield_every: int = YIELD_CHECKS) -> None:
+def set_spin(microseconds: int, yield_every: int = YIELD_CHECKS) -> None:
     """How long idle pool workers poll for the next launch before they sleep.
 
-    `polite`: they call sched_yield() at every `yield_every`-th clock read (never for
-    0, as when not polite), so a spinning worker gives its core to any other runnable
-    thread. Workers already spinning keep their span until they next run a task.
+    They call sched_yield() at every `yield_every`-th clock read (never for 0), so a
+    spinning worker gives its core to any other runnable thread. Workers already
+    spinning keep their span until they next run a task.
     """
     ensure_pool()
-    every = max(0, min(int(yield_every), 1 << 20)) if polite else 0
-    _set_spin(max(0, min(int(microseconds), MAX_SPIN_US)) * 1000, every)
+    _set_spin(max(0, min(int(microseconds), MAX_SPIN_US)) * 1000, max(0, min(int(yield_every), 1 << 20)))
 
 
 def set_max_backoff(launches: int = MAX_BACKOFF) -> None:
