@@ -86,3 +86,24 @@ def test_missing_mpiexec_and_bad_start(tmp_path):
     with pytest.raises(UserError, match="could not start its 2 workers: mpiexec exited with status"):
         ProcessSession(2, mpiexec="/bin/false", start_timeout=10)
 
+
+
+@pytest.mark.parametrize("euid, consents", [(0, True), (1000, False)])
+def test_root_gives_open_mpi_its_consent(tmp_path, monkeypatch, euid, consents):
+    """Open MPI's mpiexec refuses to run as root unless two variables say so (seen on a GPU
+    machine whose commands run as root): the session's own local ranks get them as root only."""
+    from relax.disco import ProcessSession
+
+    seen = tmp_path / "env"
+    fake = tmp_path / "mpiexec"
+    fake.write_text(f"#!/bin/sh\nenv > {seen}\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.delenv("OMPI_ALLOW_RUN_AS_ROOT", raising=False)
+    monkeypatch.delenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", raising=False)
+    monkeypatch.setattr("os.geteuid", lambda: euid)
+    with pytest.raises(UserError, match="mpiexec exited with status 1"):
+        ProcessSession(1, mpiexec=str(fake), start_timeout=10)
+    variables = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    assert ("OMPI_ALLOW_RUN_AS_ROOT" in variables) is consents
+    assert ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM" in variables) is consents
+    assert "RELAX_DISCO_AUTHKEY" in variables

@@ -48,6 +48,19 @@ def find_mpiexec() -> str:
     return found
 
 
+def worker_environment(key: bytes, package_root: str) -> dict:
+    """The environment mpiexec and its ranks get: this one, the session's key, this package
+    on the path, and, as root, Open MPI's consent to run as root. Open MPI refuses root
+    unless told; the ranks are this process's own workers on this host under the same user,
+    so the consent adds no privilege (MPICH ignores the variables)."""
+    env = dict(os.environ, **{KEY_VARIABLE: key.hex()})
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    if os.geteuid() == 0:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
 def _kill_group(process: subprocess.Popen) -> None:
     """Ends mpiexec and every rank it started (they share its process group)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -90,9 +103,8 @@ class ProcessSession(Session):
         import relax
 
         host, port = self._listener.address
-        env = dict(os.environ, **{KEY_VARIABLE: key.hex()})
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(relax.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        env = worker_environment(key, package_root)
         command = [mpiexec, "-n", str(self.num_workers), sys.executable, "-m", "relax.disco.worker",
                    "--controller", f"{host}:{port}", "--authkey-env", KEY_VARIABLE,
                    "--controller-pid", str(os.getpid())]
