@@ -3,6 +3,9 @@
     python bench/gpu.py                      everything, about a minute on an H100
     python bench/gpu.py add matmul           some workloads
     python bench/gpu.py --arch sm_90         build for this arch (default: the GPU's)
+    python bench/gpu.py matmul --matmul-tiles 16x4x16,16x8x8
+                                             the matmul rule's block shapes side by side
+                                             (SIDExREGxK_STEP, pass config tir.gpu_matmul_tile)
 
   add          C = A + B on 256M float32 (3 GiB moved), the relax kernel against cupy's
                own device-to-device copy of the same bytes (the bandwidth ceiling);
@@ -51,13 +54,17 @@ def gpu_time_ms(cupy, run, repeat: int = 20, warmup: int = 3) -> float:
     return statistics.median(times)
 
 
-def build_kernel(text: str, name: str, target: str):
-    """The GPU kernel `name` of a one-operator Relax module, loaded on the GPU."""
+def build_kernel(text: str, name: str, target: str, config: dict | None = None):
+    """The GPU kernel `name` of a one-operator Relax module, loaded on the GPU; `config` is
+    the build's pass config."""
     from relax.build import build
+    from relax.ir.pass_infra import PassContext
     from relax.script import parse
     from relax.vm import VirtualMachine
 
-    vm = VirtualMachine(build(parse(text), target), "cuda")
+    with PassContext(config=config or {}):
+        executable = build(parse(text), target)
+    vm = VirtualMachine(executable, "cuda")
     for library in vm._device_libraries:
         kernel = library.get_function(name)
         if kernel is not None:
@@ -110,22 +117,30 @@ def matmul_tolerance(largest: float, k: int, dtype: str) -> float:
     return 6 * np.sqrt(k / 12) * ulp
 
 
-def bench_matmul(cupy, target: str, dtype: str) -> None:
+def bench_matmul(cupy, target: str, dtype: str, tiles=(None,)) -> None:
+    """The matmul kernel built with each of `tiles` (None: the default block shape) beside cuBLAS."""
+    from relax.tir.gpu_schedule.matmul import TILE_KEY
+
     n = MATMUL_N
-    kernel = build_kernel(one_op_module("matmul", (n, n), (n, n), (n, n), dtype), "matmul", target)
     a = (cupy.random.random((n, n), dtype=cupy.float32) - 0.5).astype(dtype)
     b = (cupy.random.random((n, n), dtype=cupy.float32) - 0.5).astype(dtype)
     c = cupy.empty((n, n), dtype=dtype)
-    ms = gpu_time_ms(cupy, lambda: kernel(a, b, c), repeat=10)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    error = float(cupy.max(cupy.abs(c.astype(cupy.float32) - reference)))
-    assert error <= matmul_tolerance(float(cupy.max(cupy.abs(reference))), n, dtype), \
-        f"matmul {dtype}: max error {error}"
+    tolerance = matmul_tolerance(float(cupy.max(cupy.abs(reference))), n, dtype)
     cublas_ms = gpu_time_ms(cupy, lambda: cupy.matmul(a, b), repeat=10)
     flops = 2 * n ** 3
-    ours, theirs = flops / ms / 1e9, flops / cublas_ms / 1e9
-    print(f"matmul 4096^3 {dtype:8s} relax {ms:8.3f} ms {ours:7.1f} TFLOP/s   cuBLAS {cublas_ms:8.3f} ms "
-          f"{theirs:7.1f} TFLOP/s   {100 * ours / theirs:5.1f}% of cuBLAS (target 70%)")
+    theirs = flops / cublas_ms / 1e9
+    for tile in tiles:
+        config = {TILE_KEY: tile} if tile else {}
+        kernel = build_kernel(one_op_module("matmul", (n, n), (n, n), (n, n), dtype), "matmul", target, config)
+        c.fill(0)
+        ms = gpu_time_ms(cupy, lambda: kernel(a, b, c), repeat=10)
+        error = float(cupy.max(cupy.abs(c.astype(cupy.float32) - reference)))
+        assert error <= tolerance, f"matmul {dtype} tile {tile or 'default'}: max error {error}"
+        ours = flops / ms / 1e9
+        shape = f" {tile}" if tile else ""
+        print(f"matmul 4096^3 {dtype:8s}{shape:9s} relax {ms:8.3f} ms {ours:7.1f} TFLOP/s   cuBLAS {cublas_ms:8.3f} ms "
+              f"{theirs:7.1f} TFLOP/s   {100 * ours / theirs:5.1f}% of cuBLAS (target 70%)")
 
 
 def bench_model(cupy, target: str, name: str) -> None:
@@ -185,6 +200,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workloads", nargs="*", help=f"some of {', '.join(WORKLOADS)} (default: all)")
     parser.add_argument("--arch", help="sm_XY to build for (default: the GPU's own)")
+    parser.add_argument("--matmul-tiles", default="", metavar="SxRxK,...",
+                        help="matmul block shapes to time side by side (default: the rule's own)")
     options = parser.parse_args(argv)
     unknown = [w for w in options.workloads if w not in WORKLOADS]
     if unknown:
@@ -203,8 +220,9 @@ def main(argv=None) -> int:
         if workload == "add":
             bench_add(cupy, target)
         elif workload == "matmul":
-            bench_matmul(cupy, target, "float16")
-            bench_matmul(cupy, target, "float32")
+            tiles = [t for t in options.matmul_tiles.split(",") if t] or [None]
+            bench_matmul(cupy, target, "float16", tiles)
+            bench_matmul(cupy, target, "float32", tiles)
         else:
             bench_model(cupy, target, workload)
     return 0

@@ -15,7 +15,9 @@ from relax.ir import tir
 from relax.script import parse
 from relax.target import Target
 from relax.tir import lower_for_codegen, run
-from relax.tir.gpu_schedule import CONFIG_KEY, GpuOptions, GPUSchedule, choose_rule
+from relax.diagnostics import UserError
+from relax.tir.gpu_schedule import CONFIG_KEY, GpuOptions, GPUSchedule, MatmulTile, choose_rule
+from relax.tir.gpu_schedule.matmul import TILE_KEY
 from relax.tir.gpu_simulator import simulate
 from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
@@ -223,6 +225,53 @@ def test_dense_with_bias_epilogue():
     assert _rules(func) == ["matmul", "elementwise"]
     (a, w, b, _), (*_, out) = _check(func, tolerance=F32_SUM)
     np.testing.assert_allclose(out, a @ w.T + b, **F32_SUM)
+
+
+@pytest.mark.parametrize("tile", ["16x8x8", "8x2x8", "16x8x32"])
+@pytest.mark.parametrize("m,k,n", [(33, 13, 7), (7, 40, 130)])
+def test_matmul_tile_from_the_pass_config(tile, m, k, n):
+    func = _only(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")', "R.matmul(a, b)")
+    side, reg, k_step = (int(part) for part in tile.split("x"))
+    with PassContext(config={TILE_KEY: tile}):
+        lowered = lower_for_codegen(func, TARGET)
+        (a, b, _), (_, _, out) = _check(func, tolerance=F32_SUM)
+    np.testing.assert_allclose(out, a @ b, **F32_SUM)
+    threads = {f.thread_tag: f.extent.value for f in collect(lowered.body, tir.For) if f.kind == "thread_binding"}
+    assert (threads["threadIdx.x"], threads["threadIdx.y"]) == (side, side)
+    assert threads["blockIdx.y"] == -(-m // (side * reg))
+    assert [np.prod([e.value for e in a.extents]) for a in _shared_allocations_of(lowered)] == [side * reg * k_step] * 2
+
+
+@pytest.mark.parametrize("shape, outputs_per_block", [((2048, 64, 2048), 128), ((2047, 64, 2048), 64),
+                                                      (("m", 64, 4096), 64)])
+def test_matmul_tile_by_size(shape, outputs_per_block):
+    """Without the config, a static output of 2048 x 2048 or more gets 128 x 128 blocks, a
+    smaller or symbolic one 64 x 64; the kk loop is unrolled either way."""
+    m, k, n = (f'"{d}"' if isinstance(d, str) else d for d in shape)
+    func = _only(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")', "R.matmul(a, b)")
+    lowered = lower_for_codegen(func, TARGET)
+    grid = {f.thread_tag: f.extent for f in collect(lowered.body, tir.For) if f.kind == "thread_binding"}
+    assert grid["threadIdx.x"].value == grid["threadIdx.y"].value == 16
+    assert [np.prod([e.value for e in a.extents]) for a in _shared_allocations_of(lowered)] == [outputs_per_block * 16] * 2
+    assert [f.kind for f in collect(lowered.body, tir.For) if f.loop_var.name.endswith("_kk")] == ["unrolled"]
+
+
+def _shared_allocations_of(lowered) -> list:
+    return [a for a in collect(lowered.body, tir.Allocate) if a.scope == "shared"]
+
+
+@pytest.mark.parametrize("text", ["16x4", "16x5x3", "axbxc", "16x0x16"])
+def test_bad_matmul_tile_is_a_user_error(text):
+    func = _only('a: R.Tensor((7, 13), "float32"), b: R.Tensor((13, 5), "float32")', "R.matmul(a, b)")
+    with PassContext(config={TILE_KEY: text}), pytest.raises(UserError, match=f"{TILE_KEY}.*got '{text}'"):
+        lower_for_codegen(func, TARGET)
+
+
+def test_matmul_tile_past_shared_memory_leaves_the_rule():
+    func = _only('a: R.Tensor((7, 13), "float32"), b: R.Tensor((13, 5), "float32")', "R.matmul(a, b)")
+    statements, _ = top_level(func.body)
+    assert choose_rule(statements[0], GpuOptions(256, MatmulTile(16, 8, 64))) != "matmul"  # 2 x 32 KiB
+    assert choose_rule(statements[0], GpuOptions(256, MatmulTile(16, 8, 32))) == "matmul"
 
 
 # -- dispatcher -----------------------------------------------------------------------------------

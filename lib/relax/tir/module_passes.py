@@ -17,6 +17,7 @@ from .default_cpu_schedule import DefaultCPUSchedule
 from .default_gpu_schedule import DefaultGPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .gpu_schedule import GPUSchedule
+from .gpu_schedule import tile_of as matmul_tile_of
 from .lower_attr_stmts import LowerAttrStmts
 from .narrow_division import NarrowDivision
 from .pipeline import lower_for_codegen
@@ -60,7 +61,8 @@ def _make(tir_pass_factory, name: str, summary: str) -> type[Pass]:
 _TABLE = (
     (DefaultCPUSchedule, DefaultCPUSchedule),
     (DefaultGPUSchedule, lambda: DefaultGPUSchedule(max(1, config_target().max_threads_per_block or 1024))),
-    (GPUSchedule, lambda: GPUSchedule(max(1, config_target().max_threads_per_block or 1024))),
+    (GPUSchedule, lambda: GPUSchedule(max(1, config_target().max_threads_per_block or 1024),
+                                      matmul_tile=matmul_tile_of(PassContext.current()))),
     (ConvertBlocksToLoops, ConvertBlocksToLoops),
     (LowerAttrStmts, LowerAttrStmts),
     (FlattenBuffers, FlattenBuffers),

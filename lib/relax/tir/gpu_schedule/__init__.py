@@ -17,6 +17,8 @@ x threadIdx.x, reductions serial per thread: always correct).
 
 The pass-config key CONFIG_KEY ("tir.default_gpu_schedule") set to 0/false, or -O0,
 keeps only the fallback (the schedule before these rules existed), for comparison.
+The key "tir.gpu_matmul_tile" ("SIDExREGxK_STEP", e.g. "16x8x16") sets the matmul
+rule's block shape, which it otherwise chooses by the output's size (matmul.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..default_gpu_schedule import schedule_nest as fallback_nest
 from ..loop_nests import has_thread_bindings, top_level
 from ..schedule.nest import match_nest
 from . import elementwise, matmul, reduction
+from .matmul import MatmulTile, tile_of
 
 CONFIG_KEY = "tir.default_gpu_schedule"
 
@@ -42,6 +45,7 @@ RULES = (
 @dataclass(frozen=True)
 class GpuOptions:
     threads: int = 1024  # the target's max_threads_per_block
+    matmul_tile: MatmulTile | None = None  # the matmul rule's block shape; None: by size (matmul.py)
 
 
 def choose_rule(stmt: tir.Stmt, options: GpuOptions = GpuOptions()) -> str:
@@ -82,8 +86,9 @@ class GPUSchedule:
 
     name = "gpu-schedule"
 
-    def __init__(self, max_threads_per_block: int = 1024, rules: bool | None = None):
-        self.options = GpuOptions(max_threads_per_block)
+    def __init__(self, max_threads_per_block: int = 1024, rules: bool | None = None,
+                 matmul_tile: MatmulTile | None = None):
+        self.options = GpuOptions(max_threads_per_block, matmul_tile)
         self.rules = rules
 
     def run(self, func: tir.PrimFunc) -> tir.PrimFunc:
@@ -99,4 +104,5 @@ class GPUSchedule:
         return func.with_fields(body=rebuild(scheduled))
 
 
-__all__ = ["CONFIG_KEY", "GPUSchedule", "GpuOptions", "RULES", "choose_rule", "rules_enabled", "schedule_nest"]
+__all__ = ["CONFIG_KEY", "GPUSchedule", "GpuOptions", "MatmulTile", "RULES", "choose_rule", "rules_enabled",
+           "schedule_nest", "tile_of"]

@@ -4,12 +4,20 @@ Matches a one-axis sum `C[.., i, j] = C[.., i, j] + f(A-load, B-load)` where one
 uses i and k (not j) and the other k and j (not i), whatever their layout (dense's
 transposed B included) and batch indices. Each block computes a TILE x TILE tile of
 C (blockIdx.y row tiles; blockIdx.x the batch times the column tiles, x allowing
-2^31 - 1 blocks where y and z allow 65535) with 16 x 16 threads,
-each holding a REG x REG register tile (rows ty + 16a, columns tx + 16b). For each
+2^31 - 1 blocks where y and z allow 65535) with SIDE x SIDE threads,
+each holding a REG x REG register tile (rows ty + SIDE*a, columns tx + SIDE*b). For each
 K_STEP-wide slice of k the block copies the A and B tiles to `__shared__` memory
 (zero outside the matrices, so sizes need not divide), synchronizes, accumulates,
 and synchronizes again before the next copy. Stores are guarded. Epilogues (bias,
 relu) are separate nests that the elementwise rule schedules.
+
+The shape (SIDE, REG, K_STEP) is a MatmulTile. The pass config TILE_KEY sets it;
+without it an output of at least LARGE_FROM elements gets LARGE (16x8x16, 128 x 128
+per block) and a smaller or symbolic one SMALL (16x4x16, 64 x 64), whose smaller
+blocks keep more multiprocessors busy. A thread reads 2 * REG shared values per
+REG * REG multiply-adds, so REG sets how far shared-memory bandwidth limits the
+kernel. The kk loop is unrolled: the compiler then schedules the shared loads of
+several steps ahead of their multiply-adds. The diagram shows 16x4x16:
 
     for i, j, k in T.grid(M, N, K):             for by, bx in blockIdx.y, blockIdx.x; ty, tx in threadIdx.y, x:
         with T.block("matmul"):          ->          acc[4 * 4] = 0
@@ -22,6 +30,11 @@ relu) are separate nests that the elementwise rule schedules.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
+from ...diagnostics import UserError
+from ...ir import dtype as dt
 from ...ir import tir
 from ..loop_nests import uses
 from ..rewrite import Rewriter, collect
@@ -29,10 +42,60 @@ from ..schedule.nest import Nest
 from ..schedule.reduction_order import reduction_parts
 from .launch import allocate, as_index, ceildiv, imm, launch, scoped_buffer, product, seq, split_index, sync
 
-SIDE = 16  # threads per block along each of x and y
-REG = 4  # register tile per thread: REG x REG outputs
-TILE = SIDE * REG  # 64 x 64 outputs per block
-K_STEP = 16  # k values per shared-memory tile
+TILE_KEY = "tir.gpu_matmul_tile"  # pass config: "SIDExREGxK_STEP"
+SHARED_BYTES = 48 * 1024  # static __shared__ memory a block may declare
+
+
+@dataclass(frozen=True)
+class MatmulTile:
+    side: int  # threads per block along each of x and y
+    reg: int  # register tile per thread: reg x reg outputs
+    k_step: int  # k values per shared-memory tile
+
+    @property
+    def outputs(self) -> int:
+        """Rows (and columns) of C per block."""
+        return self.side * self.reg
+
+    @staticmethod
+    def parse(text: str) -> "MatmulTile":
+        """"16x8x8" -> MatmulTile(16, 8, 8); a UserError naming TILE_KEY for anything else or a
+        shape the kernel cannot take (each thread copies whole elements; shared memory bounded)."""
+        parts = str(text).lower().split("x")
+        try:
+            tile = MatmulTile(*(int(part) for part in parts)) if len(parts) == 3 else None
+        except ValueError:
+            tile = None
+        if tile and min(tile.side, tile.reg, tile.k_step) > 0 and tile.outputs * tile.k_step % tile.side ** 2 == 0:
+            return tile
+        raise UserError(f"pass config {TILE_KEY}: expected SIDExREGxK_STEP with SIDE*REG*K_STEP a multiple of "
+                        f"SIDE*SIDE (e.g. 16x4x16), got '{text}'")
+
+    def shared_bytes(self, dtype_bytes: int) -> int:
+        return 2 * self.outputs * self.k_step * dtype_bytes
+
+
+SMALL = MatmulTile(16, 4, 16)
+LARGE = MatmulTile(16, 8, 16)
+LARGE_FROM = 2048 * 2048  # outputs from which LARGE still gives 256 blocks
+
+
+def tile_of(context) -> MatmulTile | None:
+    """The tile the pass config of `context` (a PassContext) asks for; None: chosen by size."""
+    text = context.get_config(TILE_KEY) if context is not None else None
+    return None if text is None else MatmulTile.parse(text)
+
+
+def _tile(nest: Nest, operands, options) -> MatmulTile:
+    """The configured tile, else LARGE for a static output of at least LARGE_FROM elements."""
+    if options.matmul_tile is not None:
+        return options.matmul_tile
+    spatial = [operands[1], operands[2], *(iv.var for iv in operands[6])]
+    iv_of = {iv.var: iv for iv in nest.block.iter_vars}
+    extents = [nest.loop_of(iv_of[var]).extent for var in spatial]
+    if all(isinstance(e, tir.IntImm) for e in extents) and math.prod(e.value for e in extents) >= LARGE_FROM:
+        return LARGE
+    return SMALL
 
 
 def _operands(nest: Nest):
@@ -60,10 +123,16 @@ MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
 
 def matches(nest: Nest, options) -> bool:
     operands = _operands(nest)
-    if options.threads < SIDE * SIDE or operands is None:
+    if operands is None:
+        return False
+    tile = _tile(nest, operands, options)
+    if options.threads < tile.side * tile.side:
+        return False
+    dtype_bytes = max(dt.itemsize(load.buffer.dtype) for load in operands[4:6])
+    if tile.shared_bytes(dtype_bytes) > SHARED_BYTES:
         return False
     rows = nest.loop_of(next(iv for iv in nest.block.iter_vars if iv.var is operands[1])).extent
-    return not (isinstance(rows, tir.IntImm) and -(-rows.value // TILE) > MAX_GRID_Y)
+    return not (isinstance(rows, tir.IntImm) and -(-rows.value // tile.outputs) > MAX_GRID_Y)
 
 
 class _ReplaceLoads(Rewriter):
@@ -75,13 +144,16 @@ class _ReplaceLoads(Rewriter):
 
 
 def apply(nest: Nest, options, name: str) -> tir.Stmt:
-    store, i, j, k, a_load, b_load, batch = _operands(nest)
+    operands = _operands(nest)
+    store, i, j, k, a_load, b_load, batch = operands
+    shape = _tile(nest, operands, options)
+    side, reg, k_step, tile = shape.side, shape.reg, shape.k_step, shape.outputs
     index = nest.loops[0].loop_var.dtype
     iv_of = {iv.var: iv for iv in nest.block.iter_vars}
     extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
     batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
-    column_tiles = ceildiv(extent[j], TILE, index)
-    grid = {"x": product([*batch_extents, column_tiles], index), "y": ceildiv(extent[i], TILE, index)}
+    column_tiles = ceildiv(extent[j], tile, index)
+    grid = {"x": product([*batch_extents, column_tiles], index), "y": ceildiv(extent[i], tile, index)}
 
     def c(value: int) -> tir.IntImm:
         return imm(index, value)
@@ -91,47 +163,47 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
         bx = tir.FloorMod(ix["blockIdx.x"], column_tiles) if batch else ix["blockIdx.x"]
         batch_values = dict(zip((iv.var for iv in batch), split_index(
             tir.FloorDiv(ix["blockIdx.x"], column_tiles), batch_extents, index))) if batch else {}
-        row0, col0 = tir.Mul(by, c(TILE)), tir.Mul(bx, c(TILE))
+        row0, col0 = tir.Mul(by, c(tile)), tir.Mul(bx, c(tile))
         ko, kk = tir.Var(f"{name}_ko", index), tir.Var(f"{name}_kk", index)
-        acc = scoped_buffer(f"{name}_acc", store.buffer.dtype, (REG * REG,))
-        a_shared = scoped_buffer(f"{name}_A_shared", a_load.buffer.dtype, (TILE, K_STEP), scope="shared")
-        b_shared = scoped_buffer(f"{name}_B_shared", b_load.buffer.dtype, (K_STEP, TILE), scope="shared")
+        acc = scoped_buffer(f"{name}_acc", store.buffer.dtype, (reg * reg,))
+        a_shared = scoped_buffer(f"{name}_A_shared", a_load.buffer.dtype, (tile, k_step), scope="shared")
+        b_shared = scoped_buffer(f"{name}_B_shared", b_load.buffer.dtype, (k_step, tile), scope="shared")
 
         def register_tile(make_stmt) -> tir.Stmt:
-            """for a, b in unrolled REG x REG: make_stmt(a, b, acc index, row of C, column of C)."""
+            """for a, b in unrolled reg x reg: make_stmt(a, b, acc index, row of C, column of C)."""
             a, b = tir.Var(f"{name}_a", index), tir.Var(f"{name}_b", index)
-            row = tir.Add(row0, tir.Add(ty, tir.Mul(c(SIDE), a)))
-            col = tir.Add(col0, tir.Add(tx, tir.Mul(c(SIDE), b)))
-            stmt = make_stmt(a, b, tir.Add(tir.Mul(a, c(REG)), b), row, col)
-            return tir.For(a, c(0), c(REG), "unrolled", tir.For(b, c(0), c(REG), "unrolled", stmt))
+            row = tir.Add(row0, tir.Add(ty, tir.Mul(c(side), a)))
+            col = tir.Add(col0, tir.Add(tx, tir.Mul(c(side), b)))
+            stmt = make_stmt(a, b, tir.Add(tir.Mul(a, c(reg)), b), row, col)
+            return tir.For(a, c(0), c(reg), "unrolled", tir.For(b, c(0), c(reg), "unrolled", stmt))
 
         def at(chosen: dict) -> dict:
             """Iterator values for an access: `chosen` for i/j/k, this block's batch, 0 for the rest."""
             return {**{iv.var: c(0) for iv in nest.block.iter_vars}, **batch_values, **chosen}
 
         def a_global(r, q):
-            gi, gk = tir.Add(row0, r), tir.Add(tir.Mul(ko, c(K_STEP)), q)
+            gi, gk = tir.Add(row0, r), tir.Add(tir.Mul(ko, c(k_step)), q)
             return tir.And(tir.LT(gi, extent[i]), tir.LT(gk, extent[k])), {i: gi, k: gk}
 
         def b_global(r, q):
-            gk, gj = tir.Add(tir.Mul(ko, c(K_STEP)), r), tir.Add(col0, q)
+            gk, gj = tir.Add(tir.Mul(ko, c(k_step)), r), tir.Add(col0, q)
             return tir.And(tir.LT(gk, extent[k]), tir.LT(gj, extent[j])), {k: gk, j: gj}
 
         def copy_tile(shared, load, rows, cols, global_of):
             """shared[r, q] = the operand at this tile's (r, q), 0 outside it; several elements per thread."""
             part = tir.Var(f"{name}_{shared.name}_l", index)
-            flat = tir.Add(tir.Mul(part, c(SIDE * SIDE)), tir.Add(tir.Mul(ty, c(SIDE)), tx))
+            flat = tir.Add(tir.Mul(part, c(side * side)), tir.Add(tir.Mul(ty, c(side)), tx))
             r, q = tir.FloorDiv(flat, c(cols)), tir.FloorMod(flat, c(cols))
             inside, chosen = global_of(r, q)
             loaded = nest.bound(tir.Evaluate(load), at(chosen)).value
             copy_stmt = tir.IfThenElse(inside, tir.BufferStore(shared, loaded, (r, q)),
                                        tir.BufferStore(shared, tir.const(0, shared.dtype), (r, q)))
-            return tir.For(part, c(0), c(rows * cols // (SIDE * SIDE)), "unrolled", copy_stmt)
+            return tir.For(part, c(0), c(rows * cols // (side * side)), "unrolled", copy_stmt)
 
         def accumulate(a, b, acc_index, row, col):
             term = _ReplaceLoads({
-                id(a_load): tir.BufferLoad(a_shared, (tir.Add(ty, tir.Mul(c(SIDE), a)), kk)),
-                id(b_load): tir.BufferLoad(b_shared, (kk, tir.Add(tx, tir.Mul(c(SIDE), b)))),
+                id(a_load): tir.BufferLoad(a_shared, (tir.Add(ty, tir.Mul(c(side), a)), kk)),
+                id(b_load): tir.BufferLoad(b_shared, (kk, tir.Add(tx, tir.Mul(c(side), b)))),
             }).visit(store.value.b)
             return tir.BufferStore(acc, tir.Add(tir.BufferLoad(acc, (acc_index,)), term), (acc_index,))
 
@@ -143,10 +215,10 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
             return tir.IfThenElse(inside, nest.bound(store, at({i: row, j: col})).with_fields(
                 value=tir.BufferLoad(acc, (acc_index,))))
 
-        steps = tir.For(ko, c(0), ceildiv(extent[k], K_STEP, index), "serial", seq(
-            copy_tile(a_shared, a_load, TILE, K_STEP, a_global),
-            copy_tile(b_shared, b_load, K_STEP, TILE, b_global),
-            sync(), tir.For(kk, c(0), c(K_STEP), "serial", register_tile(accumulate)), sync()))
+        steps = tir.For(ko, c(0), ceildiv(extent[k], k_step, index), "serial", seq(
+            copy_tile(a_shared, a_load, tile, k_step, a_global),
+            copy_tile(b_shared, b_load, k_step, tile, b_global),
+            sync(), tir.For(kk, c(0), c(k_step), "unrolled", register_tile(accumulate)), sync()))
         body = seq(register_tile(initialize), steps, register_tile(write))
         return allocate(a_shared, allocate(b_shared, allocate(acc, body)))
-    return launch(index, name, grid, {"x": c(SIDE), "y": c(SIDE)}, body)
+    return launch(index, name, grid, {"x": c(side), "y": c(side)}, body)
