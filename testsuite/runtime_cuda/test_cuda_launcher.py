@@ -166,3 +166,42 @@ def test_large_dynamic_shared_memory_is_allowed_before_the_launch():
     a = np.zeros(4, np.float32).view(FakeDeviceArray)
     kernel(a, a.copy(), 1.0)
     assert function.max_dynamic_shared_size_bytes == function.launched == 100 * 1024
+
+
+def copy_info():
+    """relaxk_copy(float* A, float* B, int64 n): buffers only, so its plans are remembered."""
+    return SimpleNamespace(name="copy", symbolic_vars=("n",),
+                           params=(ParamInfo("A", "buffer", "float32", ("n",)), ParamInfo("B", "buffer", "float32", ("n",))),
+                           launches=(launch("relaxk_copy", [CEIL_256, 1, 1], [256, 1, 1]),))
+
+
+def test_a_layout_seen_before_reuses_its_plan(monkeypatch):
+    from relax.runtime.cuda import launcher
+
+    binds, calls = [], []
+    real_bind = launcher.bind_launches
+    monkeypatch.setattr(launcher, "bind_launches", lambda info, args: binds.append(1) or real_bind(info, args))
+    kernel = CudaKernel(copy_info(), {"relaxk_copy": lambda grid, block, args, shared_mem=0: calls.append((grid, args))})
+    a, b = (np.zeros(1000, np.float32).view(FakeDeviceArray) for _ in range(2))
+    kernel(a, b)
+    kernel(b, a)  # other arrays, the same layout: no new plan, these arrays passed
+    assert len(binds) == 1
+    assert [grid for grid, _ in calls] == [(4, 1, 1), (4, 1, 1)]
+    assert calls[1][1][0] is b and calls[1][1][1] is a and calls[1][1][2] == 1000
+    small = np.zeros(300, np.float32).view(FakeDeviceArray)
+    kernel(small, small.copy())  # a new shape: a new plan, its own sizes
+    assert len(binds) == 2 and calls[-1][0] == (2, 1, 1) and calls[-1][1][2] == 300
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda a: np.zeros(1000, np.float32), "expects a tensor on the GPU"),
+    (lambda a: np.zeros(1000, np.float64).view(FakeDeviceArray), "expects dtype float32"),
+    (lambda a: np.zeros(2000, np.float32).view(FakeDeviceArray)[::2], "C-contiguous"),
+    (lambda a: np.zeros(999, np.float32).view(FakeDeviceArray), "dimension 0 must be n = 1000"),
+])
+def test_a_remembered_plan_still_refuses_bad_arguments(bad, message):
+    kernel = CudaKernel(copy_info(), {"relaxk_copy": lambda grid, block, args, shared_mem=0: None})
+    a = np.zeros(1000, np.float32).view(FakeDeviceArray)
+    kernel(a, a.copy())
+    with pytest.raises(CudaKernelError, match=message):
+        kernel(a, bad(a))

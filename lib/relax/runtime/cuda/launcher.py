@@ -154,8 +154,16 @@ def bind_launches(info, args) -> tuple[list, int | None]:
     return plan, workspace
 
 
+PLAN_CACHE_SIZE = 16  # argument layouts whose launch plan a kernel remembers
+
+
 class CudaKernel:
-    """A callable kernel: device arrays and numbers in parameter order, outputs passed in."""
+    """A callable kernel: device arrays and numbers in parameter order, outputs passed in.
+
+    A kernel whose parameters are all buffers (most are) remembers its launch plan per
+    argument layout (each argument's type, shape, strides and dtype): the same layout
+    gives the same launches, so a repeated call skips the checks and the evaluation of
+    every launch dimension, which cost more host time than the launch itself."""
 
     def __init__(self, info, functions: dict, allocate=None):
         self.info = info
@@ -163,6 +171,8 @@ class CudaKernel:
         self._functions = functions  # symbol -> cupy Function
         self._allocate = allocate  # nbytes -> a device uint8 array, for the workspace
         self._workspace = None  # kept between calls (launches run in stream order), grown as needed
+        self._buffers_only = all(param.kind == "buffer" for param in info.params)
+        self._plans: dict = {}  # argument layout -> (launches, size arguments, workspace bytes)
 
     def _allow_shared(self, symbol: str, nbytes: int) -> None:
         """More than 48 KiB of dynamic shared memory must be allowed per function first."""
@@ -175,17 +185,42 @@ class CudaKernel:
             self._workspace = self._allocate(max(nbytes, 256))
         return self._workspace
 
-    def __call__(self, *args):
+    def _layout(self, args):
+        """The key of the launch plan for `args`; None when the plan cannot be reused."""
+        if not self._buffers_only:
+            return None
+        try:
+            return tuple((type(value), value.shape, value.strides, value.dtype) for value in args)
+        except AttributeError:  # not an array: the checks of a fresh plan name it
+            return None
+
+    def _checked_plan(self, args) -> tuple[list, int | None]:
+        """bind_launches of `args` after refusing host arrays: every argument checked."""
         for param, value in zip(self.info.params, args):
             if param.kind == "buffer" and not is_device_array(value):
                 raise _fail(self.info, f"parameter '{param.name}' expects a tensor on the GPU, "
                                        f"got {type(value).__name__} (the VM copies inputs to the device)")
-        plan, workspace_bytes = bind_launches(self.info, args)
-        if workspace_bytes is not None and plan:
-            workspace = (self._workspace_for(workspace_bytes),)
-            plan = [(symbol, grid, block, shared, arguments + workspace)
-                    for symbol, grid, block, shared, arguments in plan]
-        for symbol, grid, block, shared, arguments in plan:
+        return bind_launches(self.info, args)
+
+    def __call__(self, *args):
+        key = self._layout(args)
+        cached = self._plans.get(key) if key is not None else None
+        if cached is not None:
+            launches, sizes, workspace_bytes = cached
+            arguments = args + sizes
+        else:
+            plan, workspace_bytes = self._checked_plan(args)
+            launches = [launch[:4] for launch in plan]
+            arguments = plan[0][4] if plan else ()
+            if key is not None:  # buffers only: the arguments are `args`, then the sizes
+                if len(self._plans) >= PLAN_CACHE_SIZE:
+                    self._plans.clear()
+                self._plans[key] = (launches, arguments[len(args):], workspace_bytes)
+        if not launches:
+            return
+        if workspace_bytes is not None:
+            arguments += (self._workspace_for(workspace_bytes),)
+        for symbol, grid, block, shared in launches:
             try:
                 if shared > STATIC_SHARED_LIMIT:
                     self._allow_shared(symbol, shared)
