@@ -35,7 +35,8 @@ export PATH=$bin:$PATH
 timeout_flag=$(python3 -c 'import pytest_timeout' 2>/dev/null && echo "--timeout 240")
 
 timeout "${TEST_SECONDS:-300}" python3 -m pytest -p no:cacheprovider -q -rfEs -n 8 $timeout_flag \
-    -m "gpu or nvrtc" testsuite/codegen_cuda testsuite/runtime_cuda ${GPU_TEST_DIRS:-} 2>&1 | tee "$out/tests.log" | tail -n 60
+    -m "gpu or nvrtc" testsuite/codegen_cuda testsuite/runtime_cuda testsuite/tir_gpu_schedule testsuite/disco \
+    ${GPU_TEST_DIRS:-} 2>&1 | tee "$out/tests.log" | tail -n 60
 echo "gpu_check: tests exit ${PIPESTATUS[0]}"
 
 # CPU_TEST_DIRS: more tests, every marker, on this machine's CPUs (another CPU kind, more cores).

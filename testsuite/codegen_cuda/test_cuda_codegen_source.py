@@ -57,7 +57,7 @@ def test_shared_memory_barriers_and_shuffles():
     source = kernel_source(ROWSUM, "rowsum")
     assert 'extern "C" __global__ void __launch_bounds__(64) relaxk_rowsum(float* __restrict__ A, ' \
            "float* __restrict__ B)" in source
-    assert "__shared__ float partial[64];" in source
+    assert "__shared__ __align__(16) float partial[64];" in source
     assert source.count("__syncthreads();") == 2
     assert "relax_shfl((unsigned)(4294967295u), partial[tx], (int)(" in source
     assert "((int64_t)blockIdx.x)" in source and "((int64_t)threadIdx.x)" in source

@@ -227,11 +227,12 @@ def test_dense_with_bias_epilogue():
     np.testing.assert_allclose(out, a @ w.T + b, **F32_SUM)
 
 
-@pytest.mark.parametrize("tile", ["16x8x8", "8x2x8", "16x8x32"])
+@pytest.mark.parametrize("tile", ["16x8x8", "8x2x8", "16x8x32", "16x8x16c", "8x2x8c"])
 @pytest.mark.parametrize("m,k,n", [(33, 13, 7), (7, 40, 130)])
 def test_matmul_tile_from_the_pass_config(tile, m, k, n):
     func = _only(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")', "R.matmul(a, b)")
-    side, reg, k_step = (int(part) for part in tile.split("x"))
+    side, reg, k_step = (int(part) for part in tile.removesuffix("c").split("x"))
+    a_pad = 4 * k_step if tile.endswith("c") else 0  # the transposed A tile's padding
     with PassContext(config={TILE_KEY: tile}):
         lowered = lower_for_codegen(func, TARGET)
         (a, b, _), (_, _, out) = _check(func, tolerance=F32_SUM)
@@ -239,7 +240,8 @@ def test_matmul_tile_from_the_pass_config(tile, m, k, n):
     threads = {f.thread_tag: f.extent.value for f in collect(lowered.body, tir.For) if f.kind == "thread_binding"}
     assert (threads["threadIdx.x"], threads["threadIdx.y"]) == (side, side)
     assert threads["blockIdx.y"] == -(-m // (side * reg))
-    assert [np.prod([e.value for e in a.extents]) for a in _shared_allocations_of(lowered)] == [side * reg * k_step] * 2
+    assert [np.prod([e.value for e in a.extents]) for a in _shared_allocations_of(lowered)] == \
+        [side * reg * k_step + a_pad, side * reg * k_step]
 
 
 @pytest.mark.parametrize("shape, outputs_per_block", [((2048, 64, 2048), 128), ((2047, 64, 2048), 64),
@@ -252,7 +254,7 @@ def test_matmul_tile_by_size(shape, outputs_per_block):
     lowered = lower_for_codegen(func, TARGET)
     grid = {f.thread_tag: f.extent for f in collect(lowered.body, tir.For) if f.kind == "thread_binding"}
     assert grid["threadIdx.x"].value == grid["threadIdx.y"].value == 16
-    assert [np.prod([e.value for e in a.extents]) for a in _shared_allocations_of(lowered)] == [outputs_per_block * 16] * 2
+    assert [np.prod([e.value for e in a.extents]) for a in _shared_allocations_of(lowered)] == [outputs_per_block * 16 + 4 * 16, outputs_per_block * 16]
     assert [f.kind for f in collect(lowered.body, tir.For) if f.loop_var.name.endswith("_kk")] == ["unrolled"]
 
 

@@ -115,7 +115,9 @@ class CudaStmtPrinter:
                              "GPU kernels allocate constant-size shared or per-thread arrays")
         ctype = c_type(stmt.dtype, f"allocation {stmt.buffer_var.name}")
         name = self.bind_var(stmt.buffer_var, stmt.dtype)
-        prefix = "__shared__ " if stmt.scope in ("shared", "shared.dyn") else ""
+        # 16-byte aligned shared arrays: NVVM may then merge a thread's adjacent loads into one
+        # 128-bit load (the matmul rule's contiguous register tiles); it cannot prove it otherwise.
+        prefix = "__shared__ __align__(16) " if stmt.scope in ("shared", "shared.dyn") else ""
         self.line(f"{prefix}{ctype} {name}[{max(count, 1)}];")
         self.stmt(stmt.body)
 

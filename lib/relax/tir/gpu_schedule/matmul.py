@@ -51,6 +51,7 @@ class MatmulTile:
     side: int  # threads per block along each of x and y
     reg: int  # register tile per thread: reg x reg outputs
     k_step: int  # k values per shared-memory tile
+    contiguous: bool = False  # a thread's outputs adjacent (ty*reg + a), A transposed in shared memory
 
     @property
     def outputs(self) -> int:
@@ -62,8 +63,10 @@ class MatmulTile:
         """"16x8x8" -> MatmulTile(16, 8, 8); a UserError naming TILE_KEY for anything else or a
         shape the kernel cannot take (each thread copies whole elements; shared memory bounded)."""
         parts = str(text).lower().split("x")
+        contiguous = parts[-1].endswith("c")
+        parts[-1] = parts[-1].removesuffix("c")
         try:
-            tile = MatmulTile(*(int(part) for part in parts)) if len(parts) == 3 else None
+            tile = MatmulTile(*(int(part) for part in parts), contiguous) if len(parts) == 3 else None
         except ValueError:
             tile = None
         if tile and min(tile.side, tile.reg, tile.k_step) > 0 and tile.outputs * tile.k_step % tile.side ** 2 == 0:
@@ -72,11 +75,12 @@ class MatmulTile:
                         f"SIDE*SIDE (e.g. 16x4x16), got '{text}'")
 
     def shared_bytes(self, dtype_bytes: int) -> int:
-        return 2 * self.outputs * self.k_step * dtype_bytes
+        return (2 * self.outputs + A_PAD * self.contiguous) * self.k_step * dtype_bytes
 
 
-SMALL = MatmulTile(16, 4, 16)
-LARGE = MatmulTile(16, 8, 16)
+A_PAD = 4  # columns after each k row of a transposed A tile: fewer bank conflicts, rows still 16-byte aligned
+SMALL = MatmulTile(16, 4, 16, contiguous=True)
+LARGE = MatmulTile(16, 8, 16, contiguous=True)
 LARGE_FROM = 2048 * 2048  # outputs from which LARGE still gives 256 blocks
 
 
@@ -148,6 +152,7 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
     store, i, j, k, a_load, b_load, batch = operands
     shape = _tile(nest, operands, options)
     side, reg, k_step, tile = shape.side, shape.reg, shape.k_step, shape.outputs
+    contiguous = shape.contiguous
     index = nest.loops[0].loop_var.dtype
     iv_of = {iv.var: iv for iv in nest.block.iter_vars}
     extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
@@ -166,14 +171,20 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
         row0, col0 = tir.Mul(by, c(tile)), tir.Mul(bx, c(tile))
         ko, kk = tir.Var(f"{name}_ko", index), tir.Var(f"{name}_kk", index)
         acc = scoped_buffer(f"{name}_acc", store.buffer.dtype, (reg * reg,))
-        a_shared = scoped_buffer(f"{name}_A_shared", a_load.buffer.dtype, (tile, k_step), scope="shared")
+        a_shape = (k_step, tile + A_PAD) if contiguous else (tile, k_step)
+        a_shared = scoped_buffer(f"{name}_A_shared", a_load.buffer.dtype, a_shape, scope="shared")
+
+        def own(thread, offset):
+            """The row (column) of this thread's `offset`-th output within the block's tile."""
+            if contiguous:
+                return tir.Add(tir.Mul(thread, c(reg)), offset)
+            return tir.Add(thread, tir.Mul(c(side), offset))
         b_shared = scoped_buffer(f"{name}_B_shared", b_load.buffer.dtype, (k_step, tile), scope="shared")
 
         def register_tile(make_stmt) -> tir.Stmt:
             """for a, b in unrolled reg x reg: make_stmt(a, b, acc index, row of C, column of C)."""
             a, b = tir.Var(f"{name}_a", index), tir.Var(f"{name}_b", index)
-            row = tir.Add(row0, tir.Add(ty, tir.Mul(c(side), a)))
-            col = tir.Add(col0, tir.Add(tx, tir.Mul(c(side), b)))
+            row, col = tir.Add(row0, own(ty, a)), tir.Add(col0, own(tx, b))
             stmt = make_stmt(a, b, tir.Add(tir.Mul(a, c(reg)), b), row, col)
             return tir.For(a, c(0), c(reg), "unrolled", tir.For(b, c(0), c(reg), "unrolled", stmt))
 
@@ -189,21 +200,23 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
             gk, gj = tir.Add(tir.Mul(ko, c(k_step)), r), tir.Add(col0, q)
             return tir.And(tir.LT(gk, extent[k]), tir.LT(gj, extent[j])), {k: gk, j: gj}
 
-        def copy_tile(shared, load, rows, cols, global_of):
-            """shared[r, q] = the operand at this tile's (r, q), 0 outside it; several elements per thread."""
+        def copy_tile(shared, load, rows, cols, global_of, transposed=False):
+            """shared[r, q] (shared[q, r] when `transposed`) = the operand at this tile's (r, q), 0
+            outside it; several elements per thread, adjacent threads on adjacent q."""
             part = tir.Var(f"{name}_{shared.name}_l", index)
             flat = tir.Add(tir.Mul(part, c(side * side)), tir.Add(tir.Mul(ty, c(side)), tx))
             r, q = tir.FloorDiv(flat, c(cols)), tir.FloorMod(flat, c(cols))
             inside, chosen = global_of(r, q)
             loaded = nest.bound(tir.Evaluate(load), at(chosen)).value
-            copy_stmt = tir.IfThenElse(inside, tir.BufferStore(shared, loaded, (r, q)),
-                                       tir.BufferStore(shared, tir.const(0, shared.dtype), (r, q)))
+            at_shared = (q, r) if transposed else (r, q)
+            copy_stmt = tir.IfThenElse(inside, tir.BufferStore(shared, loaded, at_shared),
+                                       tir.BufferStore(shared, tir.const(0, shared.dtype), at_shared))
             return tir.For(part, c(0), c(rows * cols // (side * side)), "unrolled", copy_stmt)
 
         def accumulate(a, b, acc_index, row, col):
             term = _ReplaceLoads({
-                id(a_load): tir.BufferLoad(a_shared, (tir.Add(ty, tir.Mul(c(side), a)), kk)),
-                id(b_load): tir.BufferLoad(b_shared, (kk, tir.Add(tx, tir.Mul(c(side), b)))),
+                id(a_load): tir.BufferLoad(a_shared, (kk, own(ty, a)) if contiguous else (own(ty, a), kk)),
+                id(b_load): tir.BufferLoad(b_shared, (kk, own(tx, b))),
             }).visit(store.value.b)
             return tir.BufferStore(acc, tir.Add(tir.BufferLoad(acc, (acc_index,)), term), (acc_index,))
 
@@ -216,7 +229,7 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
                 value=tir.BufferLoad(acc, (acc_index,))))
 
         steps = tir.For(ko, c(0), ceildiv(extent[k], k_step, index), "serial", seq(
-            copy_tile(a_shared, a_load, tile, k_step, a_global),
+            copy_tile(a_shared, a_load, tile, k_step, a_global, transposed=contiguous),
             copy_tile(b_shared, b_load, k_step, tile, b_global),
             sync(), tir.For(kk, c(0), c(k_step), "unrolled", register_tile(accumulate)), sync()))
         body = seq(register_tile(initialize), steps, register_tile(write))
