@@ -244,17 +244,19 @@ def test_matmul_tile_from_the_pass_config(tile, m, k, n):
         [side * reg * k_step + a_pad, side * reg * k_step]
 
 
-@pytest.mark.parametrize("shape, outputs_per_block", [((2048, 64, 2048), 128), ((2047, 64, 2048), 64),
-                                                      (("m", 64, 4096), 64)])
-def test_matmul_tile_by_size(shape, outputs_per_block):
+@pytest.mark.parametrize("shape, outputs_per_block, k_step", [((2048, 64, 2048), 128, 32), ((2047, 64, 2048), 64, 16),
+                                                              (("m", 64, 4096), 64, 16)])
+def test_matmul_tile_by_size(shape, outputs_per_block, k_step):
     """Without the config, a static output of 2048 x 2048 or more gets 128 x 128 blocks, a
-    smaller or symbolic one 64 x 64; the kk loop is unrolled either way."""
+    smaller or symbolic one 64 x 64; either way a thread's outputs are adjacent, A is transposed
+    in shared memory (rows padded by 4) and the kk loop is unrolled."""
     m, k, n = (f'"{d}"' if isinstance(d, str) else d for d in shape)
     func = _only(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")', "R.matmul(a, b)")
     lowered = lower_for_codegen(func, TARGET)
     grid = {f.thread_tag: f.extent for f in collect(lowered.body, tir.For) if f.kind == "thread_binding"}
     assert grid["threadIdx.x"].value == grid["threadIdx.y"].value == 16
-    assert [np.prod([e.value for e in a.extents]) for a in _shared_allocations_of(lowered)] == [outputs_per_block * 16 + 4 * 16, outputs_per_block * 16]
+    assert [np.prod([e.value for e in a.extents]) for a in _shared_allocations_of(lowered)] == \
+        [(outputs_per_block + 4) * k_step, outputs_per_block * k_step]
     assert [f.kind for f in collect(lowered.body, tir.For) if f.loop_var.name.endswith("_kk")] == ["unrolled"]
 
 

@@ -5,27 +5,31 @@ uses i and k (not j) and the other k and j (not i), whatever their layout (dense
 transposed B included) and batch indices. Each block computes a TILE x TILE tile of
 C (blockIdx.y row tiles; blockIdx.x the batch times the column tiles, x allowing
 2^31 - 1 blocks where y and z allow 65535) with SIDE x SIDE threads,
-each holding a REG x REG register tile (rows ty + SIDE*a, columns tx + SIDE*b). For each
+each holding a REG x REG register tile (rows ty*REG + a, columns tx*REG + b). For each
 K_STEP-wide slice of k the block copies the A and B tiles to `__shared__` memory
 (zero outside the matrices, so sizes need not divide), synchronizes, accumulates,
 and synchronizes again before the next copy. Stores are guarded. Epilogues (bias,
 relu) are separate nests that the elementwise rule schedules.
 
-The shape (SIDE, REG, K_STEP) is a MatmulTile. The pass config TILE_KEY sets it;
-without it an output of at least LARGE_FROM elements gets LARGE (16x8x16, 128 x 128
-per block) and a smaller or symbolic one SMALL (16x4x16, 64 x 64), whose smaller
+The shape (SIDE, REG, K_STEP, layout) is a MatmulTile. The pass config TILE_KEY sets
+it; without it an output of at least LARGE_FROM elements gets LARGE (16x8x32c, 128 x 128
+per block) and a smaller or symbolic one SMALL (16x4x16c, 64 x 64), whose smaller
 blocks keep more multiprocessors busy. A thread reads 2 * REG shared values per
 REG * REG multiply-adds, so REG sets how far shared-memory bandwidth limits the
-kernel. The kk loop is unrolled: the compiler then schedules the shared loads of
-several steps ahead of their multiply-adds. The diagram shows 16x4x16:
+kernel. In this contiguous layout ("c") A's tile is stored transposed (its rows
+padded by A_PAD against bank conflicts), so the values a thread reads at one kk are
+adjacent and the compiler loads four at a time. A tile without "c" spreads a
+thread's outputs SIDE apart (rows ty + SIDE*a) over an untransposed A tile, for
+comparison. The kk loop is unrolled: the compiler then schedules the shared loads of
+several steps ahead of their multiply-adds. The diagram shows SMALL:
 
     for i, j, k in T.grid(M, N, K):             for by, bx in blockIdx.y, blockIdx.x; ty, tx in threadIdx.y, x:
         with T.block("matmul"):          ->          acc[4 * 4] = 0
             C[vi, vj] += A[vi, vk] * B[vk, vj]       for ko in range(ceildiv(K, 16)):
-                                                         A_shared[64, 16], B_shared[16, 64] <- guarded copies; sync
-                                                         for kk, a, b: acc[a*4+b] += A_shared[ty+16a, kk] * B_shared[kk, tx+16b]
+                                                         A_shared[16, 68] (transposed), B_shared[16, 64] <- guarded copies; sync
+                                                         for kk, a, b: acc[a*4+b] += A_shared[kk, 4ty+a] * B_shared[kk, 4tx+b]
                                                          sync
-                                                     if in range: C[by*64+ty+16a, bx*64+tx+16b] = acc[a*4+b]
+                                                     if in range: C[by*64+4ty+a, bx*64+4tx+b] = acc[a*4+b]
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ class MatmulTile:
 
 A_PAD = 4  # columns after each k row of a transposed A tile: fewer bank conflicts, rows still 16-byte aligned
 SMALL = MatmulTile(16, 4, 16, contiguous=True)
-LARGE = MatmulTile(16, 8, 16, contiguous=True)
+LARGE = MatmulTile(16, 8, 32, contiguous=True)
 LARGE_FROM = 2048 * 2048  # outputs from which LARGE still gives 256 blocks
 
 
