@@ -76,7 +76,7 @@ def division(A: T.Buffer((T.int64(8),), "int32"), B: T.Buffer((T.int64(8),), "in
     _, _, c = run(text, "division", [a, b, np.zeros((4, 8), np.int32)])
     np.testing.assert_array_equal(c[0], np.floor_divide(a, b))
     np.testing.assert_array_equal(c[1], np.mod(a, b))
-    np.testing.assert_array_equal(c[2], np.fix(a / b).astype(np.int32))
+    np.testing.assert_array_equal(c[2], np.trunc(a / b).astype(np.int32))
     np.testing.assert_array_equal(c[3], np.fmod(a, b))
 
 
