@@ -6,6 +6,8 @@
     python bench/gpu.py matmul --matmul-tiles 16x4x16,16x8x8
                                              the matmul rule's block shapes side by side
                                              (SIDExREGxK_STEP, pass config tir.gpu_matmul_tile)
+    python bench/gpu.py matmul --tensor-cores
+                                             also float16 on mma.sync (tir.gpu_tensor_cores)
 
   add          C = A + B on 256M float32 (3 GiB moved), the relax kernel against cupy's
                own device-to-device copy of the same bytes (the bandwidth ceiling);
@@ -117,10 +119,9 @@ def matmul_tolerance(largest: float, k: int, dtype: str) -> float:
     return 6 * np.sqrt(k / 12) * ulp
 
 
-def bench_matmul(cupy, target: str, dtype: str, tiles=(None,)) -> None:
-    """The matmul kernel built with each of `tiles` (None: the default block shape) beside cuBLAS."""
-    from relax.tir.gpu_schedule.matmul import TILE_KEY
-
+def bench_matmul(cupy, target: str, dtype: str, variants=(("", {}),)) -> None:
+    """The matmul kernel built with each of `variants` ((label, pass config); ("", {}): the
+    default build) beside cuBLAS."""
     n = MATMUL_N
     a = (cupy.random.random((n, n), dtype=cupy.float32) - 0.5).astype(dtype)
     b = (cupy.random.random((n, n), dtype=cupy.float32) - 0.5).astype(dtype)
@@ -130,17 +131,26 @@ def bench_matmul(cupy, target: str, dtype: str, tiles=(None,)) -> None:
     cublas_ms = gpu_time_ms(cupy, lambda: cupy.matmul(a, b), repeat=10)
     flops = 2 * n ** 3
     theirs = flops / cublas_ms / 1e9
-    for tile in tiles:
-        config = {TILE_KEY: tile} if tile else {}
+    for label, config in variants:
         kernel = build_kernel(one_op_module("matmul", (n, n), (n, n), (n, n), dtype), "matmul", target, config)
         c.fill(0)
         ms = gpu_time_ms(cupy, lambda: kernel(a, b, c), repeat=10)
         error = float(cupy.max(cupy.abs(c.astype(cupy.float32) - reference)))
-        assert error <= tolerance, f"matmul {dtype} tile {tile or 'default'}: max error {error}"
+        assert error <= tolerance, f"matmul {dtype} {label or 'default'}: max error {error}"
         ours = flops / ms / 1e9
-        shape = f" {tile}" if tile else ""
-        print(f"matmul 4096^3 {dtype:8s}{shape:9s} relax {ms:8.3f} ms {ours:7.1f} TFLOP/s   cuBLAS {cublas_ms:8.3f} ms "
-              f"{theirs:7.1f} TFLOP/s   {100 * ours / theirs:5.1f}% of cuBLAS (target 70%)")
+        print(f"matmul 4096^3 {dtype:8s}{' ' + label if label else '':9s} relax {ms:8.3f} ms {ours:7.1f} TFLOP/s   "
+              f"cuBLAS {cublas_ms:8.3f} ms {theirs:7.1f} TFLOP/s   {100 * ours / theirs:5.1f}% of cuBLAS (target 70%)")
+
+
+def matmul_variants(tiles: str, tensor_cores: bool, dtype: str) -> list:
+    """(label, pass config) for each --matmul-tiles shape, and mma when asked for float16."""
+    from relax.tir.gpu_schedule.matmul import TILE_KEY
+    from relax.tir.gpu_schedule.matmul_mma import TENSOR_CORES_KEY
+
+    variants = [(tile, {TILE_KEY: tile}) for tile in tiles.split(",") if tile] or [("", {})]
+    if tensor_cores and dtype == "float16":
+        variants.append(("mma", {TENSOR_CORES_KEY: 1}))
+    return variants
 
 
 def bench_model(cupy, target: str, name: str) -> None:
@@ -202,6 +212,8 @@ def main(argv=None) -> int:
     parser.add_argument("--arch", help="sm_XY to build for (default: the GPU's own)")
     parser.add_argument("--matmul-tiles", default="", metavar="SxRxK,...",
                         help="matmul block shapes to time side by side (default: the rule's own)")
+    parser.add_argument("--tensor-cores", action="store_true",
+                        help="also the float16 matmul on mma.sync (pass config tir.gpu_tensor_cores, sm_80+)")
     options = parser.parse_args(argv)
     unknown = [w for w in options.workloads if w not in WORKLOADS]
     if unknown:
@@ -220,9 +232,8 @@ def main(argv=None) -> int:
         if workload == "add":
             bench_add(cupy, target)
         elif workload == "matmul":
-            tiles = [t for t in options.matmul_tiles.split(",") if t] or [None]
-            bench_matmul(cupy, target, "float16", tiles)
-            bench_matmul(cupy, target, "float32", tiles)
+            for dtype in ("float16", "float32"):
+                bench_matmul(cupy, target, dtype, matmul_variants(options.matmul_tiles, options.tensor_cores, dtype))
         else:
             bench_model(cupy, target, workload)
     return 0

@@ -20,7 +20,10 @@ Collectives:
 - `tir.tvm_warp_shuffle_down` / `tir.tvm_warp_shuffle` exchange a value among the
   active lanes of each warp (32 consecutive threads, x fastest), as __shfl_*_sync
   with __activemask() do; a lane reading a lane that is not at the shuffle (past
-  the last thread of the block, or left out by a condition) is a SimulatorError.
+  the last thread of the block, or left out by a condition) is a SimulatorError;
+- `tir.ptx_mma` (m16n8k16, float16) multiplies each warp's fragments, read from its
+  lanes' local arrays in PTX's layout; every lane of every warp must be there.
+  Both live in gpu_warp_collectives.py.
 
 Shared memory is checked for races in a way no execution order can hide: between
 two barriers (an epoch) every element of a `shared` allocation remembers the thread
@@ -40,9 +43,9 @@ import numpy as np
 from ..ir import dtype as dt
 from ..ir import tir
 from . import semantics
+from . import gpu_warp_collectives as warp_collectives
 from .interpreter import Interpreter, InterpreterError
 
-WARP_SIZE = 32
 SHUFFLES = ("tir.tvm_warp_shuffle_down", "tir.tvm_warp_shuffle")
 _INDEX = {"x": 0, "y": 1, "z": 2}
 
@@ -254,7 +257,9 @@ class _BlockInterpreter(Interpreter):
         if call.op == "tir.tvm_storage_sync":
             return self._barrier()
         if call.op in SHUFFLES:
-            return self._shuffle(call)
+            return warp_collectives.shuffle(self, call)
+        if call.op == "tir.ptx_mma":
+            return warp_collectives.mma(self, call)
         if call.op == "tir.tvm_warp_activemask":
             return semantics.wrap(0xFFFFFFFF, call.dtype)
         if call.op == "tir.if_then_else":
@@ -283,28 +288,6 @@ class _BlockInterpreter(Interpreter):
         for shared in self.shared.values():
             shared.new_epoch()
         return 0
-
-    def _shuffle(self, call):
-        value = self.eval(call.args[1])
-        offset, width = (self._of_active(self.eval(arg)) for arg in call.args[2:4])
-        threads = self.active
-        lanes = threads % WARP_SIZE
-        if call.op == "tir.tvm_warp_shuffle":
-            sources = lanes - lanes % width + offset % width
-        else:
-            sources = np.where(lanes % width + offset < width, lanes + offset, lanes)
-        readers = threads - lanes + sources
-        present = (sources >= 0) & (sources < WARP_SIZE) & (readers < self.count)
-        present &= self.mask[np.clip(readers, 0, self.count - 1)]
-        if not present.all():
-            i = int(np.argmax(~present))
-            raise SimulatorError(f"lane {lanes[i]} reads lane {sources[i]}, which has left the warp "
-                                 f"or is not at the shuffle")
-        if not isinstance(value, np.ndarray):
-            return value
-        result = value.copy()
-        result[threads] = value[readers]
-        return result
 
     def _of_active(self, value):
         return value[self.active] if isinstance(value, np.ndarray) else value

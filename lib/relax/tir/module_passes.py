@@ -18,6 +18,7 @@ from .default_gpu_schedule import DefaultGPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .gpu_schedule import GPUSchedule
 from .gpu_schedule import tile_of as matmul_tile_of
+from .gpu_schedule.matmul_mma import enabled as tensor_cores_enabled
 from .lower_attr_stmts import LowerAttrStmts
 from .narrow_division import NarrowDivision
 from .pipeline import lower_for_codegen
@@ -62,7 +63,8 @@ _TABLE = (
     (DefaultCPUSchedule, DefaultCPUSchedule),
     (DefaultGPUSchedule, lambda: DefaultGPUSchedule(max(1, config_target().max_threads_per_block or 1024))),
     (GPUSchedule, lambda: GPUSchedule(max(1, config_target().max_threads_per_block or 1024),
-                                      matmul_tile=matmul_tile_of(PassContext.current()))),
+                                      matmul_tile=matmul_tile_of(PassContext.current()),
+                                      tensor_cores=tensor_cores_enabled(PassContext.current(), config_target()))),
     (ConvertBlocksToLoops, ConvertBlocksToLoops),
     (LowerAttrStmts, LowerAttrStmts),
     (FlattenBuffers, FlattenBuffers),

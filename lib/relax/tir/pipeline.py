@@ -21,6 +21,7 @@ from .lower_attr_stmts import LowerAttrStmts
 from .narrow_division import NarrowDivision
 from .gpu_schedule import rules_enabled as gpu_rules_enabled
 from .gpu_schedule import tile_of as matmul_tile_of
+from .gpu_schedule.matmul_mma import enabled as tensor_cores_enabled
 from .schedule import schedule_for_codegen
 from .simplify import Simplify
 from .split_divided_loops import SplitDividedLoops
@@ -32,7 +33,8 @@ def passes(target=None, context: PassContext | None = None) -> list:
     if getattr(target, "kind", "llvm") == "cuda":
         # gpu_schedule/: its rules, else the default GPU schedule
         schedule = [GPUSchedule(target.max_threads_per_block, rules=gpu_rules_enabled(context),
-                                matmul_tile=matmul_tile_of(context))]
+                                matmul_tile=matmul_tile_of(context),
+                                tensor_cores=tensor_cores_enabled(context, target))]
     else:
         single_core = getattr(target, "num_cores", 0) == 1
         schedule = [] if single_core else [DefaultCPUSchedule()]

@@ -136,6 +136,21 @@ static __device__ __forceinline__ relax_half relax_hmul(relax_half a, relax_half
 }
 #endif
 
+// C += A @ B on the tensor cores for one warp, every operand float16 in the fragment layout of
+// PTX's mma.m16n8k16 (tir.ptx_mma, gpu_schedule/matmul_mma.py); the arrays are 16-byte aligned.
+static __device__ __forceinline__ void relax_mma_m16n8k16_f16(relax_half* c, const relax_half* a,
+                                                              const relax_half* b) {
+#if __CUDA_ARCH__ >= 800
+  unsigned* C = reinterpret_cast<unsigned*>(c);
+  const unsigned* A = reinterpret_cast<const unsigned*>(a);
+  const unsigned* B = reinterpret_cast<const unsigned*>(b);
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+               : "+r"(C[0]), "+r"(C[1]) : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
+#else
+  __trap();  // no mma.sync m16n8k16 before sm_80; the rule is not chosen for such targets
+#endif
+}
+
 // TIR integer division: a zero divisor gives 0 (as the CPU code generator and numpy).
 template <typename T> static __device__ __forceinline__ T relax_div(T a, T b) {
   return b == 0 ? T(0) : T(a / b);

@@ -325,5 +325,13 @@ class CudaExprPrinter:
     def call_tvm_warp_shuffle_down(self, call):
         return self._shuffle(call, "relax_shfl_down")
 
+    def call_ptx_mma(self, call):
+        """In place on the accumulator: relax_mma_m16n8k16_f16(C + c_index, A + a_index, B + b_index)."""
+        form = tuple(arg.value if isinstance(arg, tir.StringImm) else None for arg in call.args[:6])
+        if form != ("m16n8k16", "row", "col", "fp16", "fp16", "fp16") or len(call.args) != 13:
+            raise self.error(f"ptx_mma {form}: only m16n8k16 row col with fp16 A, B and C is generated")
+        a, a_index, b, b_index, acc, c_index = (self.expr(arg) for arg in call.args[6:12])
+        return f"relax_mma_m16n8k16_f16({acc} + {c_index}, {a} + {a_index}, {b} + {b_index})"
+
     def call_tvm_warp_activemask(self, call):
         return self.cast("__activemask()", "uint32", call.dtype)

@@ -59,6 +59,7 @@ SPECIAL = (
     "popcount", "clz", "reinterpret", "if_then_else", "likely", "assume",
     "call_extern", "call_pure_extern", "checked_index",
     "tvm_storage_sync", "tvm_warp_shuffle", "tvm_warp_shuffle_down", "tvm_warp_activemask",
+    "ptx_mma",
 )
 
 # Intrinsics a CUDA kernel cannot have, and why.

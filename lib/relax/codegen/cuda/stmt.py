@@ -117,7 +117,10 @@ class CudaStmtPrinter:
         name = self.bind_var(stmt.buffer_var, stmt.dtype)
         # 16-byte aligned shared arrays: NVVM may then merge a thread's adjacent loads into one
         # 128-bit load (the matmul rule's contiguous register tiles); it cannot prove it otherwise.
-        prefix = "__shared__ __align__(16) " if stmt.scope in ("shared", "shared.dyn") else ""
+        if stmt.scope in ("shared", "shared.dyn"):
+            prefix = "__shared__ __align__(16) "
+        else:  # float16 arrays may be read as pairs (tir.ptx_mma's fragments)
+            prefix = "__align__(16) " if stmt.dtype == "float16" else ""
         self.line(f"{prefix}{ctype} {name}[{max(count, 1)}];")
         self.stmt(stmt.body)
 

@@ -10,6 +10,7 @@ x threadIdx.x, reductions serial per thread: always correct).
 
 | rule | file | matches |
 | --- | --- | --- |
+| matmul-mma | matmul_mma.py | a float16 matmul, when the pass config "tir.gpu_tensor_cores" is on and the arch is sm_80+: mma.sync on the tensor cores |
 | matmul | matmul.py | C[.., i, j] += f(A[.., i, k], B[.., k, j]) (B may be transposed): shared-memory tiles, a register tile per thread |
 | row-reduction | reduction.py | sum/max/min over the innermost axes: a block per row, warp shuffles, a cross-warp step in shared memory |
 | elementwise | elementwise.py | nests without reduction: flattened, several elements per thread |
@@ -29,13 +30,14 @@ from ...ir import tir
 from ..default_gpu_schedule import schedule_nest as fallback_nest
 from ..loop_nests import has_thread_bindings, top_level
 from ..schedule.nest import match_nest
-from . import elementwise, matmul, reduction
+from . import elementwise, matmul, matmul_mma, reduction
 from .matmul import MatmulTile, tile_of
 
 CONFIG_KEY = "tir.default_gpu_schedule"
 
 # (name, module with matches(nest, options) and apply(nest, options, name)): the first match wins.
 RULES = (
+    ("matmul-mma", matmul_mma),
     ("matmul", matmul),
     ("row-reduction", reduction),
     ("elementwise", elementwise),
@@ -46,6 +48,7 @@ RULES = (
 class GpuOptions:
     threads: int = 1024  # the target's max_threads_per_block
     matmul_tile: MatmulTile | None = None  # the matmul rule's block shape; None: by size (matmul.py)
+    tensor_cores: bool = False  # float16 matmuls on mma.sync (matmul_mma.py)
 
 
 def choose_rule(stmt: tir.Stmt, options: GpuOptions = GpuOptions()) -> str:
@@ -87,8 +90,8 @@ class GPUSchedule:
     name = "gpu-schedule"
 
     def __init__(self, max_threads_per_block: int = 1024, rules: bool | None = None,
-                 matmul_tile: MatmulTile | None = None):
-        self.options = GpuOptions(max_threads_per_block, matmul_tile)
+                 matmul_tile: MatmulTile | None = None, tensor_cores: bool = False):
+        self.options = GpuOptions(max_threads_per_block, matmul_tile, tensor_cores)
         self.rules = rules
 
     def run(self, func: tir.PrimFunc) -> tir.PrimFunc:

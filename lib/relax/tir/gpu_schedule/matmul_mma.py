@@ -1,0 +1,196 @@
+"""Rule: float16 matmul on the tensor cores (`mma.sync` m16n8k16, sm_80 and newer), when asked.
+
+Matches the nests the matmul rule matches (matmul.py's operands) when A, B and C are
+float16, the summed term is the plain product of the two loads, the init is 0, the pass
+config TENSOR_CORES_KEY is on and the target's arch is sm_80 or newer. A block of 4 warps
+(threadIdx.x the lane, threadIdx.y the warp) computes a 64 x 64 tile of C, each warp a
+32 x 32 quarter of it: 2 x 4 tiles of 16 x 8, each one `tir.ptx_mma` per 16 values of k.
+For each K_STEP-wide slice of k the block copies A's 64 x K_STEP tile and B's K_STEP x 64
+tile, transposed, to `__shared__` memory (zero outside the matrices, rows padded by PAD),
+synchronizes, and each warp loads its fragments from there in the layout PTX defines for
+m16n8k16 (with group g = lane / 4 and t = lane % 4):
+
+    A, 16 x 16, row-major:  a[e] = A[g + 8 * (e // 2 % 2), 2t + e % 2 + 8 * (e // 4)]   e < 8
+    B, 16 x 8, col-major:   b[e] = B[2t + e % 2 + 8 * (e // 2), g]                       e < 4
+    C and D, 16 x 8:        c[e] = C[g + 8 * (e // 2), 2t + e % 2]                       e < 4
+
+The accumulators are float16, as C is (R.matmul accumulates in its output dtype); each
+mma rounds once where the scalar rule rounds at every k. Stores are guarded. Off by
+default: the GPU simulator runs it (tir/gpu_simulator.py), no GPU has yet.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from ...ir import tir
+from .launch import allocate, as_index, ceildiv, imm, launch, product, scoped_buffer, seq, split_index, sync
+from .matmul import MAX_GRID_Y, _operands
+
+TENSOR_CORES_KEY = "tir.gpu_tensor_cores"  # pass config: 1 lets float16 matmuls use mma.sync
+F16 = "float16"
+WARPS_M, WARPS_N = 2, 2  # warps of a block along rows and columns of C
+M_TILES, N_TILES = 2, 4  # 16 x 8 tiles of a warp along rows and columns
+TILE = 64  # rows and columns of C per block
+K_STEP = 32  # k values per shared-memory tile
+PAD = 8  # halves after each shared row: fewer bank conflicts, rows still 16-byte aligned
+LANES = 32
+
+
+def enabled(context, target) -> bool:
+    """Whether the pass config of `context` turns the rule on and `target` has mma.sync m16n8k16."""
+    value = context.get_config(TENSOR_CORES_KEY, False) if context is not None else False
+    if str(value).strip().lower() in ("0", "false", "off", "no", ""):
+        return False
+    arch = str(getattr(target, "arch", "") or "")
+    return arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 80
+
+
+def _zero(expr) -> bool:
+    return isinstance(expr, (tir.FloatImm, tir.IntImm)) and expr.value == 0
+
+
+def matches(nest, options) -> bool:
+    if not getattr(options, "tensor_cores", False) or options.threads < WARPS_M * WARPS_N * LANES:
+        return False
+    operands = _operands(nest)
+    if operands is None:
+        return False
+    store, i, _, _, a_load, b_load, _ = operands
+    if {store.buffer.dtype, a_load.buffer.dtype, b_load.buffer.dtype} != {F16}:
+        return False
+    term = store.value.b
+    if not (isinstance(term, tir.Mul) and {id(term.a), id(term.b)} == {id(a_load), id(b_load)}):
+        return False
+    if not _zero(nest.block.init.value):
+        return False
+    rows = nest.loop_of(next(iv for iv in nest.block.iter_vars if iv.var is i)).extent
+    return not (isinstance(rows, tir.IntImm) and -(-rows.value // TILE) > MAX_GRID_Y)
+
+
+def a_fragment_at(e: int) -> tuple[int, int]:
+    """(row offset from g, column offset from 2t) of element `e` of an A fragment."""
+    return 8 * (e // 2 % 2), e % 2 + 8 * (e // 4)
+
+
+def b_fragment_at(e: int) -> int:
+    """The k offset from 2t of element `e` of a B fragment (its column is g)."""
+    return e % 2 + 8 * (e // 2)
+
+
+def c_fragment_at(e: int) -> tuple[int, int]:
+    """(row offset from g, column offset from 2t) of element `e` of a C or D fragment."""
+    return 8 * (e // 2), e % 2
+
+
+def _sum(c, *terms):
+    """The sum of expressions and ints (made index constants by `c`)."""
+    total = terms[0]
+    for term in terms[1:]:
+        total = tir.Add(total, term if isinstance(term, tir.PrimExpr) else c(term))
+    return total
+
+
+class _Warp:
+    """One warp's 32 x 32 quarter of the block's tile: where its lanes read their fragments
+    in shared memory, its mmas, and where its accumulators go in C."""
+
+    def __init__(self, c, lane, warp, buffers):
+        self.c = c
+        self.group, self.pair = tir.FloorDiv(lane, c(4)), tir.Mul(tir.FloorMod(lane, c(4)), c(2))
+        self.row = tir.Mul(tir.FloorDiv(warp, c(WARPS_N)), c(M_TILES * 16))
+        self.col = tir.Mul(tir.FloorMod(warp, c(WARPS_N)), c(N_TILES * 8))
+        self.a_shared, self.b_shared, self.a_frag, self.b_frag, self.acc = buffers
+
+    def k16_step(self, s: int) -> list:
+        """The fragments of the s-th 16 values of k in the shared tiles, then the 8 mmas."""
+        c, stmts = self.c, []
+        for mi, e in itertools.product(range(M_TILES), range(8)):
+            rows, cols = a_fragment_at(e)
+            at = (_sum(c, self.row, mi * 16 + rows, self.group), _sum(c, self.pair, s * 16 + cols))
+            stmts.append(tir.BufferStore(self.a_frag, tir.BufferLoad(self.a_shared, at), (c(mi * 8 + e),)))
+        for ni, e in itertools.product(range(N_TILES), range(4)):
+            at = (_sum(c, self.col, ni * 8, self.group), _sum(c, self.pair, s * 16 + b_fragment_at(e)))
+            stmts.append(tir.BufferStore(self.b_frag, tir.BufferLoad(self.b_shared, at), (c(ni * 4 + e),)))
+        for mi, ni in itertools.product(range(M_TILES), range(N_TILES)):
+            stmts.append(tir.Evaluate(tir.Call("int32", "tir.ptx_mma", (
+                *(tir.StringImm(word) for word in ("m16n8k16", "row", "col", "fp16", "fp16", "fp16")),
+                self.a_frag.data, c(mi * 8), self.b_frag.data, c(ni * 4), self.acc.data,
+                c((mi * N_TILES + ni) * 4), tir.const(False, "bool")))))
+        return stmts
+
+    def outputs(self, row0, col0):
+        """(accumulator index, row of C, column of C) of each of this thread's 32 outputs."""
+        c = self.c
+        for mi, ni, e in itertools.product(range(M_TILES), range(N_TILES), range(4)):
+            rows, cols = c_fragment_at(e)
+            yield ((mi * N_TILES + ni) * 4 + e, _sum(c, row0, self.row, mi * 16 + rows, self.group),
+                   _sum(c, col0, self.col, ni * 8 + cols, self.pair))
+
+
+def apply(nest, options, name: str) -> tir.Stmt:
+    store, i, j, k, a_load, b_load, batch = _operands(nest)
+    index = nest.loops[0].loop_var.dtype
+    iv_of = {iv.var: iv for iv in nest.block.iter_vars}
+    extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
+    batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
+    column_tiles = ceildiv(extent[j], TILE, index)
+    grid = {"x": product([*batch_extents, column_tiles], index), "y": ceildiv(extent[i], TILE, index)}
+    threads = WARPS_M * WARPS_N * LANES
+
+    def c(value: int) -> tir.IntImm:
+        return imm(index, value)
+
+    def body(ix):
+        lane, warp, by = ix["threadIdx.x"], ix["threadIdx.y"], ix["blockIdx.y"]
+        bx = tir.FloorMod(ix["blockIdx.x"], column_tiles) if batch else ix["blockIdx.x"]
+        batch_values = dict(zip((iv.var for iv in batch), split_index(
+            tir.FloorDiv(ix["blockIdx.x"], column_tiles), batch_extents, index))) if batch else {}
+        row0, col0 = tir.Mul(by, c(TILE)), tir.Mul(bx, c(TILE))
+        ko = tir.Var(f"{name}_ko", index)
+        buffers = (scoped_buffer(f"{name}_A_shared", F16, (TILE, K_STEP + PAD), scope="shared"),
+                   scoped_buffer(f"{name}_B_shared", F16, (TILE, K_STEP + PAD), scope="shared"),  # [column][k]
+                   scoped_buffer(f"{name}_A_frag", F16, (M_TILES * 8,)),
+                   scoped_buffer(f"{name}_B_frag", F16, (N_TILES * 4,)),
+                   scoped_buffer(f"{name}_acc", F16, (M_TILES * N_TILES * 4,)))
+        warp_tiles = _Warp(c, lane, warp, buffers)
+        acc = buffers[4]
+
+        def at(chosen: dict) -> dict:
+            return {**{iv.var: c(0) for iv in nest.block.iter_vars}, **batch_values, **chosen}
+
+        def copy(shared, load, cols, global_index, transposed):
+            """shared[r, q] (shared[q, r] when `transposed`) = the operand at (r, q) of this slice,
+            0 outside it; adjacent threads on adjacent q, so that global reads coalesce."""
+            part = tir.Var(f"{name}_{shared.name}_l", index)
+            flat = _sum(c, tir.Mul(part, c(threads)), tir.Mul(warp, c(LANES)), lane)
+            r, q = tir.FloorDiv(flat, c(cols)), tir.FloorMod(flat, c(cols))
+            inside, chosen = global_index(r, q)
+            loaded = nest.bound(tir.Evaluate(load), at(chosen)).value
+            where = (q, r) if transposed else (r, q)
+            stmt = tir.IfThenElse(inside, tir.BufferStore(shared, loaded, where),
+                                  tir.BufferStore(shared, tir.const(0, F16), where))
+            return tir.For(part, c(0), c(TILE * K_STEP // threads), "unrolled", stmt)
+
+        def a_global(r, q):
+            gi, gk = _sum(c, row0, r), _sum(c, tir.Mul(ko, c(K_STEP)), q)
+            return tir.And(tir.LT(gi, extent[i]), tir.LT(gk, extent[k])), {i: gi, k: gk}
+
+        def b_global(r, q):
+            gk, gj = _sum(c, tir.Mul(ko, c(K_STEP)), r), _sum(c, col0, q)
+            return tir.And(tir.LT(gk, extent[k]), tir.LT(gj, extent[j])), {k: gk, j: gj}
+
+        zero = [tir.BufferStore(acc, tir.const(0, F16), (c(e),)) for e in range(M_TILES * N_TILES * 4)]
+        steps = tir.For(ko, c(0), ceildiv(extent[k], K_STEP, index), "serial", seq(
+            copy(buffers[0], a_load, K_STEP, a_global, transposed=False),
+            copy(buffers[1], b_load, TILE, b_global, transposed=True),
+            sync(), *[stmt for s in range(K_STEP // 16) for stmt in warp_tiles.k16_step(s)], sync()))
+        writes = [tir.IfThenElse(tir.And(tir.LT(row, extent[i]), tir.LT(col, extent[j])),
+                                 nest.bound(store, at({i: row, j: col})).with_fields(
+                                     value=tir.BufferLoad(acc, (c(position),))))
+                  for position, row, col in warp_tiles.outputs(row0, col0)]
+        stmt = seq(*zero, steps, *writes)
+        for buffer in buffers:
+            stmt = allocate(buffer, stmt)
+        return stmt
+    return launch(index, name, grid, {"x": c(LANES), "y": c(WARPS_M * WARPS_N)}, body)
