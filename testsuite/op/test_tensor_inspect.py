@@ -58,6 +58,9 @@ def test_view_struct_info_and_errors():
                             ir.Tuple(()), prim(4)))
     with pytest.raises(DiagnosticError, match="the shape must be a shape value"):
         struct_info_of(call("memory.view", x, prim(3)))
+    # found by `make fuzz`: the -1 got through to the lowered text, which refused it (an internal error)
+    with pytest.raises(DiagnosticError, match="a view's shape may not have a negative dimension, got -1"):
+        struct_info_of(call("memory.view", x, ir.ShapeExpr((tir.IntImm("int64", -1),)), ir.DataTypeImm("int32")))
 
 
 def test_view_builtin_tracks_offsets_and_bounds():

@@ -133,6 +133,9 @@ def _view_infer(call) -> StructInfo:
         out = data.with_fields(dtype=out_dtype, span=None)
     else:
         shape_info = call.arg_info[1]
+        negative = [d for d in (static_value(v) for v in shape_info.values or ()) if d is not None and d < 0]
+        if negative:  # unlike R.reshape's -1, a view's shape is the shape itself
+            raise call.error(f"a view's shape may not have a negative dimension, got {negative[0]}")
         out = TensorStructInfo(rx.ShapeExpr(shape_info.values) if shape_info.values is not None else None,
                                out_dtype, shape_info.ndim)
     offset_value = _static_offset(call, offset)
