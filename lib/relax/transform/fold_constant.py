@@ -50,13 +50,22 @@ def _static_shape(info) -> tuple[int, ...] | None:
     return None if any(d is None for d in dims) else tuple(dims)
 
 
+def _numpy_dtype(dtype: str):
+    try:
+        return dt.to_numpy(dtype)
+    except ValueError:  # unknown ("") or without a numpy type: not folded, later checks name it
+        return None
+
+
 def _output_infos(call: rx.Call):
+    """([(static shape, numpy dtype)], is a tuple) of the call's outputs; None unless all are known."""
     out = call.sinfo_args[0] if call.sinfo_args else None
     fields = out.fields if isinstance(out, TupleStructInfo) else (out,)
     shapes = [_static_shape(f) for f in fields]
-    if any(s is None for s in shapes):
+    dtypes = [_numpy_dtype(getattr(f, "dtype", "")) for f in fields]
+    if any(s is None for s in shapes) or any(d is None for d in dtypes):
         return None
-    return [(shape, f.dtype) for shape, f in zip(shapes, fields)], isinstance(out, TupleStructInfo)
+    return list(zip(shapes, dtypes)), isinstance(out, TupleStructInfo)
 
 
 class _Folder(ExprMutator):
@@ -120,7 +129,7 @@ class _Folder(ExprMutator):
             return None
         infos, is_tuple = outputs
         arrays = [np.array(f.data, order="C") for f in fields]  # 0-d stays 0-d
-        results = [np.zeros(shape, dtype=dt.to_numpy(dtype)) for shape, dtype in infos]
+        results = [np.zeros(shape, dtype=dtype) for shape, dtype in infos]
         if not self.run_kernel(kernels[kernel], arrays + results):
             self.wanted.append(kernels[kernel])
             return None
