@@ -58,6 +58,7 @@ def test_chosen_only_when_asked_for_float16_on_sm80_and_newer():
     assert choose_rule(statements[0], GpuOptions(256, tensor_cores=True)) == "matmul-mma"
     assert _mma_calls(_lowered(_matmul(7, 40, 13))) == 16  # 2 x 4 tiles, two 16-wide steps of a 32-wide slice
     assert _mma_calls(_lowered(_matmul(7, 40, 13), Target.parse("cuda -arch=sm_75"))) == 0
+    assert _mma_calls(_lowered(_matmul(7, 40, 13), Target.parse("cuda -arch=sm_100"))) == 16
     assert _mma_calls(_lowered(_matmul(7, 40, 13), config={})) == 0
     assert _mma_calls(_lowered(_matmul(7, 40, 13, "float32"))) == 0
 

@@ -22,6 +22,7 @@ default: the GPU simulator runs it (tir/gpu_simulator.py), no GPU has yet.
 from __future__ import annotations
 
 import itertools
+import re
 
 from ...ir import tir
 from .launch import allocate, as_index, ceildiv, imm, launch, product, scoped_buffer, seq, split_index, sync
@@ -42,8 +43,8 @@ def enabled(context, target) -> bool:
     value = context.get_config(TENSOR_CORES_KEY, False) if context is not None else False
     if str(value).strip().lower() in ("0", "false", "off", "no", ""):
         return False
-    arch = str(getattr(target, "arch", "") or "")
-    return arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 80
+    number = re.match(r"sm_(\d+)", str(getattr(target, "arch", "") or ""))
+    return number is not None and int(number.group(1)) >= 80  # sm_90a, sm_100 too
 
 
 def _zero(expr) -> bool:
