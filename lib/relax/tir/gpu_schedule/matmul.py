@@ -143,6 +143,40 @@ def matches(nest: Nest, options) -> bool:
     return not (isinstance(rows, tir.IntImm) and -(-rows.value // tile.outputs) > MAX_GRID_Y)
 
 
+@dataclass(frozen=True)
+class TileGrid:
+    """The blocks of a tiled matmul: blockIdx.y over the row tiles, blockIdx.x over the batch
+    times the column tiles (x allows 2^31 - 1 blocks where y allows 65535)."""
+
+    extent: dict  # i, j and k -> their extents in the index dtype
+    batch: list  # the batch iterators
+    batch_extents: list
+    column_tiles: tir.PrimExpr
+    tile: int  # rows and columns of C per block
+    index: str  # the index dtype
+
+    @staticmethod
+    def of(nest: Nest, operands, tile: int) -> "TileGrid":
+        _, i, j, k, _, _, batch = operands
+        index = nest.loops[0].loop_var.dtype
+        iv_of = {iv.var: iv for iv in nest.block.iter_vars}
+        extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
+        batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
+        return TileGrid(extent, batch, batch_extents, ceildiv(extent[j], tile, index), tile, index)
+
+    def grid(self, i) -> dict:
+        return {"x": product([*self.batch_extents, self.column_tiles], self.index),
+                "y": ceildiv(self.extent[i], self.tile, self.index)}
+
+    def origin(self, ix: dict) -> tuple[dict, tir.PrimExpr, tir.PrimExpr]:
+        """(the batch iterators' values, the first row, the first column) of the block `ix` names."""
+        bx = tir.FloorMod(ix["blockIdx.x"], self.column_tiles) if self.batch else ix["blockIdx.x"]
+        batch_values = dict(zip((iv.var for iv in self.batch), split_index(
+            tir.FloorDiv(ix["blockIdx.x"], self.column_tiles), self.batch_extents, self.index))) if self.batch else {}
+        tile = imm(self.index, self.tile)
+        return batch_values, tir.Mul(ix["blockIdx.y"], tile), tir.Mul(bx, tile)
+
+
 class _ReplaceLoads(Rewriter):
     def __init__(self, replacements: dict):
         self.replacements = replacements
@@ -153,26 +187,19 @@ class _ReplaceLoads(Rewriter):
 
 def apply(nest: Nest, options, name: str) -> tir.Stmt:
     operands = _operands(nest)
-    store, i, j, k, a_load, b_load, batch = operands
+    store, i, j, k, a_load, b_load, _ = operands
     shape = _tile(nest, operands, options)
     side, reg, k_step, tile = shape.side, shape.reg, shape.k_step, shape.outputs
     contiguous = shape.contiguous
-    index = nest.loops[0].loop_var.dtype
-    iv_of = {iv.var: iv for iv in nest.block.iter_vars}
-    extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
-    batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
-    column_tiles = ceildiv(extent[j], tile, index)
-    grid = {"x": product([*batch_extents, column_tiles], index), "y": ceildiv(extent[i], tile, index)}
+    blocks = TileGrid.of(nest, operands, tile)
+    index, extent = blocks.index, blocks.extent
 
     def c(value: int) -> tir.IntImm:
         return imm(index, value)
 
     def body(ix):
-        by, tx, ty = ix["blockIdx.y"], ix["threadIdx.x"], ix["threadIdx.y"]
-        bx = tir.FloorMod(ix["blockIdx.x"], column_tiles) if batch else ix["blockIdx.x"]
-        batch_values = dict(zip((iv.var for iv in batch), split_index(
-            tir.FloorDiv(ix["blockIdx.x"], column_tiles), batch_extents, index))) if batch else {}
-        row0, col0 = tir.Mul(by, c(tile)), tir.Mul(bx, c(tile))
+        tx, ty = ix["threadIdx.x"], ix["threadIdx.y"]
+        batch_values, row0, col0 = blocks.origin(ix)
         ko, kk = tir.Var(f"{name}_ko", index), tir.Var(f"{name}_kk", index)
         acc = scoped_buffer(f"{name}_acc", store.buffer.dtype, (reg * reg,))
         a_shape = (k_step, tile + A_PAD) if contiguous else (tile, k_step)
@@ -238,4 +265,4 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
             sync(), tir.For(kk, c(0), c(k_step), "unrolled", register_tile(accumulate)), sync()))
         body = seq(register_tile(initialize), steps, register_tile(write))
         return allocate(a_shared, allocate(b_shared, allocate(acc, body)))
-    return launch(index, name, grid, {"x": c(side), "y": c(side)}, body)
+    return launch(index, name, blocks.grid(i), {"x": c(side), "y": c(side)}, body)

@@ -25,8 +25,8 @@ import itertools
 import re
 
 from ...ir import tir
-from .launch import allocate, as_index, ceildiv, imm, launch, product, scoped_buffer, seq, split_index, sync
-from .matmul import MAX_GRID_Y, _operands
+from .launch import allocate, ceildiv, imm, launch, scoped_buffer, seq, sync
+from .matmul import MAX_GRID_Y, TileGrid, _operands
 
 TENSOR_CORES_KEY = "tir.gpu_tensor_cores"  # pass config: 1 lets float16 matmuls use mma.sync
 F16 = "float16"
@@ -130,24 +130,18 @@ class _Warp:
 
 
 def apply(nest, options, name: str) -> tir.Stmt:
-    store, i, j, k, a_load, b_load, batch = _operands(nest)
-    index = nest.loops[0].loop_var.dtype
-    iv_of = {iv.var: iv for iv in nest.block.iter_vars}
-    extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
-    batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
-    column_tiles = ceildiv(extent[j], TILE, index)
-    grid = {"x": product([*batch_extents, column_tiles], index), "y": ceildiv(extent[i], TILE, index)}
+    operands = _operands(nest)
+    store, i, j, k, a_load, b_load, _ = operands
+    blocks = TileGrid.of(nest, operands, TILE)
+    index, extent = blocks.index, blocks.extent
     threads = WARPS_M * WARPS_N * LANES
 
     def c(value: int) -> tir.IntImm:
         return imm(index, value)
 
     def body(ix):
-        lane, warp, by = ix["threadIdx.x"], ix["threadIdx.y"], ix["blockIdx.y"]
-        bx = tir.FloorMod(ix["blockIdx.x"], column_tiles) if batch else ix["blockIdx.x"]
-        batch_values = dict(zip((iv.var for iv in batch), split_index(
-            tir.FloorDiv(ix["blockIdx.x"], column_tiles), batch_extents, index))) if batch else {}
-        row0, col0 = tir.Mul(by, c(TILE)), tir.Mul(bx, c(TILE))
+        lane, warp = ix["threadIdx.x"], ix["threadIdx.y"]
+        batch_values, row0, col0 = blocks.origin(ix)
         ko = tir.Var(f"{name}_ko", index)
         buffers = (scoped_buffer(f"{name}_A_shared", F16, (TILE, K_STEP + PAD), scope="shared"),
                    scoped_buffer(f"{name}_B_shared", F16, (TILE, K_STEP + PAD), scope="shared"),  # [column][k]
@@ -194,4 +188,4 @@ def apply(nest, options, name: str) -> tir.Stmt:
         for buffer in buffers:
             stmt = allocate(buffer, stmt)
         return stmt
-    return launch(index, name, grid, {"x": c(LANES), "y": c(WARPS_M * WARPS_N)}, body)
+    return launch(index, name, blocks.grid(i), {"x": c(LANES), "y": c(WARPS_M * WARPS_N)}, body)
