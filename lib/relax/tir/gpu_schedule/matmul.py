@@ -106,7 +106,7 @@ def _tile(nest: Nest, operands, options) -> MatmulTile:
     return SMALL
 
 
-def _operands(nest: Nest):
+def matmul_operands(nest: Nest):
     """(store, i, j, k, A-load, B-load, batch iters) when the nest is a matmul, else None."""
     parts = reduction_parts(nest)
     if parts is None:
@@ -130,7 +130,7 @@ MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
 
 
 def matches(nest: Nest, options) -> bool:
-    operands = _operands(nest)
+    operands = matmul_operands(nest)
     if operands is None:
         return False
     tile = _tile(nest, operands, options)
@@ -186,7 +186,7 @@ class _ReplaceLoads(Rewriter):
 
 
 def apply(nest: Nest, options, name: str) -> tir.Stmt:
-    operands = _operands(nest)
+    operands = matmul_operands(nest)
     store, i, j, k, a_load, b_load, _ = operands
     shape = _tile(nest, operands, options)
     side, reg, k_step, tile = shape.side, shape.reg, shape.k_step, shape.outputs

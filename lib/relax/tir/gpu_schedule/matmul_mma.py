@@ -26,7 +26,7 @@ import re
 
 from ...ir import tir
 from .launch import allocate, ceildiv, imm, launch, scoped_buffer, seq, sync
-from .matmul import MAX_GRID_Y, TileGrid, _operands
+from .matmul import MAX_GRID_Y, TileGrid, matmul_operands
 
 TENSOR_CORES_KEY = "tir.gpu_tensor_cores"  # pass config: 1 lets float16 matmuls use mma.sync
 F16 = "float16"
@@ -52,9 +52,9 @@ def _zero(expr) -> bool:
 
 
 def matches(nest, options) -> bool:
-    if not getattr(options, "tensor_cores", False) or options.threads < WARPS_M * WARPS_N * LANES:
+    if not options.tensor_cores or options.threads < WARPS_M * WARPS_N * LANES:
         return False
-    operands = _operands(nest)
+    operands = matmul_operands(nest)
     if operands is None:
         return False
     store, i, _, _, a_load, b_load, _ = operands
@@ -130,7 +130,7 @@ class _Warp:
 
 
 def apply(nest, options, name: str) -> tir.Stmt:
-    operands = _operands(nest)
+    operands = matmul_operands(nest)
     store, i, j, k, a_load, b_load, _ = operands
     blocks = TileGrid.of(nest, operands, TILE)
     index, extent = blocks.index, blocks.extent
