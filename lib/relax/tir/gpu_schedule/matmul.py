@@ -145,36 +145,83 @@ def matches(nest: Nest, options) -> bool:
 
 @dataclass(frozen=True)
 class TileGrid:
-    """The blocks of a tiled matmul: blockIdx.y over the row tiles, blockIdx.x over the batch
-    times the column tiles (x allows 2^31 - 1 blocks where y allows 65535)."""
+    """The blocks of a tiled matmul `nest` (its `operands`): blockIdx.y over the row tiles,
+    blockIdx.x over the batch times the column tiles (x allows 2^31 - 1 blocks where y
+    allows 65535). Both GPU matmul rules (this one and matmul_mma.py) build on it."""
 
+    nest: Nest
+    operands: tuple  # matmul_operands(nest)
+    name: str  # the kernel's name prefix for new variables
     extent: dict  # i, j and k -> their extents in the index dtype
-    batch: list  # the batch iterators
     batch_extents: list
     column_tiles: tir.PrimExpr
     tile: int  # rows and columns of C per block
     index: str  # the index dtype
 
     @staticmethod
-    def of(nest: Nest, operands, tile: int) -> "TileGrid":
+    def of(nest: Nest, operands, tile: int, name: str) -> "TileGrid":
         _, i, j, k, _, _, batch = operands
         index = nest.loops[0].loop_var.dtype
         iv_of = {iv.var: iv for iv in nest.block.iter_vars}
         extent = {var: as_index(nest.loop_of(iv_of[var]).extent, index) for var in (i, j, k)}
         batch_extents = [as_index(nest.loop_of(iv).extent, index) for iv in batch]
-        return TileGrid(extent, batch, batch_extents, ceildiv(extent[j], tile, index), tile, index)
+        return TileGrid(nest, operands, name, extent, batch_extents, ceildiv(extent[j], tile, index), tile, index)
 
-    def grid(self, i) -> dict:
+    def grid(self) -> dict:
         return {"x": product([*self.batch_extents, self.column_tiles], self.index),
-                "y": ceildiv(self.extent[i], self.tile, self.index)}
+                "y": ceildiv(self.extent[self.operands[1]], self.tile, self.index)}
 
-    def origin(self, ix: dict) -> tuple[dict, tir.PrimExpr, tir.PrimExpr]:
-        """(the batch iterators' values, the first row, the first column) of the block `ix` names."""
-        bx = tir.FloorMod(ix["blockIdx.x"], self.column_tiles) if self.batch else ix["blockIdx.x"]
-        batch_values = dict(zip((iv.var for iv in self.batch), split_index(
-            tir.FloorDiv(ix["blockIdx.x"], self.column_tiles), self.batch_extents, self.index))) if self.batch else {}
-        tile = imm(self.index, self.tile)
-        return batch_values, tir.Mul(ix["blockIdx.y"], tile), tir.Mul(bx, tile)
+    def block(self, ix: dict) -> "TileBlock":
+        """The block the thread-binding variables `ix` ("blockIdx.x", ...) name."""
+        return TileBlock(self, ix)
+
+
+class TileBlock:
+    """One block of a TileGrid: the values of the matmul's iterators at its accesses, its
+    copies of a slice of A or B to shared memory, and its guarded stores to C."""
+
+    def __init__(self, grid: TileGrid, ix: dict):
+        self.grid = grid
+        batch = grid.operands[6]
+        bx = tir.FloorMod(ix["blockIdx.x"], grid.column_tiles) if batch else ix["blockIdx.x"]
+        self.batch_values = dict(zip((iv.var for iv in batch), split_index(
+            tir.FloorDiv(ix["blockIdx.x"], grid.column_tiles), grid.batch_extents, grid.index))) if batch else {}
+        tile = imm(grid.index, grid.tile)
+        self.row0, self.col0 = tir.Mul(ix["blockIdx.y"], tile), tir.Mul(bx, tile)
+
+    def at(self, chosen: dict) -> dict:
+        """Iterator values for an access: `chosen` for i/j/k, this block's batch, 0 for the rest."""
+        index = self.grid.index
+        return {**{iv.var: imm(index, 0) for iv in self.grid.nest.block.iter_vars}, **self.batch_values, **chosen}
+
+    def copy(self, shared, operand: str, k0, k_step: int, thread, threads: int, transposed=False) -> tir.Stmt:
+        """shared[r, q] (shared[q, r] when `transposed`) = A[row0 + r, k0 + q] for operand "A" (a
+        tile x k_step slice) or B[k0 + r, col0 + q] for "B" (k_step x tile), 0 outside the
+        matrices. The block's `threads` threads (`thread` the linear id) copy several elements
+        each, adjacent threads adjacent q, so that global reads coalesce."""
+        grid = self.grid
+        _, i, j, k, a_load, b_load, _ = grid.operands
+        rows, cols = (grid.tile, k_step) if operand == "A" else (k_step, grid.tile)
+        part = tir.Var(f"{grid.name}_{shared.name}_l", grid.index)
+        flat = tir.Add(tir.Mul(part, imm(grid.index, threads)), thread)
+        r, q = tir.FloorDiv(flat, imm(grid.index, cols)), tir.FloorMod(flat, imm(grid.index, cols))
+        if operand == "A":
+            load, (first, second) = a_load, ((i, tir.Add(self.row0, r)), (k, tir.Add(k0, q)))
+        else:
+            load, (first, second) = b_load, ((k, tir.Add(k0, r)), (j, tir.Add(self.col0, q)))
+        inside = tir.And(tir.LT(first[1], grid.extent[first[0]]), tir.LT(second[1], grid.extent[second[0]]))
+        loaded = grid.nest.bound(tir.Evaluate(load), self.at(dict((first, second)))).value
+        where = (q, r) if transposed else (r, q)
+        stmt = tir.IfThenElse(inside, tir.BufferStore(shared, loaded, where),
+                              tir.BufferStore(shared, tir.const(0, shared.dtype), where))
+        return tir.For(part, imm(grid.index, 0), imm(grid.index, rows * cols // threads), "unrolled", stmt)
+
+    def store(self, row, col, value) -> tir.Stmt:
+        """C[row, col] = value where (row, col) lies inside C."""
+        grid = self.grid
+        store, i, j = grid.operands[:3]
+        return tir.IfThenElse(tir.And(tir.LT(row, grid.extent[i]), tir.LT(col, grid.extent[j])),
+                              grid.nest.bound(store, self.at({i: row, j: col})).with_fields(value=value))
 
 
 class _ReplaceLoads(Rewriter):
@@ -191,58 +238,33 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
     shape = _tile(nest, operands, options)
     side, reg, k_step, tile = shape.side, shape.reg, shape.k_step, shape.outputs
     contiguous = shape.contiguous
-    blocks = TileGrid.of(nest, operands, tile)
+    blocks = TileGrid.of(nest, operands, tile, name)
     index, extent = blocks.index, blocks.extent
 
     def c(value: int) -> tir.IntImm:
         return imm(index, value)
 
+    def own(thread, offset):
+        """The row (column) of this thread's `offset`-th output within the block's tile."""
+        if contiguous:
+            return tir.Add(tir.Mul(thread, c(reg)), offset)
+        return tir.Add(thread, tir.Mul(c(side), offset))
+
     def body(ix):
         tx, ty = ix["threadIdx.x"], ix["threadIdx.y"]
-        batch_values, row0, col0 = blocks.origin(ix)
+        block = blocks.block(ix)
         ko, kk = tir.Var(f"{name}_ko", index), tir.Var(f"{name}_kk", index)
         acc = scoped_buffer(f"{name}_acc", store.buffer.dtype, (reg * reg,))
         a_shape = (k_step, tile + A_PAD) if contiguous else (tile, k_step)
         a_shared = scoped_buffer(f"{name}_A_shared", a_load.buffer.dtype, a_shape, scope="shared")
-
-        def own(thread, offset):
-            """The row (column) of this thread's `offset`-th output within the block's tile."""
-            if contiguous:
-                return tir.Add(tir.Mul(thread, c(reg)), offset)
-            return tir.Add(thread, tir.Mul(c(side), offset))
         b_shared = scoped_buffer(f"{name}_B_shared", b_load.buffer.dtype, (k_step, tile), scope="shared")
 
         def register_tile(make_stmt) -> tir.Stmt:
             """for a, b in unrolled reg x reg: make_stmt(a, b, acc index, row of C, column of C)."""
             a, b = tir.Var(f"{name}_a", index), tir.Var(f"{name}_b", index)
-            row, col = tir.Add(row0, own(ty, a)), tir.Add(col0, own(tx, b))
+            row, col = tir.Add(block.row0, own(ty, a)), tir.Add(block.col0, own(tx, b))
             stmt = make_stmt(a, b, tir.Add(tir.Mul(a, c(reg)), b), row, col)
             return tir.For(a, c(0), c(reg), "unrolled", tir.For(b, c(0), c(reg), "unrolled", stmt))
-
-        def at(chosen: dict) -> dict:
-            """Iterator values for an access: `chosen` for i/j/k, this block's batch, 0 for the rest."""
-            return {**{iv.var: c(0) for iv in nest.block.iter_vars}, **batch_values, **chosen}
-
-        def a_global(r, q):
-            gi, gk = tir.Add(row0, r), tir.Add(tir.Mul(ko, c(k_step)), q)
-            return tir.And(tir.LT(gi, extent[i]), tir.LT(gk, extent[k])), {i: gi, k: gk}
-
-        def b_global(r, q):
-            gk, gj = tir.Add(tir.Mul(ko, c(k_step)), r), tir.Add(col0, q)
-            return tir.And(tir.LT(gk, extent[k]), tir.LT(gj, extent[j])), {k: gk, j: gj}
-
-        def copy_tile(shared, load, rows, cols, global_of, transposed=False):
-            """shared[r, q] (shared[q, r] when `transposed`) = the operand at this tile's (r, q), 0
-            outside it; several elements per thread, adjacent threads on adjacent q."""
-            part = tir.Var(f"{name}_{shared.name}_l", index)
-            flat = tir.Add(tir.Mul(part, c(side * side)), tir.Add(tir.Mul(ty, c(side)), tx))
-            r, q = tir.FloorDiv(flat, c(cols)), tir.FloorMod(flat, c(cols))
-            inside, chosen = global_of(r, q)
-            loaded = nest.bound(tir.Evaluate(load), at(chosen)).value
-            at_shared = (q, r) if transposed else (r, q)
-            copy_stmt = tir.IfThenElse(inside, tir.BufferStore(shared, loaded, at_shared),
-                                       tir.BufferStore(shared, tir.const(0, shared.dtype), at_shared))
-            return tir.For(part, c(0), c(rows * cols // (side * side)), "unrolled", copy_stmt)
 
         def accumulate(a, b, acc_index, row, col):
             term = _ReplaceLoads({
@@ -252,17 +274,16 @@ def apply(nest: Nest, options, name: str) -> tir.Stmt:
             return tir.BufferStore(acc, tir.Add(tir.BufferLoad(acc, (acc_index,)), term), (acc_index,))
 
         def initialize(a, b, acc_index, row, col):
-            return tir.BufferStore(acc, nest.bound(nest.block.init, at({i: row, j: col})).value, (acc_index,))
+            return tir.BufferStore(acc, nest.bound(nest.block.init, block.at({i: row, j: col})).value, (acc_index,))
 
         def write(a, b, acc_index, row, col):
-            inside = tir.And(tir.LT(row, extent[i]), tir.LT(col, extent[j]))
-            return tir.IfThenElse(inside, nest.bound(store, at({i: row, j: col})).with_fields(
-                value=tir.BufferLoad(acc, (acc_index,))))
+            return block.store(row, col, tir.BufferLoad(acc, (acc_index,)))
 
+        thread, k0 = tir.Add(tir.Mul(ty, c(side)), tx), tir.Mul(ko, c(k_step))
         steps = tir.For(ko, c(0), ceildiv(extent[k], k_step, index), "serial", seq(
-            copy_tile(a_shared, a_load, tile, k_step, a_global, transposed=contiguous),
-            copy_tile(b_shared, b_load, k_step, tile, b_global),
+            block.copy(a_shared, "A", k0, k_step, thread, side * side, transposed=contiguous),
+            block.copy(b_shared, "B", k0, k_step, thread, side * side),
             sync(), tir.For(kk, c(0), c(k_step), "unrolled", register_tile(accumulate)), sync()))
         body = seq(register_tile(initialize), steps, register_tile(write))
         return allocate(a_shared, allocate(b_shared, allocate(acc, body)))
-    return launch(index, name, blocks.grid(i), {"x": c(side), "y": c(side)}, body)
+    return launch(index, name, blocks.grid(), {"x": c(side), "y": c(side)}, body)

@@ -131,9 +131,9 @@ class _Warp:
 
 def apply(nest, options, name: str) -> tir.Stmt:
     operands = matmul_operands(nest)
-    store, i, j, k, a_load, b_load, _ = operands
-    blocks = TileGrid.of(nest, operands, TILE)
-    index, extent = blocks.index, blocks.extent
+    k, a_load, b_load = operands[3:6]
+    blocks = TileGrid.of(nest, operands, TILE, name)
+    index = blocks.index
     threads = WARPS_M * WARPS_N * LANES
 
     def c(value: int) -> tir.IntImm:
@@ -141,7 +141,7 @@ def apply(nest, options, name: str) -> tir.Stmt:
 
     def body(ix):
         lane, warp = ix["threadIdx.x"], ix["threadIdx.y"]
-        batch_values, row0, col0 = blocks.origin(ix)
+        block = blocks.block(ix)
         ko = tir.Var(f"{name}_ko", index)
         buffers = (scoped_buffer(f"{name}_A_shared", F16, (TILE, K_STEP + PAD), scope="shared"),
                    scoped_buffer(f"{name}_B_shared", F16, (TILE, K_STEP + PAD), scope="shared"),  # [column][k]
@@ -150,42 +150,16 @@ def apply(nest, options, name: str) -> tir.Stmt:
                    scoped_buffer(f"{name}_acc", F16, (M_TILES * N_TILES * 4,)))
         warp_tiles = _Warp(c, lane, warp, buffers)
         acc = buffers[4]
-
-        def at(chosen: dict) -> dict:
-            return {**{iv.var: c(0) for iv in nest.block.iter_vars}, **batch_values, **chosen}
-
-        def copy(shared, load, cols, global_index, transposed):
-            """shared[r, q] (shared[q, r] when `transposed`) = the operand at (r, q) of this slice,
-            0 outside it; adjacent threads on adjacent q, so that global reads coalesce."""
-            part = tir.Var(f"{name}_{shared.name}_l", index)
-            flat = _sum(c, tir.Mul(part, c(threads)), tir.Mul(warp, c(LANES)), lane)
-            r, q = tir.FloorDiv(flat, c(cols)), tir.FloorMod(flat, c(cols))
-            inside, chosen = global_index(r, q)
-            loaded = nest.bound(tir.Evaluate(load), at(chosen)).value
-            where = (q, r) if transposed else (r, q)
-            stmt = tir.IfThenElse(inside, tir.BufferStore(shared, loaded, where),
-                                  tir.BufferStore(shared, tir.const(0, F16), where))
-            return tir.For(part, c(0), c(TILE * K_STEP // threads), "unrolled", stmt)
-
-        def a_global(r, q):
-            gi, gk = _sum(c, row0, r), _sum(c, tir.Mul(ko, c(K_STEP)), q)
-            return tir.And(tir.LT(gi, extent[i]), tir.LT(gk, extent[k])), {i: gi, k: gk}
-
-        def b_global(r, q):
-            gk, gj = _sum(c, tir.Mul(ko, c(K_STEP)), r), _sum(c, col0, q)
-            return tir.And(tir.LT(gk, extent[k]), tir.LT(gj, extent[j])), {k: gk, j: gj}
-
+        thread, k0 = _sum(c, tir.Mul(warp, c(LANES)), lane), tir.Mul(ko, c(K_STEP))
         zero = [tir.BufferStore(acc, tir.const(0, F16), (c(e),)) for e in range(M_TILES * N_TILES * 4)]
-        steps = tir.For(ko, c(0), ceildiv(extent[k], K_STEP, index), "serial", seq(
-            copy(buffers[0], a_load, K_STEP, a_global, transposed=False),
-            copy(buffers[1], b_load, TILE, b_global, transposed=True),
+        steps = tir.For(ko, c(0), ceildiv(blocks.extent[k], K_STEP, index), "serial", seq(
+            block.copy(buffers[0], "A", k0, K_STEP, thread, threads),
+            block.copy(buffers[1], "B", k0, K_STEP, thread, threads, transposed=True),
             sync(), *[stmt for s in range(K_STEP // 16) for stmt in warp_tiles.k16_step(s)], sync()))
-        writes = [tir.IfThenElse(tir.And(tir.LT(row, extent[i]), tir.LT(col, extent[j])),
-                                 nest.bound(store, at({i: row, j: col})).with_fields(
-                                     value=tir.BufferLoad(acc, (c(position),))))
-                  for position, row, col in warp_tiles.outputs(row0, col0)]
+        writes = [block.store(row, col, tir.BufferLoad(acc, (c(position),)))
+                  for position, row, col in warp_tiles.outputs(block.row0, block.col0)]
         stmt = seq(*zero, steps, *writes)
         for buffer in buffers:
             stmt = allocate(buffer, stmt)
         return stmt
-    return launch(index, name, blocks.grid(i), {"x": c(LANES), "y": c(WARPS_M * WARPS_N)}, body)
+    return launch(index, name, blocks.grid(), {"x": c(LANES), "y": c(WARPS_M * WARPS_N)}, body)
