@@ -63,6 +63,25 @@ def test_chosen_only_when_asked_for_float16_on_sm80_and_newer():
     assert _mma_calls(_lowered(_matmul(7, 40, 13, "float32"))) == 0
 
 
+def _float16_sum_at_every_k(a, b):
+    """The unscheduled kernel's result (its product and its sum rounded to float16 at every k),
+    computed by numpy, whose float16 arithmetic rounds each operation as the TIR interpreter
+    does: the interpreter itself takes seconds per thousand outputs."""
+    total = np.zeros((*a.shape[:-1], b.shape[-1]), np.float16)
+    for kk in range(a.shape[-1]):
+        total = total + a[..., :, kk:kk + 1] * b[..., kk:kk + 1, :]
+    return total
+
+
+def test_the_numpy_float16_sum_is_the_unscheduled_kernels():
+    func = _matmul(7, 40, 13, batch=(2,))
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((2, 7, 40)).astype(np.float16), rng.standard_normal((2, 40, 13)).astype(np.float16)
+    interpreted = np.zeros((2, 7, 13), np.float16)
+    run(func, a, b, interpreted)
+    np.testing.assert_array_equal(_float16_sum_at_every_k(a, b), interpreted)
+
+
 @pytest.mark.parametrize("m,k,n,batch", [(7, 40, 13, ()), (64, 32, 64, ()), (70, 50, 130, ()), (33, 20, 17, (2,)),
                                          ("m", 24, 9, ())])
 def test_simulated_mma_matmul_matches_numpy(m, k, n, batch):
@@ -73,9 +92,9 @@ def test_simulated_mma_matmul_matches_numpy(m, k, n, batch):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((*batch, rows, k)).astype(np.float16)
     b = rng.standard_normal((*batch, k, n)).astype(np.float16)
-    out, reference = np.zeros((*batch, rows, n), np.float16), np.zeros((*batch, rows, n), np.float16)
+    out = np.zeros((*batch, rows, n), np.float16)
     simulate(lowered, a, b, out)
-    run(func, a, b, reference)
+    reference = _float16_sum_at_every_k(a, b)
     exact = a.astype(np.float32) @ b.astype(np.float32)
     # float16 sums: the mma rounds once per 16 values of k, the scalar reference at every k
     np.testing.assert_allclose(out.astype(np.float32), exact, rtol=2e-2, atol=2e-2 * np.sqrt(k))
