@@ -31,18 +31,29 @@ MODELS = ("mlp_b1", "mlp_b64", "cnn", "transformer")
 BUILDS = {"packed at build": set(), "packed per call": {"pack-constant-weights"}}
 
 
-def build_both(name: str):
-    from relax.build import build, lower
-    from relax.transform.bind_params import BindParams
+def lower_both(name: str, target):
+    """{label: the model lowered that way} and its inputs, the weights packed for `target`:
+    the target the kernels are built for, as relax.build and relaxc do."""
+    from relax.build import lower
     from relax.ir.pass_infra import PassContext
-    from relax.vm import VirtualMachine
+    from relax.transform.bind_params import BindParams
 
     mod, weights, inputs = load_workload(name)
     bound = BindParams(weights).run(mod) if weights else mod
+    return {label: lower(bound, 2, PassContext(opt_level=2, disabled=set(disabled)), target=target)
+            for label, disabled in BUILDS.items()}, inputs
+
+
+def build_both(name: str):
+    from relax.build import build
+    from relax.target import parse_target
+    from relax.vm import VirtualMachine
+
+    target = parse_target(TARGET)
+    modules, inputs = lower_both(name, target)
     functions = {}
-    for label, disabled in BUILDS.items():
-        lowered = lower(bound, 2, PassContext(opt_level=2, disabled=set(disabled)))
-        exe = build(lowered, TARGET, opt_level=2, lowered=True)
+    for label, lowered in modules.items():
+        exe = build(lowered, target, opt_level=2, lowered=True)
         functions[label] = VirtualMachine(exe, "cpu", exec_mode="compiled")["main"]
     return functions, inputs
 

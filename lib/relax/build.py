@@ -22,7 +22,8 @@ from .ir.module import IRModule
 
 def lower(mod: IRModule, opt_level: int = 2, context=None, target=None) -> IRModule:
     """The module after the -O pipeline for `target`'s kind: VM-ready Relax functions and
-    every kernel."""
+    every kernel. Its constant weights are packed for `target`'s CPU (the generic `llvm`
+    without one): `build(..., lowered=True)` for another CPU runs, only slower."""
     from .ir.pass_infra import PassContext, run_passes
     from .transform.pack_constant_weights import TARGET_KEY
     from .transform.pipeline import pipeline
