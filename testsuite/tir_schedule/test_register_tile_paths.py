@@ -232,3 +232,22 @@ def test_gelu_epilogue_stays_a_nest_and_matches_numpy(schedule_target):
     expected = 0.5 * z * (1 + np.vectorize(erf)(z / np.sqrt(2)))
     np.testing.assert_allclose(outputs[0], outputs[1], **TOLERANCE)
     np.testing.assert_allclose(outputs[1], expected, **TOLERANCE)
+
+
+def _panel_sizes(stmt) -> list[int]:
+    return [alloc.extents[0].value for alloc in collect(stmt, tir.Allocate) if alloc.buffer_var.name.endswith("_panel")]
+
+
+@pytest.mark.parametrize("cpu, panels", [(AVX2, 4), (AVX512, 1)], ids=["avx2", "avx512"])
+def test_a_chunks_panels_are_packed_once_per_k_block_before_its_row_blocks(cpu, panels):
+    """With several row blocks and column tiles per chunk (AVX2: four 16-column tiles), one
+    allocation holds the chunk's panels of a k block, packed before the row blocks and read by
+    all of them, B's rows read across the chunk's width; with one tile per chunk (AVX-512) the
+    panel is packed per row block as before."""
+    shape = register_tile_shape(cpu)
+    sizes = register_tile.blocking(cpu, shape)
+    stmt = _scheduled_matmul(1020, 1024, 1024, cpu)  # 1020 rows: tiles of 6 (AVX2) or 4 rows only
+    assert _panel_sizes(stmt) == [panels * sizes.k_steps * shape.width]
+    loops = [loop.loop_var.name for loop in collect(stmt, tir.For)]
+    packing_first = loops.index(next(name for name in loops if name.endswith("_pack" if panels > 1 else "_tile")))
+    assert (loops.index(next(name for name in loops if name.endswith("_block"))) > packing_first) == (panels > 1)

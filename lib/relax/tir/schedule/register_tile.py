@@ -60,6 +60,8 @@ Figures, and the tile shapes and blockings that did no better: docs/tir-lowering
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from . import reduction_order
@@ -154,10 +156,16 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     # at build time (packed_weights.py) is read where it is: its panels are contiguous.
     prepacked = _prepacked(nest)
     packed = row_tiles_count > 1 and not prepacked
-    panel = local("panel", sizes.k_steps * width)
-    pack = k_tiles.inner(lambda k: tir.SeqStmt(tuple(tir.BufferStore(  # whole-vector copies
-        panel, at(y, i0, ramp(j0 + const(v * lanes), lanes), k), (ramp(k_tiles.offset(k) * const(width) + const(v * lanes), lanes),))
-        for v in range(vectors))))
+    panels = _chunk_panels(packed, row_blocks, chunk_tiles, column_tiles)
+    shared_panels = panels > 1
+    panel = local("panel", panels * sizes.k_steps * width)
+
+    # vector v of k step k in the panel of column tile `tile` (0: the only panel)
+    panel_at = lambda tile, k, v: (ramp((tile * const(sizes.k_steps) + k_tiles.offset(k)) * const(width)  # noqa: E731
+                                        + const(v * lanes), lanes),)
+    # whole-vector copies of B's k-th row, from `first_column` on, into the panel of `tile`
+    copies = lambda tile, first_column, k: tir.SeqStmt(tuple(tir.BufferStore(  # noqa: E731
+        panel, at(y, i0, ramp(first_column + const(v * lanes), lanes), k), panel_at(tile, k, v)) for v in range(vectors)))
 
     # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
     # the chunk's column tiles sweep them, so packing them (a transpose into each row
@@ -167,7 +175,7 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
 
     def b_vector(k, v):
         if packed:
-            return tir.BufferLoad(panel, (ramp(k_tiles.offset(k) * const(width) + const(v * lanes), lanes),))
+            return tir.BufferLoad(panel, panel_at(j_tile if shared_panels else const(0), k, v))
         if prepacked:  # packed[j0 // W, k, j0 % W + lanes v ..]: the tile is one panel, or part of one
             tile, offset = ((column_tile, const(0)) if prepacked == width else
                             (tir.FloorDiv(j0, const(prepacked)), tir.FloorMod(j0, const(prepacked))))
@@ -219,15 +227,48 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     ends = _block_ends(k_tiles, k_loop.extent, blocks_add, bool(epilogues), saves)
     tile = allocation(acc, tir.SeqStmt((start, k_tiles.inner(step), ends)))
     row_tiles = loop(i_tile, count(row_tiles_count, block_tiles, row_block), tile, independent=True)
-    column_body = allocation(panel, tir.SeqStmt((pack, row_tiles))) if packed else row_tiles
-    columns = loop(j_tile, count(column_tiles, chunk_tiles, chunk), column_body)
-    row_block_body = k_tiles.wrap(columns)
-    rows_loop = row_block_body if row_blocks == 1 else loop(row_block, const(row_blocks), row_block_body, independent=True)
+    chunk_columns = count(column_tiles, chunk_tiles, chunk)
+    blocks = _RowBlocks(row_block, const(row_blocks), j_tile, chunk_columns)
+    if shared_panels:  # k block: pack the chunk's panels; row blocks: column tiles: row tiles
+        j_pack = fresh(j_loop.loop_var, "pack")
+        first_column = (chunk * const(chunk_tiles) + j_pack) * const(width)
+        packs = k_tiles.inner(lambda k: loop(j_pack, chunk_columns, copies(j_pack, first_column, k)))
+        rows_loop = k_tiles.wrap(allocation(panel, tir.SeqStmt((packs, blocks.around(blocks.columns(row_tiles))))))
+    else:  # row blocks: k block: column tiles: [pack the tile's panel]; row tiles
+        packed_tiles = allocation(panel, tir.SeqStmt((k_tiles.inner(lambda k: copies(const(0), j0, k)), row_tiles)))
+        rows_loop = blocks.around(k_tiles.wrap(blocks.columns(packed_tiles if packed else row_tiles)))
     i_init, j_init = fresh(i_loop.loop_var, "init"), fresh(j_loop.loop_var, "init")
-    chunk_width = count(column_tiles, chunk_tiles, chunk) * const(width) if column_tiles % chunk_tiles else const(chunk_tiles * width)
-    init = loop(i_init, const(row_tiles_count * rows_per_tile), loop(j_init, chunk_width, at(
+    init = loop(i_init, const(row_tiles_count * rows_per_tile), loop(j_init, chunk_columns * const(width), at(
         nest.block.init, const(i_start) + i_init, chunk * const(chunk_tiles * width) + j_init)))
     return rows_loop if init_value is not None else tir.SeqStmt((init, rows_loop))
+
+
+def _chunk_panels(packed: bool, row_blocks: int, chunk_tiles: int, column_tiles: int) -> int:
+    """B panels a chunk keeps per k block: with several row blocks and several column tiles,
+    all of its column tiles' (packed once per k block before the row blocks, each row of B
+    read across the chunk's width), else one (packed per column tile in each row block).
+    Packing reads B's rows N floats apart, one set of L1 for every row when N is a multiple
+    of 1024: packing a chunk's panels once per row block took 10% of a 1024^3 matmul with
+    AVX2 tiles. Shared only where the chunk loop is the parallel one (several chunks): the
+    row blocks then run in order, after the panels are written."""
+    shared = packed and row_blocks > 1 and chunk_tiles > 1 and -(-column_tiles // chunk_tiles) > 1
+    return chunk_tiles if shared else 1
+
+
+@dataclass(frozen=True)
+class _RowBlocks:
+    """A chunk's loops over its row blocks and its column tiles."""
+
+    var: tir.Var
+    count: tir.IntImm
+    column_var: tir.Var
+    column_count: tir.PrimExpr
+
+    def around(self, body: tir.Stmt) -> tir.Stmt:
+        return body if self.count.value == 1 else loop(self.var, self.count, body, independent=True)
+
+    def columns(self, body: tir.Stmt) -> tir.Stmt:
+        return loop(self.column_var, self.column_count, body)
 
 
 def _narrow_rows(cpu, shape: TileShape, columns: int) -> int:
