@@ -15,7 +15,9 @@ blocking (figures for a 48 KiB L1, a 2 MiB L2 and the AVX2 tile, 16 columns wide
   stay in L2 while every column tile of the chunk reads them (A is read in place: its
   block is in L2 already, so packing it only adds copies);
 - per column tile, the B panel (k block x width floats, 2/3 of L1) is packed with
-  whole-vector copies and read by every row tile of the block;
+  whole-vector copies and read by every row tile of the block; with several row blocks
+  and column tiles per chunk (AVX2), the chunk's panels of a k block are packed once,
+  before its row blocks, each row of B read across the chunk's width (_chunk_panels);
 - per row tile, the accumulators start from the init value (first k block) or from zero
   (the others: one broadcast value, so that the k loop is entered one way), each k step
   broadcasts `rows` elements of A and does rows * vectors vector fused multiply-adds
@@ -41,16 +43,16 @@ tolerance).
     for i, j, k in T.grid(M, N, K): C[i, j] += A[i, k] * B[k, j]
 ->  (AVX2: 6 rows x 2 vectors of 8 lanes)
     for chunk in T.parallel(16):                                 # 4 column tiles each
-        for block in range(5):                                   # 42 row tiles (252 rows) each
-            for k_outer in range(4):
+        for k_outer in range(4):
+            panels = T.alloc_local((4 * 256 * 16,))              # the chunk's 4 panels
+            for k, j_pack: panels[(j_pack * 256 + k) * 16:...] = B[k0 + k, j0(j_pack):j0(j_pack) + 16]
+            for block in range(5):                               # 42 row tiles (252 rows) each
                 for j_tile in range(4):
-                    panel = T.alloc_local((256 * 16,))
-                    for k: panel[k * 16:k * 16 + 16] = B[k0 + k, j0:j0 + 16]
                     for i_tile in range(42):
                         acc = T.alloc_local((96,))               # 6 rows x 2 vectors of 8
                         acc[0:8] = T.Broadcast(0, 8) ...
                         for k in range(256):
-                            acc[0:8] = T.fma(T.Broadcast(A[i0, k0 + k], 8), panel[k * 16:k * 16 + 8], acc[0:8]) ...
+                            acc[0:8] = T.fma(T.Broadcast(A[i0, k0 + k], 8), panels[(j_tile * 256 + k) * 16:...], acc[0:8]) ...
                         C[i0, j0:j0 + 8] = acc[0:8] if k_outer == 0 else C[i0, j0:j0 + 8] + acc[0:8] ...
         <per chunk, rows M // 6 * 6 .. M: one smaller tile>
     <columns N // 16 * 16 .. N: register_tile_edges.py>
