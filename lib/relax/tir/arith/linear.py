@@ -49,9 +49,8 @@ class Linear:
     def copy(self) -> "Linear":
         return Linear(self.dtype, {k: [a, c] for k, (a, c) in self.terms.items()}, self.const)
 
-    def add_term(self, atom, coeff: int, key=None) -> None:
-        """Adds coeff * atom; `key` is the atom's expr_key when the caller has it."""
-        key = expr_key(atom) if key is None else key
+    def add_term(self, atom, coeff: int) -> None:
+        key = expr_key(atom)
         if key in self.terms:
             self.terms[key][1] += coeff
         else:
@@ -59,8 +58,8 @@ class Linear:
 
     def plus(self, other: "Linear", factor: int = 1) -> "Linear":
         result = self.copy()
-        for key, (atom, coeff) in other.terms.items():  # its keys as they are: keying is a walk
-            result.add_term(atom, coeff * factor, key)
+        for atom, coeff in other.terms.values():
+            result.add_term(atom, coeff * factor)
         result.const += other.const * factor
         return result
 
