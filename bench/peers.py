@@ -4,6 +4,9 @@
     python bench/peers.py mlp_b1 cnn --budget 2            some workloads, 2 s of timing each
     python bench/peers.py --tvm-python /opt/tvm/bin/python also TVM 0.27 (side environment)
     python bench/peers.py --threads 1                      every peer on one thread
+    OPENBLAS_CORETYPE=Haswell python bench/peers.py --target "llvm -mcpu=x86-64-v3"
+                                                           AVX2 code, numpy on OpenBLAS's AVX2 kernel
+                                                           (ONNX Runtime has no such switch)
 
 For each workload, in one process and one run:
 
