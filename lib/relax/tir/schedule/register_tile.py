@@ -249,9 +249,9 @@ def _chunk_panels(packed: bool, row_blocks: int, chunk_tiles: int, column_tiles:
     """B panels a chunk keeps per k block: with several row blocks and several column tiles,
     all of its column tiles' (packed once per k block before the row blocks, each row of B
     read across the chunk's width), else one (packed per column tile in each row block).
-    Packing reads B's rows N floats apart, one set of L1 for every row when N is a multiple
-    of 1024: packing a chunk's panels once per row block took 10% of a 1024^3 matmul with
-    AVX2 tiles. Shared only where the chunk loop is the parallel one (several chunks): the
+    Packing reads B a row at a time, N floats apart (the same cache sets for every row when
+    N is a multiple of 1024): once per k block, B is read once per call instead of once per
+    row block. Shared only where the chunk loop is the parallel one (several chunks): the
     row blocks then run in order, after the panels are written."""
     shared = packed and row_blocks > 1 and chunk_tiles > 1 and -(-column_tiles // chunk_tiles) > 1
     return chunk_tiles if shared else 1
