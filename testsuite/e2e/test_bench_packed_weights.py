@@ -3,7 +3,6 @@ without a target, its "packed at build" side read the generic target's 8-column 
 with AVX-512 kernels and ran up to twice as slow as packing per call."""
 
 import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -30,7 +29,6 @@ def _packed_widths(mod) -> set[int]:
 @pytest.mark.parametrize("target", SCHEDULE_TARGETS)
 def test_mlp_weights_are_packed_for_the_benchmarks_target(target, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    sys.modules.pop("packed_weights", None)
     import packed_weights
 
     modules, _ = packed_weights.lower_both("mlp_b64", parse_target(target))

@@ -144,7 +144,8 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     def count(total, per, outer):  # iterations of a tile loop: `per`, fewer in the last tile
         return const(per) if total % per == 0 else tir.Min(const(per), const(total) - outer * const(per))
 
-    column_tile = chunk * const(chunk_tiles) + j_tile
+    in_matrix = lambda tile: chunk * const(chunk_tiles) + tile  # noqa: E731 - a column tile of the chunk, of C
+    column_tile = in_matrix(j_tile)
     j0 = column_tile * const(width)
     local_row = i_tile if row_blocks == 1 else row_block * const(block_tiles) + i_tile
     i0 = const(i_start) + local_row * const(rows_per_tile)
@@ -233,7 +234,7 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     blocks = _RowBlocks(row_block, const(row_blocks), j_tile, chunk_columns)
     if shared_panels:  # k block: pack the chunk's panels; row blocks: column tiles: row tiles
         j_pack = fresh(j_loop.loop_var, "pack")
-        first_column = (chunk * const(chunk_tiles) + j_pack) * const(width)
+        first_column = in_matrix(j_pack) * const(width)
         packs = k_tiles.inner(lambda k: loop(j_pack, chunk_columns, copies(j_pack, first_column, k)))
         rows_loop = k_tiles.wrap(allocation(panel, tir.SeqStmt((packs, blocks.around(blocks.columns(row_tiles))))))
     else:  # row blocks: k block: column tiles: [pack the tile's panel]; row tiles
