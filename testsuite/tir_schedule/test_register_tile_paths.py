@@ -251,3 +251,19 @@ def test_a_chunks_panels_are_packed_once_per_k_block_before_its_row_blocks(cpu, 
     loops = [loop.loop_var.name for loop in collect(stmt, tir.For)]
     packing_first = loops.index(next(name for name in loops if name.endswith("_pack" if panels > 1 else "_tile")))
     assert (loops.index(next(name for name in loops if name.endswith("_block"))) > packing_first) == (panels > 1)
+
+
+@pytest.mark.parametrize("cpu, m", [(AVX2, 1024), (AVX512, 1022)], ids=["avx2", "avx512"])
+def test_the_shorter_row_tiles_read_the_full_tiles_panels(cpu, m):
+    """Rows that are no multiple of the tile's (1024 = 169 x 6 + 2 x 5 on AVX2, 1022 = 254 x 4
+    + 2 x 3 on AVX-512) end in a few shorter tiles. They run in the last row block, inside the
+    full tiles' column-tile loop, from the same packed panels: the last rows do not pack B
+    again."""
+    stmt = _scheduled_matmul(m, 1024, 1024, cpu)
+    assert len(_panel_sizes(stmt)) == 1
+    tile_loops = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith("_tile")]
+    columns = tile_loops[0]  # the column tiles' loop holds the row tiles of both sizes
+    row_tiles = [loop for loop in collect(columns.body, tir.For) if loop.loop_var.name.endswith("_tile")]
+    tile_rows = {alloc.extents[0].value // register_tile_shape(cpu).width
+                 for loop in row_tiles for alloc in collect(loop, tir.Allocate) if alloc.buffer_var.name.endswith("_tile")}
+    assert tile_rows == {register_tile_shape(cpu).rows, register_tile_shape(cpu).rows - 1}

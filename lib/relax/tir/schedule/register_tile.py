@@ -33,8 +33,9 @@ stages without calls only: GELU's erf in every tile slot would double the kernel
 for no run-time gain).
 
 The accumulators are a local buffer read and written only as whole vectors at
-constant offsets, which LLVM keeps in registers. The last rows (M % rows) are one more
-register tile with fewer rows; the last columns (N % width) are register_tile_edges.py's.
+constant offsets, which LLVM keeps in registers. Where M is no multiple of the rows, the
+last rows are a few tiles a row shorter (_row_parts), run in the last row block from the
+same panels; the last columns (N % width) are register_tile_edges.py's.
 Within a k block each element of C adds its terms in the order k = 0, 1, ... as the
 plain nest does, the fused multiply-add rounding once per term instead of twice; the
 blocks' sums are then added in block order (terms grouped by k block, within float32
@@ -54,7 +55,8 @@ tolerance).
                         for k in range(256):
                             acc[0:8] = T.fma(T.Broadcast(A[i0, k0 + k], 8), panels[(j_tile * 256 + k) * 16:...], acc[0:8]) ...
                         C[i0, j0:j0 + 8] = acc[0:8] if k_outer == 0 else C[i0, j0:j0 + 8] + acc[0:8] ...
-        <per chunk, rows M // 6 * 6 .. M: one smaller tile>
+                    if block == 4:                               # 1024 rows = 169 x 6 + 2 x 5
+                        for i_short in range(2): <the tile of 5 rows i0 .. i0 + 5>
     <columns N // 16 * 16 .. N: register_tile_edges.py>
 
 Figures, and the tile shapes and blockings that did no better: docs/tir-lowering.md.
@@ -113,20 +115,22 @@ def _iter(nest: Nest, var: tir.Var) -> tir.IterVar:
 def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, epilogues=()) -> tir.Stmt:
     """Full register tiles over columns 0 .. N // width * width, in parallel column chunks; in
     each chunk, every part of the rows (rows per tile, first row, row tiles): the full tiles,
-    then the last rows' smaller tile, so that one parallel loop does both."""
+    then the last rows' smaller tiles, so that one parallel loop does both."""
     sizes = blocking(cpu if cpu is not None else CpuInfo(), shape)
     j_loop = nest.loop_of(operands[2])
     column_tiles = j_loop.extent.value // shape.width
     chunk_tiles = min(sizes.chunk_tiles, -(-column_tiles // MIN_CHUNKS))
     chunks = (fresh(j_loop.loop_var, "chunk"), chunk_tiles, column_tiles)
-    parts = [_microkernel(nest, sizes, shape, chunks, *operands, *part, epilogues=epilogues) for part in row_parts]
-    return loop(chunks[0], tir.IntImm(j_loop.loop_var.dtype, -(-column_tiles // chunk_tiles)), seq(parts),
+    body = _microkernel(nest, sizes, shape, chunks, *operands, row_parts, epilogues=epilogues)
+    return loop(chunks[0], tir.IntImm(j_loop.loop_var.dtype, -(-column_tiles // chunk_tiles)), body,
                 independent=True)
 
 
 def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_values: dict, i_iter, j_iter, k_iter, x, y,
-                 rows_per_tile: int, i_start: int, row_tiles_count: int, epilogues=()) -> tir.Stmt:
-    """One chunk's tiles of rows i_start .. i_start + row_tiles_count * rows_per_tile.
+                 row_parts: list, epilogues=()) -> tir.Stmt:
+    """One chunk's tiles of every part of the rows (rows per tile, first row, tiles: _row_parts):
+    the first part's in row blocks, the others' (a few shorter tiles) after the last block,
+    from the same packed B panels.
 
     [init C: a non-constant init or a symbolic K]; for row block: for k block:
         for column tile: [pack B]; for row tile: tile
@@ -136,10 +140,10 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     index = i_loop.loop_var.dtype
     const = lambda value: tir.IntImm(index, value)  # noqa: E731
     chunk, chunk_tiles, column_tiles = chunks
-    block_tiles = min(row_tiles_count, sizes.row_block_tiles)
-    row_blocks = -(-row_tiles_count // block_tiles)
-    j_tile = fresh(j_loop.loop_var, "tile")
-    row_block, i_tile = fresh(i_loop.loop_var, "block"), fresh(i_loop.loop_var, "tile")
+    main_tiles = row_parts[0][2]
+    block_tiles = min(main_tiles, sizes.row_block_tiles)
+    row_blocks = -(-main_tiles // block_tiles)
+    j_tile, row_block = fresh(j_loop.loop_var, "tile"), fresh(i_loop.loop_var, "block")
 
     def count(total, per, outer):  # iterations of a tile loop: `per`, fewer in the last tile
         return const(per) if total % per == 0 else tir.Min(const(per), const(total) - outer * const(per))
@@ -147,8 +151,6 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     in_matrix = lambda tile: chunk * const(chunk_tiles) + tile  # noqa: E731 - a column tile of the chunk, of C
     column_tile = in_matrix(j_tile)
     j0 = column_tile * const(width)
-    local_row = i_tile if row_blocks == 1 else row_block * const(block_tiles) + i_tile
-    i0 = const(i_start) + local_row * const(rows_per_tile)
     k_tiles = reduction_order.Tiles(k_loop, _k_panel(k_loop.extent, sizes.k_steps))
 
     at = binder(nest, outer_values, i_iter, j_iter, k_iter, const)
@@ -158,7 +160,7 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     # row tiles read it (a single row tile reads B where it is, once). A weight packed
     # at build time (packed_weights.py) is read where it is: its panels are contiguous.
     prepacked = _prepacked(nest)
-    packed = row_tiles_count > 1 and not prepacked
+    packed = sum(tiles for _, _, tiles in row_parts) > 1 and not prepacked
     panels = _chunk_panels(packed, row_blocks, chunk_tiles, column_tiles)
     shared_panels = panels > 1
     panel = local("panel", panels * sizes.k_steps * width)
@@ -166,15 +168,10 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     # vector v of k step k in the panel of column tile `tile` (0: the only panel)
     panel_at = lambda tile, k, v: (ramp((tile * const(sizes.k_steps) + k_tiles.offset(k)) * const(width)  # noqa: E731
                                         + const(v * lanes), lanes),)
-    # whole-vector copies of B's k-th row, from `first_column` on, into the panel of `tile`
+    # whole-vector copies of B's k-th row (free of i), from `first_column` on, into the panel of `tile`
     copies = lambda tile, first_column, k: tir.SeqStmt(tuple(tir.BufferStore(  # noqa: E731
-        panel, at(y, i0, ramp(first_column + const(v * lanes), lanes), k), panel_at(tile, k, v)) for v in range(vectors)))
-
-    # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
-    # the chunk's column tiles sweep them, so packing them (a transpose into each row
-    # tile's k steps of 8 contiguous elements) would only add copies.
-    def a_scalar(k, r):
-        return at(x, i0 + const(r), j0, k)
+        panel, at(y, const(0), ramp(first_column + const(v * lanes), lanes), k), panel_at(tile, k, v))
+        for v in range(vectors)))
 
     def b_vector(k, v):
         if packed:
@@ -182,17 +179,8 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         if prepacked:  # packed[j0 // W, k, j0 % W + lanes v ..]: the tile is one panel, or part of one
             tile, offset = ((column_tile, const(0)) if prepacked == width else
                             (tir.FloorDiv(j0, const(prepacked)), tir.FloorMod(j0, const(prepacked))))
-            return tir.BufferLoad(y.buffer, (tile, at(y.indices[1], i0, j0, k), ramp(offset + const(v * lanes), lanes)))
-        return at(y, i0, ramp(j0 + const(v * lanes), lanes), k)
-
-    acc = local("tile", rows_per_tile * width)
-    slots = [(r, v) for r in range(rows_per_tile) for v in range(vectors)]
-
-    def slot(r, v):
-        return (ramp(const((r * vectors + v) * lanes), lanes),)
-
-    def c_row(r, v):
-        return at(store, i0 + const(r), ramp(j0 + const(v * lanes), lanes))
+            return tir.BufferLoad(y.buffer, (tile, at(y.indices[1], const(0), j0, k), ramp(offset + const(v * lanes), lanes)))
+        return at(y, const(0), ramp(j0 + const(v * lanes), lanes), k)
 
     # With a constant init value the first k block starts from it in registers, the others
     # from zero (their sums are added to C at their end): one broadcast value, so the tile
@@ -202,47 +190,70 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     init_value = uniform_init(nest) if isinstance(k_loop.extent, tir.IntImm) else None
     blocks_add = init_value is not None and not k_tiles.whole  # later blocks add their sums to C
     start_value = _start_value(init_value, k_tiles) if blocks_add else init_value
-    start = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v).indices)
-                                              if start_value is None else tir.Broadcast(start_value, lanes), slot(r, v))
-                              for r, v in slots))
 
-    def step(k):
-        updates = []
-        for r, v in slots:
-            a = tir.Broadcast(a_scalar(k, r), lanes)
-            b = b_vector(k, v)
-            total = tir.Call(f"float32x{lanes}", "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
-            updates.append(tir.BufferStore(acc, total, slot(r, v)))
-        return tir.SeqStmt(tuple(updates))
+    def tile(rows_per_tile, i0):
+        """The register tile of rows i0 .. i0 + rows_per_tile: its k loop and its stores."""
+        acc = local("tile", rows_per_tile * width)
+        slots = [(r, v) for r in range(rows_per_tile) for v in range(vectors)]
+        slot = lambda r, v: (ramp(const((r * vectors + v) * lanes), lanes),)  # noqa: E731
+        c_row = lambda r, v: at(store, i0 + const(r), ramp(j0 + const(v * lanes), lanes))  # noqa: E731
+        # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
+        # the chunk's column tiles sweep them, so packing them (a transpose into each row
+        # tile's k steps of 8 contiguous elements) would only add copies.
+        a_scalar = lambda k, r: at(x, i0 + const(r), j0, k)  # noqa: E731
+        start = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v).indices)
+                                                  if start_value is None else tir.Broadcast(start_value, lanes), slot(r, v))
+                                  for r, v in slots))
 
-    def saves(first: bool, last: bool) -> tir.Stmt:
-        """The tile's stores after a k block: its sums (plus C's after a later block, when blocks
-        add theirs), through the epilogues after the last."""
-        values = []
-        for r, v in slots:
-            value = tir.BufferLoad(acc, slot(r, v))
-            if blocks_add and not first:
-                value = tir.Add(tir.BufferLoad(store.buffer, c_row(r, v).indices), value)
-            values.append(finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + const(r),
-                                 j0 + const(v * lanes), lanes) if last and epilogues else c_row(r, v).with_fields(value=value))
-        return tir.SeqStmt(tuple(values))
+        def step(k):
+            updates = []
+            for r, v in slots:
+                a = tir.Broadcast(a_scalar(k, r), lanes)
+                total = tir.Call(f"float32x{lanes}", "tir.fma", (a, b_vector(k, v), tir.BufferLoad(acc, slot(r, v))))
+                updates.append(tir.BufferStore(acc, total, slot(r, v)))
+            return tir.SeqStmt(tuple(updates))
 
-    ends = _block_ends(k_tiles, k_loop.extent, blocks_add, bool(epilogues), saves)
-    tile = allocation(acc, tir.SeqStmt((start, k_tiles.inner(step), ends)))
-    row_tiles = loop(i_tile, count(row_tiles_count, block_tiles, row_block), tile, independent=True)
+        def saves(first: bool, last: bool) -> tir.Stmt:
+            """The tile's stores after a k block: its sums (plus C's after a later block, when blocks
+            add theirs), through the epilogues after the last."""
+            values = []
+            for r, v in slots:
+                value = tir.BufferLoad(acc, slot(r, v))
+                if blocks_add and not first:
+                    value = tir.Add(tir.BufferLoad(store.buffer, c_row(r, v).indices), value)
+                values.append(finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + const(r),
+                                     j0 + const(v * lanes), lanes) if last and epilogues else c_row(r, v).with_fields(value=value))
+            return tir.SeqStmt(tuple(values))
+
+        ends = _block_ends(k_tiles, k_loop.extent, blocks_add, bool(epilogues), saves)
+        return allocation(acc, tir.SeqStmt((start, k_tiles.inner(step), ends)))
+
+    def row_tiles(rows_per_tile, i_start, tiles, blocked):
+        """A part's row tiles: in the row block `blocked`, the first part's; else all of them."""
+        i_tile = fresh(i_loop.loop_var, "tile")
+        local_row = row_block * const(block_tiles) + i_tile if blocked and row_blocks > 1 else i_tile
+        extent = count(tiles, block_tiles, row_block) if blocked else const(tiles)
+        return loop(i_tile, extent, tile(rows_per_tile, const(i_start) + local_row * const(rows_per_tile)),
+                    independent=True)
+
+    # The shorter tiles run in the last row block, after the full ones, from the same panels.
+    shorter = [row_tiles(*part, False) for part in row_parts[1:]]
+    if shorter and row_blocks > 1:
+        shorter = [tir.IfThenElse(tir.EQ(row_block, const(row_blocks - 1)), seq(shorter), None)]
+    block_body = seq([row_tiles(*row_parts[0], True)] + shorter)
     chunk_columns = count(column_tiles, chunk_tiles, chunk)
     blocks = _RowBlocks(row_block, const(row_blocks), j_tile, chunk_columns)
     if shared_panels:  # k block: pack the chunk's panels; row blocks: column tiles: row tiles
         j_pack = fresh(j_loop.loop_var, "pack")
-        first_column = in_matrix(j_pack) * const(width)
-        packs = k_tiles.inner(lambda k: loop(j_pack, chunk_columns, copies(j_pack, first_column, k)))
-        rows_loop = k_tiles.wrap(allocation(panel, tir.SeqStmt((packs, blocks.around(blocks.columns(row_tiles))))))
+        packs = k_tiles.inner(lambda k: loop(j_pack, chunk_columns, copies(j_pack, in_matrix(j_pack) * const(width), k)))
+        rows_loop = k_tiles.wrap(allocation(panel, tir.SeqStmt((packs, blocks.around(blocks.columns(block_body))))))
     else:  # row blocks: k block: column tiles: [pack the tile's panel]; row tiles
-        packed_tiles = allocation(panel, tir.SeqStmt((k_tiles.inner(lambda k: copies(const(0), j0, k)), row_tiles)))
-        rows_loop = blocks.around(k_tiles.wrap(blocks.columns(packed_tiles if packed else row_tiles)))
+        packed_tiles = allocation(panel, tir.SeqStmt((k_tiles.inner(lambda k: copies(const(0), j0, k)), block_body)))
+        rows_loop = blocks.around(k_tiles.wrap(blocks.columns(packed_tiles if packed else block_body)))
     i_init, j_init = fresh(i_loop.loop_var, "init"), fresh(j_loop.loop_var, "init")
-    init = loop(i_init, const(row_tiles_count * rows_per_tile), loop(j_init, chunk_columns * const(width), at(
-        nest.block.init, const(i_start) + i_init, chunk * const(chunk_tiles * width) + j_init)))
+    rows = sum(rows_per_tile * tiles for rows_per_tile, _, tiles in row_parts)
+    init = loop(i_init, const(rows), loop(j_init, chunk_columns * const(width), at(
+        nest.block.init, const(row_parts[0][1]) + i_init, chunk * const(chunk_tiles * width) + j_init)))
     return rows_loop if init_value is not None else tir.SeqStmt((init, rows_loop))
 
 
