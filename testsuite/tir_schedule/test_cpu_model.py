@@ -8,7 +8,8 @@ The tile rule is table-free: these cases pin what it gives for each register fil
 import pytest
 
 from relax.tir.schedule.cpu import CACHES, CpuInfo, cpu_info, host_caches
-from relax.tir.schedule.tile_shape import TileShape, blocking, k_block, register_tile_shape, row_block_tiles
+from relax.tir.schedule.tile_shape import (TileShape, blocking, k_block, panel_in_l2, register_tile_shape,
+                                           row_block_tiles)
 
 KIB, MIB = 1024, 1024 * 1024
 
@@ -77,9 +78,25 @@ def test_packed_panels_narrow_the_tile(panel_width, shape):
 
 def test_blocking_from_the_caches():
     xeon = CpuInfo(vector_bits=512, vector_registers=32, fma=True, l1d_bytes=48 * KIB, l2_bytes=2 * MIB)
-    assert k_block(xeon, 32) == 256  # the B panel: 32 KiB, 2/3 of L1
-    assert k_block(xeon, 64) == 128
+    assert k_block(xeon, TileShape(8, 2, 16), packed_per_call=False) == 256  # the B panel: 32 KiB, 2/3 of L1
+    assert k_block(xeon, TileShape(4, 4, 16)) == 128
     assert row_block_tiles(xeon, 8, 256) == 32  # 256 rows of A: 256 KiB of a 2 MiB L2
-    small = CpuInfo(vector_bits=256, l1d_bytes=32 * KIB, l2_bytes=256 * KIB)
-    assert k_block(small, 16) == 256 and row_block_tiles(small, 6, 256) == 21  # 128 rows: half of L2
+    small = CpuInfo(vector_bits=256, fma=True, l1d_bytes=32 * KIB, l2_bytes=256 * KIB)
+    assert k_block(small, TileShape(6, 2, 8)) == 256 and row_block_tiles(small, 6, 256) == 21  # 128 rows: half of L2
     assert blocking(xeon, register_tile_shape(xeon)).chunk_tiles == 1  # 64 columns: one tile of 64
+
+
+def test_a_tile_that_reads_little_of_b_per_cycle_packs_longer_k_blocks_in_l2():
+    """AVX2's 6 x 16 tile reads 64 bytes of B per 6 cycles of FMAs (10.7 a cycle): its chunk's
+    panels, packed per call, take a quarter of L2 (Zen 3's 512 KiB: 512 steps; at most 1024),
+    so C is read and written fewer times. AVX-512's 4 x 64 reads 32 bytes a cycle and keeps its
+    panel in L1, and so does a weight packed at build time."""
+    avx2, avx512 = TileShape(6, 2, 8), TileShape(4, 4, 16)
+    zen3 = CpuInfo(vector_bits=256, fma=True, l1d_bytes=32 * KIB, l2_bytes=512 * KIB)
+    assert panel_in_l2(zen3, avx2) and k_block(zen3, avx2) == 512
+    assert k_block(zen3, avx2, packed_per_call=False) == 256
+    assert k_block(CpuInfo(vector_bits=256, fma=True, l2_bytes=4 * MIB), avx2) == 1024
+    zen4 = CpuInfo(vector_bits=512, vector_registers=32, fma=True, l1d_bytes=32 * KIB, l2_bytes=1 * MIB)
+    assert not panel_in_l2(zen4, avx512) and k_block(zen4, avx512) == 80  # 2/3 of L1 for 64 columns
+    sizes = blocking(zen3, avx2)
+    assert row_block_tiles(zen3, 6, sizes.k_steps) == sizes.row_block_tiles == 21  # A's block: half of L2

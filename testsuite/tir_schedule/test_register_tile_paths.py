@@ -133,10 +133,21 @@ def test_every_block_boundary_crossed(monkeypatch, cpu):
     """Tiny blocking: partial column chunks, row blocks and k blocks on a small matmul, the
     tiles of `cpu` (its code built for this host: both are 128-bit-safe LLVM vectors)."""
     monkeypatch.setattr(schedule, "cpu_info", lambda target: cpu)
-    monkeypatch.setattr(register_tile, "blocking", lambda cpu, shape: Blocking(16, 2, 3))
+    monkeypatch.setattr(register_tile, "blocking", lambda cpu, shape, packed_per_call=True: Blocking(16, 2, 3))
     shape = register_tile_shape(cpu)
     _check(shape.rows * 13 + 5, 50, shape.width * 5 + 7)
     _check(shape.rows * 13 + 5, 50, shape.width * 5 + 7, epilogue=True)
+
+
+def test_k_blocks_of_panels_kept_in_l2(monkeypatch):
+    """AVX2's tiles with a 1 MiB L2 (Zen 4's, as the AVX2 code of such a host is scheduled):
+    panels packed per call in k blocks of up to 1024 steps (K = 1100: two blocks of 550), the
+    shorter last rows included, against numpy."""
+    zen = CpuInfo(vector_bits=256, vector_registers=16, fma=True, l1d_bytes=32 * 1024, l2_bytes=1 << 20)
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: zen)
+    assert register_tile.blocking(zen, register_tile_shape(zen)).k_steps == 1024
+    _check(6 * 11 + 4, 1100, 16 * 9)
+    _check(6 * 11 + 4, 1100, 16 * 9, epilogue=True)
 
 
 def test_float64_is_not_claimed_and_stays_correct(schedule_target):

@@ -116,7 +116,7 @@ def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, 
     """Full register tiles over columns 0 .. N // width * width, in parallel column chunks; in
     each chunk, every part of the rows (rows per tile, first row, row tiles): the full tiles,
     then the last rows' smaller tiles, so that one parallel loop does both."""
-    sizes = blocking(cpu if cpu is not None else CpuInfo(), shape)
+    sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not _prepacked(nest))
     j_loop = nest.loop_of(operands[2])
     column_tiles = j_loop.extent.value // shape.width
     chunk_tiles = min(sizes.chunk_tiles, -(-column_tiles // MIN_CHUNKS))

@@ -24,10 +24,16 @@ docs/tir-lowering.md.) A weight packed for another target (a `.vms` built withou
 --target) is read by the best tile whose width divides its panel width.
 
 The blocking: a k block of the B panel (k steps x the tile's width) fills at most
-L1_SHARE of L1, the rest left to A's broadcast rows and C's tile; a row block of A
-(at most ROW_BLOCK_ROWS rows x k block) at most L2_SHARE of L2, so that it stays there
-while the chunk's column tiles read it
-(one with AVX-512's 64-column tiles, four with AVX2's: CHUNK_COLUMNS).
+L1_SHARE of L1, the rest left to A's broadcast rows and C's tile, where the tile reads
+more of B per cycle of its FMAs than L2 would feed (AVX-512's 4 x 64: 32 bytes a cycle on
+two FMA units). A tile that reads at most L2_PANEL_BYTES a cycle (AVX2's 6 x 16: 10.7)
+runs as fast from L2: where it packs B per call, its k block is longer, the chunk's
+panels (CHUNK_COLUMNS wide) in L2_PANEL_SHARE of L2, so that C is read and written and
+the panels packed fewer times (panel_in_l2; a weight packed at build time keeps the L1
+block, longer ones measured no faster there). A row
+block of A (at most ROW_BLOCK_ROWS rows x k block) takes at most L2_SHARE of L2, so that
+it stays there while the chunk's column tiles read it (one with AVX-512's 64-column
+tiles, four with AVX2's).
 
     register_tile_shape(CpuInfo.for_level("x86-64-v3"))  ->  TileShape(rows=6, vectors=2, lanes=8)
 """
@@ -37,9 +43,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-MAX_K_BLOCK = 256  # k steps per block, at most: longer blocks measured no faster (C reloads are rare already)
+MAX_K_BLOCK = 256  # k steps per block of a panel in L1, at most: longer blocks measured no faster on AVX-512
 MIN_K_BLOCK = 32
 L1_SHARE = 2 / 3  # of L1 for the B panel's k block (48 KiB L1, 32 columns: 256 steps)
+L2_PANEL_BYTES = 16  # B bytes a tile reads per cycle of its FMAs, at most, for its panel to stay in L2
+L2_PANEL_SHARE = 1 / 4  # of L2 for a chunk's panels of one k block, when they stay in L2
+MAX_L2_K_BLOCK = 1024  # k steps per block of a panel in L2, at most
 ROW_BLOCK_ROWS = 256  # rows of A per row block, at most (1024 measured slower with a 2 MiB L2)
 L2_SHARE = 1 / 2  # of L2 for the row block of A, at most
 
@@ -97,16 +106,31 @@ class Blocking:
 CHUNK_COLUMNS = 64
 
 
-def blocking(cpu, shape: TileShape) -> Blocking:
-    steps = k_block(cpu, shape.width)
+def blocking(cpu, shape: TileShape, packed_per_call: bool = True) -> Blocking:
+    """The blocking of a matmul whose B panels are packed per call, or read in place from a
+    weight packed at build time (`packed_per_call` False: its k blocks keep the panel in L1,
+    longer ones measured no faster there)."""
+    steps = k_block(cpu, shape, packed_per_call)
     return Blocking(steps, max(1, CHUNK_COLUMNS // shape.width), row_block_tiles(cpu, shape.rows, steps))
 
 
-def k_block(cpu, width: int) -> int:
-    """k steps per block of a B panel `width` columns wide: L1_SHARE of L1, at most MAX_K_BLOCK,
-    a multiple of 8."""
-    steps = int(cpu.l1d_bytes * L1_SHARE) // (width * 4)
-    return max(MIN_K_BLOCK, min(MAX_K_BLOCK, steps // 8 * 8))
+def panel_in_l2(cpu, shape: TileShape) -> bool:
+    """Whether the tile's B panel may stay in L2: each k step reads width x 4 bytes of B and
+    keeps the FMA units busy for rows x vectors / units cycles; at most L2_PANEL_BYTES a cycle,
+    L2 feeds it as fast as L1 would."""
+    return shape.width * 4 * cpu.fma_units <= L2_PANEL_BYTES * shape.rows * shape.vectors
+
+
+def k_block(cpu, shape: TileShape, packed_per_call: bool = True) -> int:
+    """k steps per block of the tile's B panel, a multiple of 8: the panel in L1_SHARE of L1, at
+    most MAX_K_BLOCK; or, for panels packed per call that may stay in L2, the chunk's panels in
+    L2_PANEL_SHARE of L2, at most MAX_L2_K_BLOCK."""
+    if packed_per_call and panel_in_l2(cpu, shape):
+        columns = max(CHUNK_COLUMNS, shape.width)
+        steps, most = int(cpu.l2_bytes * L2_PANEL_SHARE) // (columns * 4), MAX_L2_K_BLOCK
+    else:
+        steps, most = int(cpu.l1d_bytes * L1_SHARE) // (shape.width * 4), MAX_K_BLOCK
+    return max(MIN_K_BLOCK, min(most, steps // 8 * 8))
 
 
 def row_block_tiles(cpu, rows: int, k_steps: int) -> int:
@@ -115,4 +139,4 @@ def row_block_tiles(cpu, rows: int, k_steps: int) -> int:
     return max(1, min(ROW_BLOCK_ROWS, int(cpu.l2_bytes * L2_SHARE) // (k_steps * 4)) // rows)
 
 
-__all__ = ["Blocking", "TileShape", "blocking", "k_block", "register_tile_shape", "row_block_tiles"]
+__all__ = ["Blocking", "TileShape", "blocking", "k_block", "panel_in_l2", "register_tile_shape", "row_block_tiles"]
