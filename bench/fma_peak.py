@@ -9,6 +9,12 @@ releases the GIL, so the loops run at once). Twelve accumulators cover the laten
 of two FMA pipes. GFLOP/s counts two flops per lane per FMA; the best of a few runs
 is printed. bench/peers.py prints it with the machine's other limits, the ceiling
 the matmul's GFLOP/s is a fraction of.
+
+thread_scaling times the threads' loops against one thread's in short pairs: a
+virtual machine whose other cores are shared (the 2-core machines here, some days)
+runs two threads at one thread's rate for tens of milliseconds at a time, and every
+two-thread figure of such a run is low. bench/peers.py reports it before and after
+its workloads and warns when the cores were shared.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ sys.path.insert(0, str(ROOT / "lib"))
 
 ACCUMULATORS = 12
 ITERATIONS = 10_000_000
+# thread_scaling's median ratio, as a fraction of the threads, under which a run's cores
+# were shared: a core of its own gives 0.95-1.0 per thread.
+SHARED_SCALING = 0.85
 
 
 def _loop_ir(lanes: int) -> str:
@@ -68,18 +77,45 @@ def fma_peak_gflops(threads: int = 2, repeat: int = 3) -> float:
     """Best GFLOP/s of `threads` FMA loops run at once."""
     function, lanes, engine = _compiled_loop()
     function(1000, 1.0)
-    best = 0.0
-    for _ in range(repeat):
-        workers = [threading.Thread(target=function, args=(ITERATIONS, 1.0)) for _ in range(threads)]
-        start = time.perf_counter()
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        seconds = time.perf_counter() - start
-        best = max(best, threads * ITERATIONS * ACCUMULATORS * lanes * 2 / seconds / 1e9)
+    best = max(_rate(function, lanes, threads, ITERATIONS) for _ in range(repeat))
     del engine
     return best
+
+
+def _rate(function, lanes: int, threads: int, iterations: int) -> float:
+    """GFLOP/s of `threads` FMA loops of `iterations` run at once."""
+    workers = [threading.Thread(target=function, args=(iterations, 1.0)) for _ in range(threads)]
+    start = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return threads * iterations * ACCUMULATORS * lanes * 2 / (time.perf_counter() - start) / 1e9
+
+
+def thread_scaling(threads: int = 2, samples: int = 10, iterations: int = ITERATIONS // 20) -> list[float]:
+    """`samples` ratios of `threads` loops' FMA rate to one loop's, each pair run back to back
+    (a few ms each): near `threads` where the cores are the process's own, lower where a
+    virtual machine's other cores are shared."""
+    function, lanes, engine = _compiled_loop()
+    function(1000, 1.0)
+    ratios = [_rate(function, lanes, threads, iterations) / _rate(function, lanes, 1, iterations)
+              for _ in range(samples)]
+    del engine
+    return ratios
+
+
+def scaling_report(ratios: list[float], threads: int, when: str) -> str:
+    """One line on `thread_scaling`'s ratios; a warning where their median is under
+    SHARED_SCALING of `threads`: the figures of more than one thread are then not the machine's."""
+    ordered = sorted(ratios)
+    median = ordered[len(ordered) // 2]
+    line = (f"# parallel check {when}: {threads} threads ran {ordered[0]:.2f}-{ordered[-1]:.2f}x one thread's "
+            f"FMA rate, median {median:.2f} ({len(ratios)} samples, bench/fma_peak.py)")
+    if median < SHARED_SCALING * threads:
+        line += (f"\n# warning: the cores were shared {when} (median under {SHARED_SCALING:.2f} x {threads}): "
+                 f"figures on more than one thread are unreliable; run again")
+    return line
 
 
 def main() -> None:
@@ -88,6 +124,8 @@ def main() -> None:
     args = parser.parse_args()
     for threads in sorted({1, args.threads}):
         print(f"fma peak, {threads} thread{'s' if threads > 1 else ''}: {fma_peak_gflops(threads):.1f} GFLOP/s")
+    if args.threads > 1:
+        print(scaling_report(thread_scaling(args.threads), args.threads, "now"))
 
 
 if __name__ == "__main__":

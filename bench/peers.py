@@ -33,6 +33,10 @@ the workload; throughput is GFLOP/s for the models and the matmul, GB/s (bytes r
 and written) for vadd16m, and ns per add for chain200. The machine's limits measured
 in the same run come first: numpy copy bandwidth, numpy sgemm GFLOP/s and the float32
 FMA peak of independent vector multiply-adds on every thread (bench/fma_peak.py).
+Before the workloads and after them, a parallel check times the threads' FMA loops
+against one thread's in short pairs and warns when the median falls under 0.85 of the
+thread count: a virtual machine's shared cores then ran the run's two-thread figures
+slow, and the run should be repeated.
 numpy's OpenBLAS threads are told not to busy-wait between calls
 (OPENBLAS_THREAD_TIMEOUT=4), so that they do not take the next peer's cores.
 Absolute times drift on shared machines: compare the rows of one run.
@@ -72,7 +76,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import peers_numpy  # noqa: E402
-from fma_peak import fma_peak_gflops  # noqa: E402
+from fma_peak import fma_peak_gflops, scaling_report, thread_scaling  # noqa: E402
 from kernel_shares import kernel_share_rows  # noqa: E402
 from peers_report import cpu_name, ratio_line  # noqa: E402
 
@@ -362,12 +366,15 @@ def main(argv=None) -> int:
     started = time.perf_counter()
 
     limits = machine_limits()
-    limits["fma_gflops"] = args.fma_gflops = fma_peak_gflops(args.threads or os.cpu_count() or 1)
+    threads = args.threads or os.cpu_count() or 1
+    limits["fma_gflops"] = args.fma_gflops = fma_peak_gflops(threads)
     print(f"# {cpu_name()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, numpy {np.__version__}, "
           f"threads: {args.threads or 'each peer its default'}, relax exec mode: {args.exec_mode}")
     print(f"# machine limits (this run): numpy copy {limits['copy_gbs']:.1f} GB/s (read + write), "
           f"numpy sgemm {limits['sgemm_gflops']:.1f} GFLOP/s, "
           f"float32 FMA peak {limits['fma_gflops']:.1f} GFLOP/s (bench/fma_peak.py)")
+    if threads > 1:
+        print(scaling_report(thread_scaling(threads), threads, "before the workloads"))
     if args.no_onnxruntime or importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
         print("# onnxruntime: not measured (pip install .[bench] for onnxruntime and onnx)")
     else:
@@ -382,6 +389,8 @@ def main(argv=None) -> int:
         for name in args.workloads:
             rows, medians[name] = bench_workload(name, args, pathlib.Path(scratch))
             print("\n".join(rows), flush=True)
+    if threads > 1:
+        print(scaling_report(thread_scaling(threads), threads, "after the workloads"))
     summary = ratio_line(medians)
     print(f"# {time.perf_counter() - started:.0f} s in all" + ("" if summary is None else f"\n{summary}"))
     return 0

@@ -1,0 +1,37 @@
+"""bench/fma_peak.py's parallel check, which bench/peers.py prints before and after its
+workloads: a run whose threads shared their cores (a virtual machine's other core taken
+for tens of milliseconds at a time) gets a warning instead of passing for the machine's
+figures."""
+
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fma_peak(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import fma_peak
+
+    return fma_peak
+
+
+def test_cores_of_their_own_pass_without_a_warning(fma_peak):
+    report = fma_peak.scaling_report([1.9, 1.95, 1.6, 1.88, 1.01], 2, "before the workloads")
+    assert report == ("# parallel check before the workloads: 2 threads ran 1.01-1.95x one thread's FMA rate, "
+                      "median 1.88 (5 samples, bench/fma_peak.py)")
+
+
+def test_shared_cores_are_named_in_a_warning(fma_peak):
+    report = fma_peak.scaling_report([1.0, 1.02, 1.9, 1.1, 1.05], 2, "after the workloads")
+    first, warning = report.splitlines()
+    assert "median 1.05" in first
+    assert warning.startswith("# warning: the cores were shared after the workloads")
+    assert "unreliable" in warning
+
+
+def test_thread_scaling_times_pairs_of_runs(fma_peak):
+    ratios = fma_peak.thread_scaling(2, samples=3, iterations=20_000)
+    assert len(ratios) == 3 and all(ratio > 0 for ratio in ratios)  # values depend on the machine: not checked
