@@ -264,6 +264,20 @@ def test_a_chunks_panels_are_packed_once_per_k_block_before_its_row_blocks(cpu, 
     assert (loops.index(next(name for name in loops if name.endswith("_block"))) > packing_first) == (panels > 1)
 
 
+def test_a_chunks_panels_are_shared_with_one_row_block_too():
+    """128 rows are one AVX2 row block: the chunk's four panels are still packed together,
+    each row of B read across the chunk's 64 columns (4 cache lines) rather than a tile's 16
+    (1 line, on a new page for every row when N is 1024)."""
+    shape = register_tile_shape(AVX2)
+    sizes = register_tile.blocking(AVX2, shape)
+    stmt = _scheduled_matmul(128, 256, 1024, AVX2)
+    assert _panel_sizes(stmt) == [4 * sizes.k_steps * shape.width]
+    loops = [loop.loop_var.name for loop in collect(stmt, tir.For)]
+    assert not any(name.endswith("_block") for name in loops)
+    first_pack = next(i for i, name in enumerate(loops) if name.endswith("_pack"))
+    assert first_pack < next(i for i, name in enumerate(loops) if name.endswith("_tile"))
+
+
 @pytest.mark.parametrize("cpu, m", [(AVX2, 1024), (AVX512, 1022)], ids=["avx2", "avx512"])
 def test_the_shorter_row_tiles_read_the_full_tiles_panels(cpu, m):
     """Rows that are no multiple of the tile's (1024 = 169 x 6 + 2 x 5 on AVX2, 1022 = 254 x 4

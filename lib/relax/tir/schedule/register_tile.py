@@ -15,9 +15,9 @@ blocking (figures for a 48 KiB L1, a 2 MiB L2 and the AVX2 tile, 16 columns wide
   stay in L2 while every column tile of the chunk reads them (A is read in place: its
   block is in L2 already, so packing it only adds copies);
 - per column tile, the B panel (k block x width floats, 2/3 of L1) is packed with
-  whole-vector copies and read by every row tile of the block; with several row blocks
-  and column tiles per chunk (AVX2), the chunk's panels of a k block are packed once,
-  before its row blocks, each row of B read across the chunk's width (_chunk_panels);
+  whole-vector copies and read by every row tile of the block; with several column
+  tiles per chunk (AVX2), the chunk's panels of a k block are packed once, before its
+  row blocks, each row of B read across the chunk's width (_chunk_panels);
 - per row tile, the accumulators start from the init value (first k block) or from zero
   (the others: one broadcast value, so that the k loop is entered one way), each k step
   broadcasts `rows` elements of A and does rows * vectors vector fused multiply-adds
@@ -161,7 +161,7 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     # at build time (packed_weights.py) is read where it is: its panels are contiguous.
     prepacked = _prepacked(nest)
     packed = sum(tiles for _, _, tiles in row_parts) > 1 and not prepacked
-    panels = _chunk_panels(packed, row_blocks, chunk_tiles, column_tiles)
+    panels = _chunk_panels(packed, chunk_tiles, column_tiles)
     shared_panels = panels > 1
     panel = local("panel", panels * sizes.k_steps * width)
 
@@ -257,15 +257,15 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     return rows_loop if init_value is not None else tir.SeqStmt((init, rows_loop))
 
 
-def _chunk_panels(packed: bool, row_blocks: int, chunk_tiles: int, column_tiles: int) -> int:
-    """B panels a chunk keeps per k block: with several row blocks and several column tiles,
-    all of its column tiles' (packed once per k block before the row blocks, each row of B
-    read across the chunk's width), else one (packed per column tile in each row block).
-    Packing reads B a row at a time, N floats apart (the same cache sets for every row when
-    N is a multiple of 1024): once per k block, B is read once per call instead of once per
-    row block. Shared only where the chunk loop is the parallel one (several chunks): the
-    row blocks then run in order, after the panels are written."""
-    shared = packed and row_blocks > 1 and chunk_tiles > 1 and -(-column_tiles // chunk_tiles) > 1
+def _chunk_panels(packed: bool, chunk_tiles: int, column_tiles: int) -> int:
+    """B panels a chunk keeps per k block: with several column tiles, all of its column tiles'
+    (packed once per k block before the row blocks, each row of B read across the chunk's
+    width), else one (packed per column tile in each row block). Packing reads B a row at a
+    time, N floats apart (a new page for every row when N is a multiple of 1024): a row of
+    the chunk's width is 4 cache lines, a tile's 1, and B is read once per call instead of
+    once per row block. Shared only where the chunk loop is the parallel one (several
+    chunks): the row blocks then run in order, after the panels are written."""
+    shared = packed and chunk_tiles > 1 and -(-column_tiles // chunk_tiles) > 1
     return chunk_tiles if shared else 1
 
 
