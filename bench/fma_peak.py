@@ -70,13 +70,13 @@ def _compiled_loop():
     engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
     function = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_int64, ctypes.c_float)(engine.get_function_address("fma_loop"))
+    function(1000, 1.0)  # warm: the first call pays for paging the code in
     return function, lanes, engine
 
 
 def fma_peak_gflops(threads: int = 2, repeat: int = 3) -> float:
     """Best GFLOP/s of `threads` FMA loops run at once."""
     function, lanes, engine = _compiled_loop()
-    function(1000, 1.0)
     best = max(_rate(function, lanes, threads, ITERATIONS) for _ in range(repeat))
     del engine
     return best
@@ -98,7 +98,6 @@ def thread_scaling(threads: int = 2, samples: int = 10, iterations: int = ITERAT
     (a few ms each): near `threads` where the cores are the process's own, lower where a
     virtual machine's other cores are shared."""
     function, lanes, engine = _compiled_loop()
-    function(1000, 1.0)
     ratios = [_rate(function, lanes, threads, iterations) / _rate(function, lanes, 1, iterations)
               for _ in range(samples)]
     del engine

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from fma_peak import fma_peak_gflops, scaling_report, thread_scaling  # noqa: E402
+from schedules import callable_of, kernels_of, module_text  # noqa: E402
 
 SHAPES = ("1024x1024x1024", "64x784x512", "128x256x1024", "128x1024x256", "512x512x512")
 
@@ -51,28 +52,17 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return m, k, n
 
 
-def matmul_kernel(shape, target: str):
-    """The fast call (or the checked one) of the -O2 kernel of a (M x K) @ (K x N) matmul for `target`."""
-    from relax.build import lower
+def matmul_kernels(shape, targets: list[str]) -> dict:
+    """{target: the fast call (or the checked one) of the -O2 kernel of a (M x K) @ (K x N) matmul},
+    lowered once and built for each target."""
     from relax.codegen.build_kernels import build_host_library
-    from relax.script import parse
     from relax.target import parse_target
 
     m, k, n = shape
-    text = f"""
-@I.ir_module
-class Module:
-    @R.function
-    def main(a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")):
-        with R.dataflow():
-            out = R.matmul(a, b)
-            R.output(out)
-        return out
-"""
-    target = parse_target(target)
-    (name, func), = lower(parse(text), 2, target=target).prim_funcs().items()
-    kernel = build_host_library({name: func}, target).get_function(name)
-    return kernel.fast_call or kernel
+    funcs = kernels_of(module_text(f'a: R.Tensor(({m}, {k}), "float32"), b: R.Tensor(({k}, {n}), "float32")',
+                                   "out = R.matmul(a, b)"), 2)
+    (name,) = funcs
+    return {target: callable_of(build_host_library(funcs, parse_target(target)), name) for target in targets}
 
 
 def _batch(call, arrays, flop: int, batch_s: float) -> float:
@@ -93,9 +83,8 @@ def measure(shape, targets: list[str], rounds: int, batch_s: float) -> dict:
     a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
     expected = a @ b
     peers = {}
-    for target in targets:
+    for target, call in matmul_kernels(shape, targets).items():
         out = np.full((m, n), np.nan, np.float32)
-        call = matmul_kernel(shape, target)
         call(a, b, out)
         np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-3 * np.sqrt(k))
         peers[target] = (call, (a, b, out))

@@ -90,7 +90,8 @@ def compare_kernels(funcs: dict, budget: float, plain_budget: float | None = Non
     return rows
 
 
-def _module(params: str, body: str) -> str:
+def module_text(params: str, body: str) -> str:
+    """A module whose main computes `body` (ending in `out`) from `params` in one dataflow block."""
     return f"""
 @I.ir_module
 class Module:
@@ -111,7 +112,7 @@ def row(label, plain, scheduled, reference, unit, amount):
 
 def bench_matmul(budget):
     n = 1024
-    funcs = kernels_of(_module(f'a: R.Tensor(({n}, {n}), "float32"), b: R.Tensor(({n}, {n}), "float32")',
+    funcs = kernels_of(module_text(f'a: R.Tensor(({n}, {n}), "float32"), b: R.Tensor(({n}, {n}), "float32")',
                                "out = R.matmul(a, b)"), 0)
     (name, plain, scheduled), = compare_kernels(funcs, budget, plain_budget=0.0)
     a, b = np.random.rand(n, n).astype("float32"), np.random.rand(n, n).astype("float32")
@@ -145,7 +146,7 @@ def bench_mlp(budget):
 
 def bench_vadd(budget):
     n = 16 * 1024 * 1024
-    funcs = kernels_of(_module(f'a: R.Tensor(({n},), "float32"), b: R.Tensor(({n},), "float32")',
+    funcs = kernels_of(module_text(f'a: R.Tensor(({n},), "float32"), b: R.Tensor(({n},), "float32")',
                                "out = R.add(a, b)"), 0)
     (name, plain, scheduled), = compare_kernels(funcs, budget)
     a, b = np.random.rand(n).astype("float32"), np.random.rand(n).astype("float32")
@@ -155,7 +156,7 @@ def bench_vadd(budget):
 
 
 def bench_softmax(budget):
-    funcs = kernels_of(_module('x: R.Tensor((128, 1024), "float32")', "out = R.nn.softmax(x, axis=-1)"), 2)
+    funcs = kernels_of(module_text('x: R.Tensor((128, 1024), "float32")', "out = R.nn.softmax(x, axis=-1)"), 2)
     rows = compare_kernels(funcs, budget)
     plain, scheduled = sum(r[1] for r in rows), sum(r[2] for r in rows)
     x = np.random.rand(128, 1024).astype("float32")
@@ -179,7 +180,7 @@ def bench_conv(budget):
             else:
                 shapes = ((1, size, size, channels), (3, 3, channels, out_channels), (1, 1, 1, out_channels))
                 attrs = ', data_layout="NHWC", kernel_layout="HWIO"'
-            text = _module(", ".join(f'{name}: R.Tensor({shape}, "float32")' for name, shape in zip("xwb", shapes)),
+            text = module_text(", ".join(f'{name}: R.Tensor({shape}, "float32")' for name, shape in zip("xwb", shapes)),
                            f"y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1]{attrs})\n            z = R.add(y, b)\n"
                            "            out = R.nn.relu(z)")
             (name, plain, scheduled), = compare_kernels(kernels_of(text, 2), budget)

@@ -116,18 +116,19 @@ def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, 
     """Full register tiles over columns 0 .. N // width * width, in parallel column chunks; in
     each chunk, every part of the rows (rows per tile, first row, row tiles): the full tiles,
     then the last rows' smaller tiles, so that one parallel loop does both."""
-    sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not _prepacked(nest))
+    prepacked = _prepacked(nest)
+    sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not prepacked)
     j_loop = nest.loop_of(operands[2])
     column_tiles = j_loop.extent.value // shape.width
     chunk_tiles = min(sizes.chunk_tiles, -(-column_tiles // MIN_CHUNKS))
     chunks = (fresh(j_loop.loop_var, "chunk"), chunk_tiles, column_tiles)
-    body = _microkernel(nest, sizes, shape, chunks, *operands, row_parts, epilogues=epilogues)
+    body = _microkernel(nest, sizes, shape, chunks, *operands, row_parts, prepacked, epilogues=epilogues)
     return loop(chunks[0], tir.IntImm(j_loop.loop_var.dtype, -(-column_tiles // chunk_tiles)), body,
                 independent=True)
 
 
 def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_values: dict, i_iter, j_iter, k_iter, x, y,
-                 row_parts: list, epilogues=()) -> tir.Stmt:
+                 row_parts: list, prepacked: int | None, epilogues=()) -> tir.Stmt:
     """One chunk's tiles of every part of the rows (rows per tile, first row, tiles: _row_parts):
     the first part's in row blocks, the others' (a few shorter tiles) after the last block,
     from the same packed B panels.
@@ -158,8 +159,8 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
 
     # The B panel of this column tile and k block, packed row after row, when several
     # row tiles read it (a single row tile reads B where it is, once). A weight packed
-    # at build time (packed_weights.py) is read where it is: its panels are contiguous.
-    prepacked = _prepacked(nest)
+    # at build time (`prepacked`: its panel width, packed_weights.py) is read where it is:
+    # its panels are contiguous.
     packed = sum(tiles for _, _, tiles in row_parts) > 1 and not prepacked
     panels = _chunk_panels(packed, chunk_tiles, column_tiles)
     shared_panels = panels > 1

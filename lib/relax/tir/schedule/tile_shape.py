@@ -111,7 +111,12 @@ def blocking(cpu, shape: TileShape, packed_per_call: bool = True) -> Blocking:
     weight packed at build time (`packed_per_call` False: its k blocks keep the panel in L1,
     longer ones measured no faster there)."""
     steps = k_block(cpu, shape, packed_per_call)
-    return Blocking(steps, max(1, CHUNK_COLUMNS // shape.width), row_block_tiles(cpu, shape.rows, steps))
+    return Blocking(steps, chunk_tiles(shape), row_block_tiles(cpu, shape.rows, steps))
+
+
+def chunk_tiles(shape: TileShape) -> int:
+    """Column tiles per parallel chunk, at most: CHUNK_COLUMNS wide, at least one tile."""
+    return max(1, CHUNK_COLUMNS // shape.width)
 
 
 def panel_in_l2(cpu, shape: TileShape) -> bool:
@@ -126,7 +131,7 @@ def k_block(cpu, shape: TileShape, packed_per_call: bool = True) -> int:
     most MAX_K_BLOCK; or, for panels packed per call that may stay in L2, the chunk's panels in
     L2_PANEL_SHARE of L2, at most MAX_L2_K_BLOCK."""
     if packed_per_call and panel_in_l2(cpu, shape):
-        columns = max(CHUNK_COLUMNS, shape.width)
+        columns = chunk_tiles(shape) * shape.width
         steps, most = int(cpu.l2_bytes * L2_PANEL_SHARE) // (columns * 4), MAX_L2_K_BLOCK
     else:
         steps, most = int(cpu.l1d_bytes * L1_SHARE) // (shape.width * 4), MAX_K_BLOCK
