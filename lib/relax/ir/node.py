@@ -11,11 +11,11 @@ Traversal is derived from the dataclass fields once per node type
 from __future__ import annotations
 
 import dataclasses
-import types
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..diagnostics import Span
+from ..records import init_function
 
 NodeT = TypeVar("NodeT", bound="Node")
 
@@ -28,53 +28,15 @@ def node(cls: type[NodeT]) -> type[NodeT]:
     __delattr__ from source text for every class, at every start of every tool. Node's
     own __setattr__ and __delattr__ refuse changes for all node classes, and each
     __init__ runs a code object shared by the classes whose fields have the same names
-    (_init_code)."""
+    (records.init_function)."""
     if cls.__dict__.get("__doc__") is None:
         cls.__doc__ = cls.__name__  # else dataclasses spells out a signature, through inspect
     cls = dataclasses.dataclass(init=False, eq=False, repr=False)(cls)
-    cls.__init__ = _init_function(cls)
-    return cls
-
-
-def _init_function(cls: type) -> types.FunctionType:
-    """The __init__ of node class `cls`: stores each field (positional ones first, then the
-    keyword-only `span`), then calls __post_init__ if the class has one."""
-    fields = [f for f in dataclasses.fields(cls) if f.init]
-    positional = [f for f in fields if not f.kw_only]
-    keyword = [f for f in fields if f.kw_only]
-    defaults = []
-    for f in positional + keyword:
+    for f in dataclasses.fields(cls):
         if f.default_factory is not dataclasses.MISSING:
             raise TypeError(f"{cls.__name__}.{f.name}: a node field takes a default value, not a factory")
-    for f in positional:
-        if f.default is not dataclasses.MISSING:
-            defaults.append(f.default)
-        elif defaults:
-            raise TypeError(f"{cls.__name__}: field '{f.name}' without a default follows one with a default")
-    code = _init_code(tuple(f.name for f in positional), tuple(f.name for f in keyword),
-                      hasattr(cls, "__post_init__"))
-    function = types.FunctionType(code, {}, "__init__", tuple(defaults) or None)
-    function.__kwdefaults__ = {f.name: f.default for f in keyword if f.default is not dataclasses.MISSING} or None
-    function.__qualname__ = f"{cls.__qualname__}.__init__"
-    return function
-
-
-_INIT_CODES: dict[tuple, types.CodeType] = {}
-
-
-def _init_code(positional: tuple[str, ...], keyword: tuple[str, ...], post_init: bool) -> types.CodeType:
-    key = (positional, keyword, post_init)
-    code = _INIT_CODES.get(key)
-    if code is None:
-        params = ", ".join(("self",) + positional + (("*",) + keyword if keyword else ()))
-        lines = [f"def __init__({params}):", "    state = self.__dict__"]
-        lines += [f"    state[{name!r}] = {name}" for name in positional + keyword]
-        if post_init:
-            lines.append("    self.__post_init__()")
-        namespace: dict[str, Any] = {}
-        exec("\n".join(lines), {}, namespace)  # source built from field names only
-        code = _INIT_CODES[key] = namespace["__init__"].__code__
-    return code
+    cls.__init__ = init_function(cls, dataclasses.fields(cls), store="dict")
+    return cls
 
 
 @node
