@@ -8,11 +8,13 @@ source line and a caret under the offending token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterable, TextIO
 
+from .records import record
 
-@dataclass(frozen=True)
+
+@record
 class Span:
     """A range of source text; lines and columns are 1-based, `end_column` exclusive."""
 
@@ -26,7 +28,7 @@ class Span:
         return f"{self.source}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
+@record
 class Diagnostic:
     severity: str  # "error", "warning" or "note"
     message: str

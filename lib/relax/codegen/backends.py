@@ -16,15 +16,14 @@ transform/pipeline.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..diagnostics import UserError
 from ..ir.module import IRModule
 from ..ir.pass_infra import PassContext
+from ..records import record
 from .build_kernels import PendingKernelObject, start_kernel_object
 
 
-@dataclass(frozen=True)
+@record
 class KernelPart:
     """One kernel object of a build: `role` "" (the CPU kernels), "cuda" or "host"."""
 

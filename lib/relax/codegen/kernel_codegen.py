@@ -14,13 +14,13 @@ symbolic sizes in the order they are passed, and the workspace size expression.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
 from ..diagnostics import UserError
 from ..ir import dtype as dt
 from ..ir import tir
+from ..records import record
 from ..runtime.kernels import abi
 from ..runtime.kernels.kernel_signatures import DIGEST_BYTES, signature_digest, signature_symbol
 from ..runtime.kernels.metadata import KernelInfo, ParamInfo
@@ -132,7 +132,7 @@ def kernel_info(name: str, func: tir.PrimFunc, symbolic: list[tir.Var], workspac
                       ret_dtype=func.ret_type if func.ret_type not in (None, "void", "") else "")
 
 
-@dataclass(frozen=True)
+@record
 class GeneratedKernel:
     """A kernel added to a module, with what another name for the same body needs."""
 

@@ -8,15 +8,14 @@ per-target compilation results into that container.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..records import record
 from ..runtime.kernels import container
 from ..runtime.kernels.abi import KERNEL_ABI_VERSION
 from ..runtime.kernels.metadata import KernelInfo
 from ..target.llvm_target import TargetSpec
 
 
-@dataclass(frozen=True)
+@record
 class CompiledTarget:
     """What one target contributes: its spec, its native objects and their bitcode (one of
     each per part: object_parts.py) and the kernel metadata."""

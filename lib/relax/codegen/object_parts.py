@@ -31,10 +31,10 @@ import os
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from ..records import record
 from ..runtime.kernels.llvm_compile import slp_is_safe
 from . import llvm_unlocked
 from .fresh_stack import thread_stack_size
@@ -54,7 +54,7 @@ MAX_WORKERS = 4
 GENERATING_SWITCH_INTERVAL = 0.0005
 
 
-@dataclass(frozen=True)
+@record
 class CompiledPart:
     """One part of a target's kernels: its native object and its unoptimized bitcode."""
 

@@ -12,24 +12,25 @@ The executor binds its WorkerContext on the thread that runs it, so the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from ..diagnostics import UserError
 from . import worker_context
+from ..records import record
 from .ccl import CollectiveAborted
 from .worker_context import WorkerContext
 
 
-@dataclass(frozen=True)
+@record
 class Ref:
     """The object `id` of the worker's table, as an argument of a command."""
 
     id: int
 
 
-@dataclass(frozen=True)
+@record
 class Command:
     kind: str
     args: tuple = ()
@@ -38,7 +39,7 @@ class Command:
     per_worker: tuple | None = None  # worker i gets per_worker[i] appended to `args`
 
 
-@dataclass
+@record(mutable=True)
 class Executor:
     worker_id: int
     num_workers: int

@@ -8,8 +8,9 @@ is bound and a program runs as the only worker, so collectives are identities.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ..records import record
 
 if TYPE_CHECKING:
     from .ccl import Communicator
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 _LOCAL = threading.local()
 
 
-@dataclass(frozen=True)
+@record
 class WorkerContext:
     worker_id: int
     num_workers: int

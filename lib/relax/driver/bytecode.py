@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from typing import Callable
 
 from ..diagnostics import UserError
+from ..records import record
 from .io import read_bytes, write_bytes, write_text
 from ..vm.codegen.assembler import assemble
 from ..vm.bytecode.executable import Executable
@@ -24,7 +24,7 @@ from ..vm.bytecode.loader import LOADERS, load_bytes
 DUMPS = ("text", "python", "stats")
 
 
-@dataclass(frozen=True)
+@record
 class AssembleOptions:
     source: str
     dump: str | None = None

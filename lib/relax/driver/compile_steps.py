@@ -8,13 +8,13 @@ and compile.py's emitters both build on these.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
 from ..diagnostics import SOURCES, DiagnosticError, UserError
+from ..records import record
 from .io import read_text
 
 
-@dataclass(frozen=True)
+@record
 class CompileOptions:
     source: str
     emit: str = "ir"

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from dataclasses import dataclass
 
 from ..diagnostics import Diagnostic, DiagnosticError, UserError
+from ..records import record
 from .io import read_bytes, write_bytes
 
 DEFAULT_OUTPUT = "a.vmx"
 
 
-@dataclass(frozen=True)
+@record
 class LinkOptions:
     inputs: tuple[str, ...]
     output: str | None = None

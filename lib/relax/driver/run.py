@@ -16,9 +16,9 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 
 from ..diagnostics import UserError
+from ..records import record
 from ..runtime.cuda.support import cuda_problem
 from ..runtime.errors import VMError
 from .run_check import bind_inputs, parameters
@@ -30,7 +30,7 @@ from .runner import EXIT_ERROR, EXIT_MISMATCH, ToolExit
 TOOL = "relaxrun"
 
 
-@dataclass(frozen=True)
+@record
 class RunOptions:
     artifact: str
     func: str | None = None

@@ -12,11 +12,10 @@ prim value a Python scalar (from a 0-d array), a tuple a tuple.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..diagnostics import UserError
+from ..records import record
 from ..runtime.dtype import DataType, dtype_name
 from ..runtime.objects import ShapeTuple
 from ..vm.bytecode.signature import evaluate_dim, format_dim, format_struct_info
@@ -26,7 +25,7 @@ ANY = {"kind": "object"}
 MAX_SHAPE_VALUES = 1 << 16  # a ShapeTuple holds Python ints: about 40 bytes each
 
 
-@dataclass(frozen=True)
+@record
 class Leaf:
     name: str          # "x", "t.0"
     param: str         # the parameter it belongs to

@@ -7,17 +7,16 @@ result, the first differing index, and the largest absolute and relative errors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..records import record
 from .run_inputs import Supplied, type_spec
 
 DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-4
 
 
-@dataclass(frozen=True)
+@record
 class Mismatch:
     index: int
     message: str

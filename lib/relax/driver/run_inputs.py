@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 import re
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..diagnostics import UserError
+from ..records import record
 from ..runtime.dtype import DataType
 from .io import read_bytes
 from .npy_read import MAX_RANK, is_npz, read_npy, read_npz
@@ -35,7 +35,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*|\d+")
 INLINE_LIMIT = 1 << 30  # bytes of one inline tensor (a splat or zeros); larger ones come from files
 
 
-@dataclass(frozen=True)
+@record
 class Supplied:
     """One array given on the command line: what it is bound to and which option gave it.
     `value` is a read-only broadcast view for a splat or zeros (see `materialize`)."""

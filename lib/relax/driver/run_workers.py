@@ -22,11 +22,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..diagnostics import UserError
+from ..records import record
 from .run import TOOL, RunOptions, _function_info, _print_json, _print_results, _say_what, list_functions_text
 from .run import load_artifact
 from .run_check import bind_inputs, parameters
@@ -43,7 +43,7 @@ REFUSED = {"remote": ("--remote", "the workers run on this host; mpiexec -hosts 
            "exec_mode": ("--exec-mode", DEFAULT_VM)}
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """What runs: the function, its signature record, the bound inputs and the expected outputs."""
 

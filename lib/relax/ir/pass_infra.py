@@ -13,10 +13,11 @@ import contextvars
 import importlib
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Iterable, TextIO
 
 from ..diagnostics import UserError
+from ..records import record
 from .expr import Function, PyFunction
 from .module import IRModule
 from .node import FrozenDict
@@ -194,7 +195,7 @@ class VerifyInstrument(PassInstrument):
             raise UserError(f"the module is not well formed after pass '{pass_.name}': {problems[0].message}")
 
 
-@dataclass
+@record(mutable=True)
 class PassContext:
     """Settings every pass run sees: -O level, per-pass config, disabled passes, instruments."""
 

@@ -8,13 +8,14 @@ TVMScript spelling is derived from it ("R.add", "R.nn.conv2d").
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
 from ..diagnostics import DiagnosticError, error
 from ..ir import expr as rx
 from ..ir.node import FrozenDict
 from ..ir.struct_info import StructInfo
+from ..records import record
 
 # Fusion pattern kinds, from most to least fusable (TVM's OpPatternKind).
 PATTERN_KINDS = ("elementwise", "broadcast", "injective", "comm_reduce", "out_elementwise_fusable", "tuple", "opaque")
@@ -22,7 +23,7 @@ PATTERN_KINDS = ("elementwise", "broadcast", "injective", "comm_reduce", "out_el
 REQUIRED = object()
 
 
-@dataclass(frozen=True)
+@record
 class AttrSpec:
     """A keyword attribute: its default (REQUIRED if none) and an optional check that
     returns an error message for a bad value."""
@@ -58,7 +59,7 @@ def ints_check(value) -> str | None:
     return "expected None, an int or a list of ints"
 
 
-@dataclass(frozen=True)
+@record
 class OpDef:
     name: str
     args: tuple[str, ...]  # positional Relax arguments; a trailing "*name" is variadic
@@ -80,7 +81,7 @@ class OpDef:
         return f"{self.script_name}({', '.join(parts)})"
 
 
-@dataclass(frozen=True)
+@record
 class OpCall:
     """A call to an operator with its arguments checked and its attributes completed:
     what inference and legalization receive."""

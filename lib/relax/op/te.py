@@ -17,12 +17,12 @@ iterators and an `init` statement. Index arithmetic is int64, as Relax shapes ar
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..ir import dtype as dt
 from ..ir import tir
 from ..ir.node import FrozenDict, Node, field_values
+from ..records import record
 from .canonical import canonical_dim
 
 INDEX_DTYPE = "int64"
@@ -37,7 +37,7 @@ def as_index(value) -> tir.PrimExpr:
     return tir.IntImm(INDEX_DTYPE, int(value))
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ReduceAxis:
     """A reduction iterator over [0, extent)."""
 
@@ -49,7 +49,7 @@ def reduce_axis(extent, name: str = "k") -> ReduceAxis:
     return ReduceAxis(tir.Var(f"v_{name}", INDEX_DTYPE), as_index(extent))
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Reduce:
     """A commutative reduction of `source` over `axes`, starting from `identity`."""
 
@@ -106,7 +106,7 @@ def max_value(dtype: str) -> tir.PrimExpr:
     return tir.IntImm(dtype, (1 << bits) - 1 if dt.is_uint(dtype) else (1 << (bits - 1)) - 1)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Tensor:
     """A placeholder (an input) or a computed tensor, backed by a TIR Buffer."""
 

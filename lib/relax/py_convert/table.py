@@ -11,14 +11,15 @@ operator, when there is none.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..diagnostics import UserError, error
 from ..ir import expr as rx
 from ..ir.struct_info import StructInfo, TensorStructInfo
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record
 class OpCall:
     call: rx.Call
     args: list[str]
@@ -65,7 +66,7 @@ def located(message: str, node) -> Exception:
 Row = Callable[[OpCall], str]
 
 
-@dataclass(frozen=True)
+@record
 class Backend:
     name: str
     imports: tuple[str, ...]  # lines at the top of every converted function, before those of `uses`

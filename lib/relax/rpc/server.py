@@ -25,10 +25,11 @@ import ssl
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable
 
 from ..diagnostics import UserError
+from ..records import record
 from .framing import DEFAULT_MESSAGE_LIMIT
 from .background import BackgroundService
 
@@ -41,7 +42,7 @@ def _stderr_log(line: str) -> None:
     sys.stderr.flush()
 
 
-@dataclass
+@record(mutable=True)
 class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 0  # 0: any free port (Server.port tells which)

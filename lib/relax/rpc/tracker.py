@@ -21,9 +21,10 @@ import contextlib
 import select
 import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable
 
+from ..records import record
 from .framing import Message, ProtocolError, receive, send
 from .server import ACCEPT_POLL_SECONDS, _stderr_log
 from .server_session import _close, _tell, handshake
@@ -35,7 +36,7 @@ HANDSHAKE_SECONDS = 10.0  # a connection that does not authenticate by then is d
 MAX_NAME = 256  # characters of a device key or host
 
 
-@dataclass
+@record(mutable=True)
 class TrackerConfig:
     host: str = "127.0.0.1"
     port: int = 0

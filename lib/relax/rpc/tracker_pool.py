@@ -18,12 +18,13 @@ import itertools
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+
+from ..records import record
 
 WAIT_POLL_SECONDS = 0.2  # how often a waiting client checks that it is still connected
 
 
-@dataclass
+@record(mutable=True)
 class Entry:
     """One registered server: where clients reach it, and who holds it (None: free)."""
 

@@ -6,9 +6,8 @@ TVM's VM does: it is the last entry of the VM's device list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..diagnostics import UserError
+from ..records import record
 
 # DLPack device type codes (dlpack.h).
 CPU, CUDA = 1, 2
@@ -16,7 +15,7 @@ _TYPE_NAMES = {CPU: "cpu", CUDA: "cuda"}
 _NAME_TYPES = {"cpu": CPU, "llvm": CPU, "cuda": CUDA, "gpu": CUDA}
 
 
-@dataclass(frozen=True)
+@record
 class Device:
     device_type: int
     device_id: int = 0

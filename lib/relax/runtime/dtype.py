@@ -9,11 +9,11 @@ tensor may have are the ones numpy has (bfloat16 exists as a dtype value only).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..diagnostics import UserError
+from ..records import record
 
 # DLPack type codes (dlpack.h: kDLInt, kDLUInt, kDLFloat, kDLOpaqueHandle, kDLBfloat).
 INT, UINT, FLOAT, HANDLE, BFLOAT = 0, 1, 2, 3, 4
@@ -22,7 +22,7 @@ _NAME_CODES = {name: code for code, name in _CODE_NAMES.items()}
 _PATTERN = re.compile(r"(int|uint|float|bfloat)(\d+)(?:x(\d+))?")
 
 
-@dataclass(frozen=True)
+@record
 class DataType:
     """A DLPack data type; `str()` gives TVM's name for it."""
 

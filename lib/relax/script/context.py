@@ -7,10 +7,11 @@ independent errors of a file are all reported together, each with its location.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..diagnostics import Diagnostic, DiagnosticError, Span
+from ..records import record
 
 
 class ParseAbort(Exception):
@@ -18,7 +19,7 @@ class ParseAbort(Exception):
     at the next function or statement."""
 
 
-@dataclass
+@record(mutable=True)
 class Scope:
     """A chain of name -> value tables (values are IR nodes or parser markers)."""
 
@@ -40,7 +41,7 @@ class Scope:
         return Scope(parent=self)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ModuleRef:
     """What the module's class name (and `cls = Module`) stands for inside function
     bodies: `cls.f` names the module's function `f`, as a GlobalVar."""

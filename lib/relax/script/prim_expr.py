@@ -15,12 +15,12 @@ any other error abandons the expression (ParseAbort).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Callable
 
 from ..ir import dtype as dt
 from ..ir import tir
 from . import literal_limits, tir_ops
+from ..records import record
 from .ast_nodes import METADATA_MESSAGE, is_metadata
 from .context import ParseAbort, ParseContext, Scope
 from .literal_limits import LiteralError
@@ -53,7 +53,7 @@ _COMPARISONS: dict[type, type] = {
     ast.Gt: tir.GT,
     ast.GtE: tir.GE,
 }
-@dataclass(frozen=True)
+@record
 class LocalScalar:
     """What a scope holds for `x: T.int32 = v`: a one-element local buffer that reads
     as `x` (a load of x[0]) and is assigned with `x = ...` (a store to x[0])."""

@@ -16,13 +16,14 @@ mixin is part of.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .. import ir
+from ..records import record
 from .context import ParseAbort
 
 
-@dataclass
+@record(mutable=True)
 class BindingBlocks:
     """Collects bindings into blocks: consecutive plain bindings share a BindingBlock."""
 
@@ -46,7 +47,7 @@ class BindingBlocks:
         return tuple(self.blocks)
 
 
-@dataclass
+@record(mutable=True)
 class DataflowState:
     """The dataflow block being parsed: the names its R.output makes visible after it,
     and the assignments that define them (the last one of each name; an earlier
@@ -71,7 +72,7 @@ def _last_assignments(body: list[ast.stmt], names: dict[str, ast.expr]) -> set[i
     return {id(target) for name, target in last.items() if name in names}
 
 
-@dataclass
+@record(mutable=True)
 class _BranchResult:
     blocks: tuple
     name: str

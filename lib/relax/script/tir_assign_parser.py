@@ -15,12 +15,12 @@ AssignmentParser is a part of StmtParser (tir_stmt_parser.py).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Callable
 
 from ..ir import EMPTY, FrozenDict, tir
 from ..ir import dtype as dt
 from . import tir_ops
+from ..records import record
 from .context import Scope
 from .literal_limits import LiteralError
 from .prim_expr import LocalScalar, is_dtype_name, unknown_name_message
@@ -36,7 +36,7 @@ SEVERAL_NAMES = ("only T.axis.remap and declarations such as `h, w = T.int32(), 
                  "assign several names in TIR")
 
 
-@dataclass
+@record(mutable=True)
 class Scoped:
     """A statement whose body is the rest of the enclosing body."""
 

@@ -12,10 +12,11 @@ becomes the root block when the function contains blocks or root allocations.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..ir import FrozenDict, tir
 from . import tir_ops
+from ..records import record
 from .context import ParseContext, Scope
 from .prim_expr import PrimExprParser
 from .tir_access_regions import infer_regions
@@ -33,7 +34,7 @@ ATTR_NAMES = ("sblock_attr", "block_attr")
 ALLOC_NAMES = ("sblock_alloc_buffer", "block_alloc_buffer")
 
 
-@dataclass
+@record(mutable=True)
 class BlockFrame:
     name: str
     legacy: bool = False  # opened with T.block: there T.alloc_buffer allocates in the block

@@ -10,9 +10,10 @@ is the caller's business: this module only builds the Buffer.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..ir import FrozenDict, tir
+from ..records import record
 from .context import ParseContext, Scope
 from .prim_expr import PrimExprParser, embedded_expression, require_integer
 from .tir_values import parse_attr_dict
@@ -36,7 +37,7 @@ _IGNORED_DEFAULTS = {"layout": ("default", None), "buffer_type": ("", "default")
 IMPLIED_SCOPE = {"alloc_local": "local", "alloc_shared": "shared"}
 
 
-@dataclass
+@record(mutable=True)
 class BufferDecl:
     buffer: tir.Buffer
     param: ast.expr | None = None  # match_buffer's first argument, unparsed

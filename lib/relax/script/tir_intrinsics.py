@@ -14,10 +14,11 @@ result type:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..records import record
 
 
-@dataclass(frozen=True)
+
+@record
 class Intrinsic:
     name: str  # as written after `T.`
     op: str  # the tir.Call op name

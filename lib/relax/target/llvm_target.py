@@ -8,11 +8,10 @@ the JIT or linked into a shared library alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import llvmlite.binding as llvm
 
 from ..diagnostics import UserError
+from ..records import record
 from ..runtime.kernels.host import host, initialize_llvm, triple_arch, triple_os
 
 
@@ -22,7 +21,7 @@ DEFAULT_FEATURES = {"riscv64": "+m,+a,+f,+d,+c", "riscv32": "+m,+a,+f,+d,+c"}
 DEFAULT_ABI = {"riscv64": "lp64d", "riscv32": "ilp32d"}
 
 
-@dataclass(frozen=True)
+@record
 class TargetSpec:
     triple: str
     cpu: str

@@ -10,10 +10,11 @@ the parser also accepts `_` for `-` and the reverse, and stores the canonical na
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..records import record
 
 
-@dataclass(frozen=True)
+
+@record
 class Option:
     """One option of a target kind: its TVM name, value type and default."""
 

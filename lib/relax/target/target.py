@@ -13,8 +13,7 @@ dict) or `Target.host()`; parse.py does the work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..records import record
 from .options import KINDS
 
 
@@ -26,7 +25,7 @@ def _format_value(value) -> str:
     return str(value)
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     """A compilation target: `kind`, its options as sorted pairs, and the host."""
 

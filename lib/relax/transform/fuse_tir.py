@@ -30,11 +30,12 @@ from ..ir.analysis import all_global_vars
 from ..ir.module import IRModule
 from ..ir.struct_info import ShapeStructInfo, TupleStructInfo
 from ..ir.visitor import ExprMutator
+from ..records import record
 from .fusion_kernel import FusedKernelBuilder
 from ..ir.pass_infra import Pass, get_pass, register_pass
 
 
-@dataclasses.dataclass
+@record(mutable=True)
 class _Fused:
     func: rx.Function
     kernel: tir.PrimFunc

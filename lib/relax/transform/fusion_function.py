@@ -19,6 +19,7 @@ from ..ir.node import FrozenDict
 from ..ir.struct_info import ShapeStructInfo, TupleStructInfo
 from ..ir.visitor import ExprMutator
 from ..op.legalize_context import symbolic_vars
+from ..records import record
 
 CALL_TIR = "relax.call_tir"
 
@@ -32,7 +33,7 @@ def leaves(expr: rx.Expr):
         yield expr
 
 
-@dataclasses.dataclass
+@record(mutable=True)
 class GroupFunction:
     """The bindings of one group, and what the new function needs from outside."""
 

@@ -19,14 +19,15 @@ A group never grows past `max_fuse_depth` nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..records import record
 from .annotate_tir_op_pattern import BROADCAST, COMM_REDUCE, ELEMWISE, INJECTIVE, OPAQUE, OUT_EWISE_FUSABLE, TUPLE
 
 MAX_FUSE_DEPTH = 256
 
 
-@dataclass(eq=False)
+@record(mutable=True, eq=False)
 class GraphNode:
     ref: object                     # the Relax expression (a Var or a leaf constant) it stands for
     index: int = -1
@@ -35,7 +36,7 @@ class GraphNode:
     outputs: list[tuple["GraphNode", int]] = field(default_factory=list)  # (consumer, edge pattern)
 
 
-@dataclass(eq=False)
+@record(mutable=True, eq=False)
 class _DomNode:
     node: GraphNode
     parent: "_DomNode | None"
@@ -43,7 +44,7 @@ class _DomNode:
     pattern: int                    # the combined pattern of the edges to the parent
 
 
-@dataclass(eq=False)
+@record(mutable=True, eq=False)
 class Group:
     pattern: int
     root_ref: object

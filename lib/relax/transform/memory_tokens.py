@@ -21,7 +21,7 @@ argument), captured by a local function.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Union
 
 from ..ir import expr as rx
@@ -29,11 +29,12 @@ from ..ir import tir
 from ..ir.struct_info import TupleStructInfo
 from ..ir.visitor import pre_order
 from ..op.infer import literal_of
+from ..records import record
 
 ALLOC_TENSOR = "relax.builtin.alloc_tensor"
 
 
-@dataclass(eq=False)
+@record(mutable=True, eq=False)
 class Token:
     """One planned allocation: its binding, byte size and how often it is still read."""
 
@@ -67,7 +68,7 @@ def _is_allocation(value: rx.Expr) -> bool:
     return isinstance(value.args[0], rx.ShapeExpr) and (scope is None or literal_of(scope) == "global")
 
 
-@dataclass
+@record(mutable=True)
 class TokenAnalysis:
     """Tokens of one function, and the tokens each binding reads (keyed by id)."""
 

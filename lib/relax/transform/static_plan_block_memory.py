@@ -40,7 +40,6 @@ by the dtype's width again (a float32 storage takes 4x the memory it needs).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from ..ir import expr as rx
 from ..ir import tir
@@ -49,6 +48,7 @@ from ..ir.struct_info import ObjectStructInfo
 from ..ir.structural import structural_equal
 from ..op.infer import literal_of
 from ..op.shape import static_value
+from ..records import record
 from .binding_rewriter import BindingRewriter
 from .memory_alloc import Names, storage_call, tensor_call
 from .memory_sizes import function_upper_bounds, tensor_bytes, upper_bound_bytes
@@ -58,7 +58,7 @@ from ..ir.pass_infra import FunctionPass, register_pass
 MATCH_RANGE = 16
 
 
-@dataclass(eq=False)
+@record(mutable=True, eq=False)
 class Storage:
     dtype: str
     device: object  # the runtime device index

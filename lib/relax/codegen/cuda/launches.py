@@ -18,18 +18,19 @@ AssertStmts are repeated at the start of every launch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ...diagnostics import UserError
 from ...ir import dtype as dt
 from ...ir import tir
 from ...ir.structural import structural_equal
+from ...records import record
 from ...runtime.kernels.abi import WORKSPACE_ALIGNMENT
 from ...tir.rewrite import substitute
 from .stmt import GPU_AXES
 
 
-@dataclass
+@record(mutable=True)
 class Launch:
     body: tir.Stmt
     dims: dict  # GPU axis -> extent PrimExpr (1 where no loop binds it)
@@ -41,7 +42,7 @@ class Launch:
         return tuple(self.dims[f"threadIdx.{axis}"] for axis in "xyz")
 
 
-@dataclass
+@record(mutable=True)
 class LaunchPlan:
     launches: list = field(default_factory=list)
     prelude: list = field(default_factory=list)  # LetStmt / AssertStmt wrappers, outermost first

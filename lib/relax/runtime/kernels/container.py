@@ -33,9 +33,10 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ...diagnostics import UserError
+from ...records import record
 from ...version import FORMAT_VERSIONS
 from . import code_hashes
 from .abi import KERNEL_ABI_VERSION
@@ -66,7 +67,7 @@ CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 ELF_MAGIC = b"\x7fELF"
 
 
-@dataclass(frozen=True)
+@record
 class TargetEntry:
     """One target of a (possibly fat) kernel object."""
 
@@ -97,7 +98,7 @@ class TargetEntry:
             raise UserError(f"kernel object: malformed target entry: {exc}") from None
 
 
-@dataclass(frozen=True)
+@record
 class KernelObject:
     """The decoded contents of a .ko file."""
 

@@ -10,7 +10,8 @@ triple below, built by `relaxc --emit kernels`).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+
+from ...records import record
 
 ET_REL, ET_EXEC = 1, 2
 EM_386, EM_ARM, EM_X86_64, EM_AARCH64, EM_CUDA, EM_RISCV = 3, 40, 62, 183, 190, 243
@@ -26,7 +27,7 @@ class ObjectError(ValueError):
     """What is wrong with a native object (container.read adds the file and the target)."""
 
 
-@dataclass(frozen=True)
+@record
 class Expected:
     """The ELF identity a target's native object must have (None: not checked)."""
 

@@ -10,10 +10,10 @@ compiled on load; anything else cannot run here.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from ...records import record
 from .cpu_levels import level_features
 
 _OS_NAMES = ("linux", "darwin", "macos", "windows", "freebsd")
@@ -28,7 +28,7 @@ def initialize_llvm() -> None:
     llvm.initialize_all_asmprinters()
 
 
-@dataclass(frozen=True)
+@record
 class HostInfo:
     triple: str
     cpu: str

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from ...records import record
 from .host import host_target_machine, initialize_llvm
 
 SYMBOL = "relax_host"
@@ -47,7 +47,7 @@ KERNEL_WORD, CONTEXT_WORD, SCALARS_WORD = 0, 1, 2
 HEADER_WORDS = 3
 
 
-@dataclass(frozen=True)
+@record
 class CallLayout:
     """Where one kernel call's words are in the frame, and which arguments come from slots."""
 

@@ -11,9 +11,10 @@ small JSON trees over the symbolic size variables:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ...diagnostics import UserError
+from ...records import record
 
 
 def _floordiv(a: int, b: int) -> int:
@@ -86,7 +87,7 @@ def _check_expr(expr, where: str) -> None:
         _check_expr(operand, where)
 
 
-@dataclass(frozen=True)
+@record
 class ParamInfo:
     """One kernel parameter: a buffer (dtype + shape) or a scalar (dtype only)."""
 
@@ -115,7 +116,7 @@ class ParamInfo:
             raise UserError(f"kernel metadata: malformed parameter in {where}: {exc}") from None
 
 
-@dataclass(frozen=True)
+@record
 class LaunchInfo:
     """One GPU launch of a cuda kernel: its `__global__` symbol and its grid and block
     (3 shape expressions each, over the kernel's symbolic sizes and scalar parameters)."""
@@ -158,7 +159,7 @@ def _names(expr) -> set:
     return set()
 
 
-@dataclass(frozen=True)
+@record
 class KernelInfo:
     """Everything the loader checks and passes for one kernel symbol."""
 

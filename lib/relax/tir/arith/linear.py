@@ -13,12 +13,13 @@ truncating pair) back to `x`: the split-then-fuse pattern of scheduled indices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ...ir import dtype as dt
 from ...ir import tir
 from ...ir.node import Node, field_names
 from .. import semantics
+from ...records import record
 
 
 def expr_key(expr):
@@ -38,7 +39,7 @@ def expr_key(expr):
     return ("value", repr(expr))
 
 
-@dataclass
+@record(mutable=True)
 class Linear:
     """sum(coeff * atom) + const over one integer dtype."""
 

@@ -24,9 +24,8 @@ rule's block shape, which it otherwise chooses by the output's size (matmul.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...ir import tir
+from ...records import record
 from ..default_gpu_schedule import schedule_nest as fallback_nest
 from ..loop_nests import has_thread_bindings, top_level
 from ..schedule.nest import match_nest
@@ -44,7 +43,7 @@ RULES = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class GpuOptions:
     threads: int = 1024  # the target's max_threads_per_block
     matmul_tile: MatmulTile | None = None  # the matmul rule's block shape; None: by size (matmul.py)

@@ -35,11 +35,11 @@ several steps ahead of their multiply-adds. The diagram shows SMALL:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ...diagnostics import UserError
 from ...ir import dtype as dt
 from ...ir import tir
+from ...records import record
 from ..loop_nests import uses
 from ..rewrite import Rewriter, collect
 from ..schedule.nest import Nest
@@ -50,7 +50,7 @@ TILE_KEY = "tir.gpu_matmul_tile"  # pass config: "SIDExREGxK_STEP"
 SHARED_BYTES = 48 * 1024  # static __shared__ memory a block may declare
 
 
-@dataclass(frozen=True)
+@record
 class MatmulTile:
     side: int  # threads per block along each of x and y
     reg: int  # register tile per thread: reg x reg outputs
@@ -143,7 +143,7 @@ def matches(nest: Nest, options) -> bool:
     return not (isinstance(rows, tir.IntImm) and -(-rows.value // tile.outputs) > MAX_GRID_Y)
 
 
-@dataclass(frozen=True)
+@record
 class TileGrid:
     """The blocks of a tiled matmul `nest` (its `operands`): blockIdx.y over the row tiles,
     blockIdx.x over the batch times the column tiles (x allows 2^31 - 1 blocks where y

@@ -28,9 +28,9 @@ padded buffer (conv2d_padding.padding_as_loops).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 from ...ir import tir
+from ...records import record
 from ..arith.linear import from_expr
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
@@ -45,7 +45,7 @@ CHUNK_ROWS = 4
 CHUNK_LIMIT_BYTES = 16 * 1024
 
 
-@dataclass(frozen=True)
+@record
 class RowChunks:
     """How a matched convolution (conv2d._Conv) runs in chunks of `rows` output rows."""
     conv: object

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import functools
 import pathlib
-from dataclasses import dataclass
 
+from ...records import record
 from ...runtime.kernels.host import host, same_platform, triple_arch
 from ...target.llvm_target import TargetSpec, target_spec
 from ...target.vector_width import has_fma, vector_bits
@@ -27,7 +27,7 @@ from ...target.vector_width import has_fma, vector_bits
 KIB, MIB = 1024, 1024 * 1024
 
 
-@dataclass(frozen=True)
+@record
 class CpuInfo:
     vector_bits: int = 128  # of the widest vector register the target has (vector_width.py)
     vector_registers: int = 16  # architectural vector registers: 16 SSE/AVX2 x86-64, 32 AVX-512, NEON, RVV

@@ -14,15 +14,14 @@ loop order: the rules only choose the order, the tiles and the loop kinds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...ir import tir
 from ...ir.node import FrozenDict
+from ...records import record
 from ..loop_nests import perfect_loops, uses
 from ..rewrite import substitute
 
 
-@dataclass(frozen=True)
+@record
 class Nest:
     loops: tuple[tir.For, ...]
     realize: tir.BlockRealize

@@ -64,9 +64,8 @@ Figures, and the tile shapes and blockings that did no better: docs/tir-lowering
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...ir import tir
+from ...records import record
 from ..convert_blocks_to_loops import allocation
 from . import reduction_order
 from .cpu import CpuInfo
@@ -270,7 +269,7 @@ def _chunk_panels(packed: bool, chunk_tiles: int, column_tiles: int) -> int:
     return chunk_tiles if shared else 1
 
 
-@dataclass(frozen=True)
+@record
 class _RowBlocks:
     """A chunk's loops over its row blocks and its column tiles."""
 

@@ -41,7 +41,8 @@ tiles, four with AVX2's).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from ...records import record
 
 MAX_K_BLOCK = 256  # k steps per block of a panel in L1, at most: longer blocks measured no faster on AVX-512
 MIN_K_BLOCK = 32
@@ -53,7 +54,7 @@ ROW_BLOCK_ROWS = 256  # rows of A per row block, at most (1024 measured slower w
 L2_SHARE = 1 / 2  # of L2 for the row block of A, at most
 
 
-@dataclass(frozen=True)
+@record
 class TileShape:
     rows: int
     vectors: int
@@ -91,7 +92,7 @@ def register_tile_shape(cpu, panel_width: int | None = None) -> TileShape | None
     return best
 
 
-@dataclass(frozen=True)
+@record
 class Blocking:
     k_steps: int  # per k block, at most (K is cut into equal blocks)
     chunk_tiles: int  # column tiles per parallel chunk, at most

@@ -32,11 +32,10 @@ kept in the shape heap), kernels passed as values rather than called, and compil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ...diagnostics import UserError
+from ...records import record
 from ...runtime.dtype import DataType
 from ...runtime.kernels.metadata import KernelInfo, evaluate, format_expr
 from ...runtime.objects import ShapeTuple
@@ -46,7 +45,7 @@ from ..bytecode.signature import function_signatures
 USE_IMM = 0  # make_shape / make_prim_value operand code: an immediate (vm/machine/builtins.py)
 
 
-@dataclass(frozen=True)
+@record
 class Value:
     """What the bytecode knows of a value: a tensor ("buffer"), a number ("scalar"), or another kind."""
 

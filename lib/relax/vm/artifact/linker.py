@@ -21,11 +21,11 @@ reported, in the words of ld. Nothing here imports the compiler.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 from typing import Sequence
 
 from ...diagnostics import Diagnostic, DiagnosticError, UserError
 from . import vmx
+from ...records import record
 from .kernel_calls import check_kernel_calls
 from ..bytecode.executable import EXEC_MODES, Executable
 from ..bytecode.isa import ArgKind, FuncKind, Opcode, decode_arg
@@ -33,13 +33,13 @@ from ..bytecode.isa import ArgKind, FuncKind, Opcode, decode_arg
 VMTIR_PREFIX = "__vmtir__"
 
 
-@dataclass(frozen=True)
+@record
 class LinkInput:
     name: str   # as given on the command line; the manifest records its base name
     data: bytes
 
 
-@dataclass(frozen=True)
+@record
 class LinkResult:
     data: bytes
     info: vmx.LinkInfo

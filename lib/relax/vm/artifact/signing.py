@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from ...diagnostics import UserError
+from ...records import record
 
 DOMAIN = b"relax .vmx signature, ed25519, v1\0"  # keeps these signatures from meaning anything elsewhere
 PUBLIC_KEY_SIZE = 32
@@ -59,7 +59,7 @@ def _crypto():
     return serialization, ed25519, (InvalidSignature, UnsupportedAlgorithm)
 
 
-@dataclass(frozen=True)
+@record
 class Signature:
     """The signature section of a read .vmx, with the message it should sign."""
 
@@ -100,7 +100,7 @@ def _read_key_file(path: str, what: str) -> bytes:
     return data
 
 
-@dataclass(frozen=True)
+@record
 class SigningKey:
     """An Ed25519 private key read from a PEM file, ready to sign artifacts."""
 
@@ -176,7 +176,7 @@ def _public_keys(path: str) -> list[tuple[bytes, str]]:
     return keys
 
 
-@dataclass(frozen=True)
+@record
 class TrustedKeys:
     """The public keys an artifact may be signed with: raw key -> the file it came from."""
 

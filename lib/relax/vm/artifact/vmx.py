@@ -33,8 +33,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from dataclasses import dataclass
 
+from ...records import record
 from ...version import FORMAT_VERSIONS, __version__
 from ..bytecode.binary import FormatError
 from ..bytecode.executable import EXEC_MODES
@@ -75,7 +75,7 @@ def _check_fields(entry, fields: dict, what: str) -> None:
             raise ValueError(f"malformed {what}: '{name}' is {value!r}")
 
 
-@dataclass(frozen=True)
+@record
 class LinkInfo:
     """The manifest of a .vmx: what was linked, how, for which targets."""
 
@@ -140,7 +140,7 @@ class LinkInfo:
         return "\n".join(lines) + "\n"
 
 
-@dataclass(frozen=True)
+@record
 class Artifact:
     """The decoded sections of a .vmx: manifest, .vmo bytes, .ko bytes in link order."""
 

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ...diagnostics import UserError
 
+from ...records import record
 from .isa import FuncKind, Instruction, decode_instruction
 
 
@@ -25,7 +26,7 @@ EXEC_MODES = ("interp", "compiled")
 EXPORTERS: dict[str, Callable[["Executable", str], None]] = {}
 
 
-@dataclass(frozen=True)
+@record
 class FuncInfo:
     """One row of the function table (TVM's VMFuncInfo)."""
 

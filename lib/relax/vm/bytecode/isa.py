@@ -18,7 +18,8 @@ index.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from ...records import record
 
 WORD_MIN = -(1 << 63)
 WORD_MAX = (1 << 63) - 1
@@ -56,7 +57,7 @@ class Opcode(enum.IntEnum):
     IF = 4
 
 
-@dataclass(frozen=True)
+@record
 class OpcodeInfo:
     opcode: Opcode
     mnemonic: str              # as TVM's as_text prints it
@@ -83,7 +84,7 @@ OPCODES: dict[int, OpcodeInfo] = {
 BY_MNEMONIC: dict[str, OpcodeInfo] = {info.mnemonic: info for info in OPCODES.values()}
 
 
-@dataclass(frozen=True)
+@record
 class Instruction:
     """One decoded instruction; `fields` follow OPCODES[opcode].fields, `args` are argument words."""
 

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+
+from ...records import record
 
 CALLED, HAS_SOURCE = 1, 2
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@dataclass(frozen=True)
+@record
 class PyFunctionEntry:
     name: str
     called: bool = False

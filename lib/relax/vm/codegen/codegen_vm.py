@@ -15,8 +15,6 @@ instructions are handed to the builder.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ...diagnostics import DiagnosticError, error
@@ -25,6 +23,7 @@ from ...ir import tir
 from ...ir.module import IRModule
 from ...ir import struct_info as si
 from ...ir.struct_info import TupleStructInfo
+from ...records import record
 from ...runtime.dtype import DataType
 from ...runtime.objects import ShapeTuple
 from ..bytecode.exec_builder import ExecBuilder
@@ -41,7 +40,7 @@ OPERATOR_BUILTINS = {
 }
 
 
-@dataclass
+@record(mutable=True)
 class _Label:
     name: str
 

@@ -25,10 +25,10 @@ Decoded instructions (first element is the operation):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Callable
 
+from ...records import record
 from ...runtime.objects import Closure
 from .builtins import invoke_closure
 from ..bytecode.executable import Executable, FuncInfo
@@ -37,7 +37,7 @@ from ..bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_a
 CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_VM1, CALL_CLOSURE, CALL_HOOKED, ALLOC_CALL = range(11)
 
 
-@dataclass
+@record(mutable=True)
 class DecodedFunction:
     index: int
     name: str

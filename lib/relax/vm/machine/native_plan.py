@@ -9,10 +9,9 @@ returned value; any other instruction raises Ineligible with the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ...records import record
 from ...runtime.device import CPU
 from ...runtime.kernels.library import KernelFunction
 from .builtins import ASSERT_EQUAL_TO_IMM, data_type
@@ -26,17 +25,17 @@ class Ineligible(Exception):
 
 # ---- abstract values of registers while planning ----------------------------------------
 
-@dataclass(frozen=True)
+@record
 class PlannedInput:
     index: int
 
 
-@dataclass(frozen=True)
+@record
 class PlannedStorage:
     index: int      # into Plan.storages
 
 
-@dataclass(frozen=True)
+@record
 class PlannedTensor:
     storage: int
     offset: int
@@ -49,7 +48,7 @@ class PlannedTensor:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
-@dataclass(frozen=True)
+@record
 class PlannedTuple:
     items: tuple    # PlannedTensor or PlannedTuple
 
@@ -58,7 +57,7 @@ class PlannedTuple:
             yield from (item.tensors() if isinstance(item, PlannedTuple) else (item,))
 
 
-@dataclass
+@record(mutable=True)
 class PlannedKernelCall:
     kernel: KernelFunction
     args: list      # per parameter: PlannedInput, PlannedTensor or a constant ndarray

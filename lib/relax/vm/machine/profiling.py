@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ...diagnostics import UserError
+from ...records import record
 
 
-@dataclass(frozen=True)
+@record
 class BenchmarkResult:
     """Seconds per run, one entry per repeat."""
 
@@ -76,14 +77,14 @@ def time_evaluator(vm, func_name: str, number: int, repeat: int, min_repeat_ms: 
     return evaluate
 
 
-@dataclass
+@record(mutable=True)
 class ProfileRow:
     name: str
     calls: int = 0
     seconds: float = 0.0
 
 
-@dataclass
+@record(mutable=True)
 class Report:
     """Time per called function during one run; `total` is the whole run."""
 
