@@ -17,8 +17,8 @@ from dataclasses import field
 import numpy as np
 
 from ..diagnostics import UserError
-from . import worker_context
 from ..records import record
+from . import worker_context
 from .ccl import CollectiveAborted
 from .worker_context import WorkerContext
 

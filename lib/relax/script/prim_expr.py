@@ -19,8 +19,8 @@ from typing import Callable
 
 from ..ir import dtype as dt
 from ..ir import tir
-from . import literal_limits, tir_ops
 from ..records import record
+from . import literal_limits, tir_ops
 from .ast_nodes import METADATA_MESSAGE, is_metadata
 from .context import ParseAbort, ParseContext, Scope
 from .literal_limits import LiteralError

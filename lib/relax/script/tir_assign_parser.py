@@ -19,8 +19,8 @@ from typing import Callable
 
 from ..ir import EMPTY, FrozenDict, tir
 from ..ir import dtype as dt
-from . import tir_ops
 from ..records import record
+from . import tir_ops
 from .context import Scope
 from .literal_limits import LiteralError
 from .prim_expr import LocalScalar, is_dtype_name, unknown_name_message

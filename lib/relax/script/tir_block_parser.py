@@ -15,8 +15,8 @@ import ast
 from dataclasses import field
 
 from ..ir import FrozenDict, tir
-from . import tir_ops
 from ..records import record
+from . import tir_ops
 from .context import ParseContext, Scope
 from .prim_expr import PrimExprParser
 from .tir_access_regions import infer_regions

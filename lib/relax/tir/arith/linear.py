@@ -18,8 +18,8 @@ from dataclasses import field
 from ...ir import dtype as dt
 from ...ir import tir
 from ...ir.node import Node, field_names
-from .. import semantics
 from ...records import record
+from .. import semantics
 
 
 def expr_key(expr):

@@ -24,8 +24,8 @@ import fnmatch
 from typing import Sequence
 
 from ...diagnostics import Diagnostic, DiagnosticError, UserError
-from . import vmx
 from ...records import record
+from . import vmx
 from .kernel_calls import check_kernel_calls
 from ..bytecode.executable import EXEC_MODES, Executable
 from ..bytecode.isa import ArgKind, FuncKind, Opcode, decode_arg
