@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import reprlib
 import types
 from typing import Any, Callable
 
@@ -87,6 +88,7 @@ def _hash(self) -> int:
     return hash(self._record_key(self))
 
 
+@reprlib.recursive_repr()  # a record that holds itself shows "...", as a dataclass's repr does
 def _repr(self) -> str:
     shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._record_shown)
     return f"{self.__class__.__qualname__}({shown})"

@@ -131,6 +131,17 @@ def test_a_bodys_methods_are_kept():
     assert hash(Keyed("y")) == 7
 
 
+def test_a_record_that_holds_itself_shows_dots():
+    @record(mutable=True)
+    class Cell:
+        name: str
+        next: object = None
+
+    cell = Cell("a")
+    cell.next = cell
+    assert repr(cell) == "test_a_record_that_holds_itself_shows_dots.<locals>.Cell(name='a', next=...)"
+
+
 def test_post_init_runs():
     @record
     class Checked:
