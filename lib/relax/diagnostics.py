@@ -8,7 +8,6 @@ source line and a caret under the offending token.
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Iterable, TextIO
 
 from .records import record

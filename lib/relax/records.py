@@ -34,9 +34,10 @@ def record(cls: type | None = None, /, *, eq: bool = True, mutable: bool = False
     `@dataclass`'s plain class (compared by fields and unhashable, unless eq=False)."""
 
     def declare(cls: type) -> type:
-        for name in ("__setattr__", "__delattr__"):
-            if name in cls.__dict__ and not mutable:
-                raise TypeError(f"{cls.__name__}: a record cannot define {name}")
+        if not mutable:
+            for name in ("__setattr__", "__delattr__"):
+                if name in cls.__dict__:
+                    raise TypeError(f"{cls.__name__}: a record cannot define {name}")
         if cls.__dict__.get("__doc__") is None:
             cls.__doc__ = cls.__name__  # else dataclasses spells out a signature, through inspect
         cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
@@ -44,7 +45,7 @@ def record(cls: type | None = None, /, *, eq: bool = True, mutable: bool = False
         if "__init__" not in cls.__dict__:
             cls.__init__ = init_function(cls, fields, "assign" if mutable else "object")
         if not mutable:
-            cls.__setattr__, cls.__delattr__ = _refuse_setattr, _refuse_delattr
+            cls.__setattr__, cls.__delattr__ = refuse_setattr, refuse_delattr
         if "__repr__" not in cls.__dict__:
             cls._record_shown = tuple(f.name for f in fields if f.repr)
             cls.__repr__ = _repr
@@ -94,11 +95,13 @@ def _repr(self) -> str:
     return f"{self.__class__.__qualname__}({shown})"
 
 
-def _refuse_setattr(self, name: str, value: Any) -> None:
+def refuse_setattr(self, name: str, value: Any) -> None:
+    """The __setattr__ of an immutable class (records, IR nodes)."""
     raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
-def _refuse_delattr(self, name: str) -> None:
+def refuse_delattr(self, name: str) -> None:
+    """The __delattr__ of an immutable class (records, IR nodes)."""
     raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
 
@@ -115,12 +118,10 @@ def init_function(cls: type, fields, store: str) -> types.FunctionType:
     fields = [f for f in fields if f.init]
     positional = [f for f in fields if not f.kw_only]
     keyword = [f for f in fields if f.kw_only]
-    defaults, factories = [], {}
-    for f in positional + keyword:
-        if f.default_factory is not dataclasses.MISSING:
-            factories[f.name] = f.default_factory
+    factories = {f.name: f.default_factory for f in fields if f.default_factory is not dataclasses.MISSING}
+    defaults = []
     for f in positional:
-        default = _FACTORY if f.name in factories else f.default
+        default = _parameter_default(f)
         if default is not dataclasses.MISSING:
             defaults.append(default)
         elif defaults:
@@ -129,11 +130,17 @@ def init_function(cls: type, fields, store: str) -> types.FunctionType:
                       tuple(sorted(factories)), hasattr(cls, "__post_init__"), store)
     names = {"_FACTORY": _FACTORY, "_factories": factories, "_setattr": object.__setattr__}
     function = types.FunctionType(code, names, "__init__", tuple(defaults) or None)
-    keyword_defaults = {f.name: _FACTORY if f.name in factories else f.default
-                        for f in keyword if f.name in factories or f.default is not dataclasses.MISSING}
+    keyword_defaults = {f.name: _parameter_default(f) for f in keyword
+                        if _parameter_default(f) is not dataclasses.MISSING}
     function.__kwdefaults__ = keyword_defaults or None
     function.__qualname__ = f"{cls.__qualname__}.__init__"
     return function
+
+
+def _parameter_default(f: dataclasses.Field):
+    """The default of field `f`'s __init__ parameter: _FACTORY for a default_factory, else
+    its default (MISSING if it has none)."""
+    return _FACTORY if f.default_factory is not dataclasses.MISSING else f.default
 
 
 # How each `store` of init_function writes field `name` (the value in `{value}`).

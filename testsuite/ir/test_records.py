@@ -170,5 +170,5 @@ def test_a_record_may_not_define_setattr():
         class Wrong:
             a: int
 
-            def __setattr__(self, name, value):
-                pass
+            def __setattr__(self, name, value):  # one that would let changes through
+                object.__setattr__(self, name, value)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..diagnostics import Span
-from ..records import init_function
+from ..records import init_function, refuse_delattr, refuse_setattr
 
 NodeT = TypeVar("NodeT", bound="Node")
 
@@ -43,11 +43,7 @@ def node(cls: type[NodeT]) -> type[NodeT]:
 class Node:
     span: Span | None = dataclasses.field(default=None, kw_only=True)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+    __setattr__, __delattr__ = refuse_setattr, refuse_delattr
 
     def with_fields(self: NodeT, **changes: Any) -> NodeT:
         """A copy with some fields replaced (the span is kept unless given)."""

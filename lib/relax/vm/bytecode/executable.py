@@ -9,11 +9,10 @@ the few questions asked of it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
 from ...diagnostics import UserError
-
 from ...records import record
 from .isa import FuncKind, Instruction, decode_instruction
 
@@ -39,7 +38,7 @@ class FuncInfo:
     param_names: tuple[str, ...] = ()
 
 
-@dataclass(eq=False)  # identity equality: compare executables by their bytes
+@record(mutable=True, eq=False)  # identity equality: compare executables by their bytes
 class Executable:
     func_table: list[FuncInfo] = field(default_factory=list)
     constants: list[Any] = field(default_factory=list)
