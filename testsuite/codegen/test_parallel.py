@@ -70,6 +70,21 @@ def test_the_loop_body_is_compiled_once():
     assert len(re.findall(r"call .*@parallel\.impl\.parallel1\(", text)) == 2
 
 
+def _function_attributes(text: str, name: str) -> str:
+    """The attributes of function `name` in LLVM's printed IR (kept in numbered groups)."""
+    group = re.search(rf"^define .*@{re.escape(name)}\(.*\) #(\d+) {{$", text, re.M)
+    assert group, name
+    return re.search(rf"^attributes #{group.group(1)} = {{ (.*) }}$", text, re.M).group(1)
+
+
+def test_only_the_loop_body_is_optimized():
+    """The thread routine's chunk-claiming loops are built unoptimized (optnone): the full
+    pipeline on them cost more build time than they run; the body keeps it."""
+    text = emit_llvm_ir({"parallel": row_sums("parallel")}, optimized=False)
+    assert "optnone" in _function_attributes(text, "parallel.impl.parallel1.thread").split()
+    assert "optnone" not in _function_attributes(text, "parallel.impl.parallel1").split()
+
+
 def test_assert_inside_a_parallel_loop_fails_the_call():
     a = param("A", "int32", (100000,))
     i = tir.Var("i", "int64")

@@ -307,6 +307,10 @@ class ParallelCodegen:
         """
         function = ir.Function(self.module, ir.FunctionType(POINTER, [POINTER, I32]), worker.name + ".thread")
         function.linkage = "internal"
+        # Its loops run once per chunk around the worker's: optimizing and compiling them
+        # with the full pipeline cost more build time than their run time can repay.
+        function.attributes.add("noinline")
+        function.attributes.add("optnone")
         b = ir.IRBuilder(function.append_basic_block("entry"))
         closure, participant = function.args
         fields = {position: b.load(self._field(b, closure, closure_type, position), typ=field_type)
