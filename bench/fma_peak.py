@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import pathlib
 import sys
 import threading
@@ -57,6 +58,7 @@ def _loop_ir(lanes: int) -> str:
     return "\n".join(lines)
 
 
+@functools.cache  # one build per process: the peak and the parallel checks share it
 def _compiled_loop():
     import llvmlite.binding as llvm
 
@@ -76,10 +78,8 @@ def _compiled_loop():
 
 def fma_peak_gflops(threads: int = 2, repeat: int = 3) -> float:
     """Best GFLOP/s of `threads` FMA loops run at once."""
-    function, lanes, engine = _compiled_loop()
-    best = max(_rate(function, lanes, threads, ITERATIONS) for _ in range(repeat))
-    del engine
-    return best
+    function, lanes, _engine = _compiled_loop()
+    return max(_rate(function, lanes, threads, ITERATIONS) for _ in range(repeat))
 
 
 def _rate(function, lanes: int, threads: int, iterations: int) -> float:
@@ -97,11 +97,9 @@ def thread_scaling(threads: int = 2, samples: int = 10, iterations: int = ITERAT
     """`samples` ratios of `threads` loops' FMA rate to one loop's, each pair run back to back
     (a few ms each): near `threads` where the cores are the process's own, lower where a
     virtual machine's other cores are shared."""
-    function, lanes, engine = _compiled_loop()
-    ratios = [_rate(function, lanes, threads, iterations) / _rate(function, lanes, 1, iterations)
-              for _ in range(samples)]
-    del engine
-    return ratios
+    function, lanes, _engine = _compiled_loop()
+    return [_rate(function, lanes, threads, iterations) / _rate(function, lanes, 1, iterations)
+            for _ in range(samples)]
 
 
 def scaling_report(ratios: list[float], threads: int, when: str) -> str:
@@ -117,14 +115,19 @@ def scaling_report(ratios: list[float], threads: int, when: str) -> str:
     return line
 
 
+def parallel_check(threads: int, when: str) -> None:
+    """Prints scaling_report of a fresh thread_scaling run `when`, with more than one thread."""
+    if threads > 1:
+        print(scaling_report(thread_scaling(threads), threads, when), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     for threads in sorted({1, args.threads}):
         print(f"fma peak, {threads} thread{'s' if threads > 1 else ''}: {fma_peak_gflops(threads):.1f} GFLOP/s")
-    if args.threads > 1:
-        print(scaling_report(thread_scaling(args.threads), args.threads, "now"))
+    parallel_check(args.threads, "now")
 
 
 if __name__ == "__main__":

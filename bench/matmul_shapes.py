@@ -36,7 +36,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fma_peak import fma_peak_gflops, scaling_report, thread_scaling  # noqa: E402
+from fma_peak import fma_peak_gflops, parallel_check  # noqa: E402
 from schedules import callable_of, kernels_of, module_text  # noqa: E402
 
 SHAPES = ("1024x1024x1024", "64x784x512", "128x256x1024", "128x1024x256", "512x512x512")
@@ -122,8 +122,7 @@ def main(argv=None) -> int:
     peak = fma_peak_gflops(threads)
     print(f"# relax threads {threads}, float32 FMA peak {peak:.1f} GFLOP/s (bench/fma_peak.py); "
           f"{args.rounds} rounds of {args.batch_ms:.0f} ms batches")
-    if threads > 1:
-        print(scaling_report(thread_scaling(threads), threads, "before the shapes"))
+    parallel_check(threads, "before the shapes")
     for shape in args.shapes:
         print("\n".join(report(shape, measure(shape, targets, args.rounds, args.batch_ms / 1e3), peak)), flush=True)
     return 0

@@ -76,7 +76,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import peers_numpy  # noqa: E402
-from fma_peak import fma_peak_gflops, scaling_report, thread_scaling  # noqa: E402
+from fma_peak import fma_peak_gflops, parallel_check  # noqa: E402
 from kernel_shares import kernel_share_rows  # noqa: E402
 from peers_report import cpu_name, ratio_line  # noqa: E402
 
@@ -373,8 +373,7 @@ def main(argv=None) -> int:
     print(f"# machine limits (this run): numpy copy {limits['copy_gbs']:.1f} GB/s (read + write), "
           f"numpy sgemm {limits['sgemm_gflops']:.1f} GFLOP/s, "
           f"float32 FMA peak {limits['fma_gflops']:.1f} GFLOP/s (bench/fma_peak.py)")
-    if threads > 1:
-        print(scaling_report(thread_scaling(threads), threads, "before the workloads"))
+    parallel_check(threads, "before the workloads")
     if args.no_onnxruntime or importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
         print("# onnxruntime: not measured (pip install .[bench] for onnxruntime and onnx)")
     else:
@@ -389,8 +388,7 @@ def main(argv=None) -> int:
         for name in args.workloads:
             rows, medians[name] = bench_workload(name, args, pathlib.Path(scratch))
             print("\n".join(rows), flush=True)
-    if threads > 1:
-        print(scaling_report(thread_scaling(threads), threads, "after the workloads"))
+    parallel_check(threads, "after the workloads")
     summary = ratio_line(medians)
     print(f"# {time.perf_counter() - started:.0f} s in all" + ("" if summary is None else f"\n{summary}"))
     return 0

@@ -307,8 +307,8 @@ class ParallelCodegen:
         """
         function = ir.Function(self.module, ir.FunctionType(POINTER, [POINTER, I32]), worker.name + ".thread")
         function.linkage = "internal"
-        # Its loops run once per chunk around the worker's: optimizing and compiling them
-        # with the full pipeline cost more build time than their run time can repay.
+        # Built unoptimized: its loops only claim chunks, one step per call of the worker,
+        # and LLVM's full pipeline on them cost more build time than it saves at run time.
         function.attributes.add("noinline")
         function.attributes.add("optnone")
         b = ir.IRBuilder(function.append_basic_block("entry"))

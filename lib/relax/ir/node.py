@@ -32,10 +32,11 @@ def node(cls: type[NodeT]) -> type[NodeT]:
     if cls.__dict__.get("__doc__") is None:
         cls.__doc__ = cls.__name__  # else dataclasses spells out a signature, through inspect
     cls = dataclasses.dataclass(init=False, eq=False, repr=False)(cls)
-    for f in dataclasses.fields(cls):
+    fields = dataclasses.fields(cls)
+    for f in fields:
         if f.default_factory is not dataclasses.MISSING:
             raise TypeError(f"{cls.__name__}.{f.name}: a node field takes a default value, not a factory")
-    cls.__init__ = init_function(cls, dataclasses.fields(cls), store="dict")
+    cls.__init__ = init_function(cls, fields, store="dict")
     return cls
 
 
