@@ -85,6 +85,35 @@ def test_only_the_loop_body_is_optimized():
     assert "optnone" not in _function_attributes(text, "parallel.impl.parallel1").split()
 
 
+def _loop_headers(text: str, name: str) -> set[str]:
+    """The blocks of function `name` (printed IR) that a cycle of its control flow re-enters."""
+    body = re.search(rf"^define [^\n]*@{re.escape(name)}\(.*?^}}$", text, re.M | re.S).group(0)
+    blocks = re.split(r"^([\w.]+):", "entry:" + body.split("{\n", 1)[1].removeprefix("entry:"), flags=re.M)[1:]
+    successors = {label: re.findall(r"label %([\w.]+)", code) for label, code in zip(blocks[::2], blocks[1::2])}
+    headers, done, on_path = set(), set(), []
+
+    def visit(label):
+        on_path.append(label)
+        for target in successors[label]:
+            if target in on_path:
+                headers.add(target)
+            elif target not in done:
+                visit(target)
+        on_path.pop()
+        done.add(label)
+
+    visit("entry")
+    return headers
+
+
+def test_the_launch_has_no_loop():
+    """The launching code zeroes the claim counters with one memset: as a loop, LLVM
+    vectorized it (with run-time checks and epilogues) in every parallel kernel's entry."""
+    text = emit_llvm_ir({"parallel": row_sums("parallel")})
+    assert _loop_headers(text, "relaxk_parallel") == set()
+    assert _loop_headers(text, "parallel.impl.parallel1")  # the check sees loops
+
+
 def test_assert_inside_a_parallel_loop_fails_the_call():
     a = param("A", "int32", (100000,))
     i = tir.Var("i", "int64")
