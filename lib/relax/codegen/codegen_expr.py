@@ -15,7 +15,7 @@ import llvmlite.ir as ir
 from ..diagnostics import UserError
 from ..ir import dtype as dt
 from ..ir import tir
-from .llvm_types import I1, I32, I64, alignment, constant, is_signed, memory_type, value_type
+from .llvm_types import I1, I32, I64, alignment, constant, is_signed, memory_type, splat_mask, undef_vector, value_type
 from .value_numbering import numbered, value_key
 
 _ICMP = {tir.EQ: "==", tir.NE: "!=", tir.LT: "<", tir.LE: "<=", tir.GT: ">", tir.GE: ">="}
@@ -260,9 +260,8 @@ class ExprCodegen:
 
     def broadcast(self, value: ir.Value, lanes: int) -> ir.Value:
         vector_type = ir.VectorType(value.type, lanes)
-        single = self.builder.insert_element(ir.Constant(vector_type, ir.Undefined), value, ir.Constant(I32, 0))
-        mask = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
-        return self.builder.shuffle_vector(single, ir.Constant(vector_type, ir.Undefined), mask)
+        single = self.builder.insert_element(undef_vector(vector_type), value, ir.Constant(I32, 0))
+        return self.builder.shuffle_vector(single, undef_vector(vector_type), splat_mask(lanes))
 
     def expr_Broadcast(self, node):
         return self.broadcast(self.emit(node.value), node.lanes)
@@ -273,7 +272,7 @@ class ExprCodegen:
         if (len(vectors) in (1, 2) and len(node.indices) > 1 and all(isinstance(i, tir.IntImm) for i in node.indices)
                 and isinstance(vectors[0].type, ir.VectorType) and all(v.type == vectors[0].type for v in vectors)):
             # One shufflevector (a transpose block's swaps): LLVM picks the instruction.
-            second = vectors[1] if len(vectors) == 2 else ir.Constant(vectors[0].type, ir.Undefined)
+            second = vectors[1] if len(vectors) == 2 else undef_vector(vectors[0].type)
             mask = ir.Constant(ir.VectorType(I32, len(node.indices)), [ir.Constant(I32, i.value) for i in node.indices])
             return self.builder.shuffle_vector(vectors[0], second, mask)
         element = vectors[0].type.element if isinstance(vectors[0].type, ir.VectorType) else vectors[0].type
@@ -283,7 +282,7 @@ class ExprCodegen:
                 lanes += [self.builder.extract_element(vector, ir.Constant(I32, k)) for k in range(vector.type.count)]
             else:
                 lanes.append(vector)
-        result = ir.Constant(ir.VectorType(element, len(node.indices)), ir.Undefined)
+        result = undef_vector(ir.VectorType(element, len(node.indices)))
         for position, index in enumerate(node.indices):
             if not isinstance(index, tir.IntImm):
                 raise self.error("a Shuffle index must be a constant")
@@ -329,7 +328,7 @@ class ExprCodegen:
             value = self.builder.load(self.element_pointer(buffer, start), typ=vector, align=alignment(element))
         elif lanes > 1:
             offsets = self._index64(self.emit(index), index.dtype)
-            value = ir.Constant(ir.VectorType(memory_type(element), lanes), ir.Undefined)
+            value = undef_vector(ir.VectorType(memory_type(element), lanes))
             for lane in range(lanes):
                 offset = self.builder.extract_element(offsets, ir.Constant(I32, lane))
                 item = self.builder.load(self.element_pointer(buffer, offset), typ=memory_type(element),

@@ -15,7 +15,7 @@ from ..ir import tir
 from ..runtime.kernels import abi
 from ..tir import semantics
 from .intrinsics import MATH_INTRINSICS, UNSUPPORTED, intrinsic_name
-from .llvm_types import I32, constant, is_signed, value_type
+from .llvm_types import I32, constant, is_signed, undef_vector, value_type
 
 _FLOAT = ir.FloatType()
 
@@ -64,7 +64,7 @@ class IntrinsicCodegen:
         function = self.declare(symbol, ir.FunctionType(element, [element] * len(args)))
         if not isinstance(value_ty, ir.VectorType):
             return self.builder.call(function, args)
-        result = ir.Constant(value_ty, ir.Undefined)
+        result = undef_vector(value_ty)
         for lane in range(value_ty.count):
             index = ir.Constant(I32, lane)
             items = [self.builder.extract_element(a, index) for a in args]
@@ -221,7 +221,7 @@ class IntrinsicCodegen:
                 return self.builder.extract_element(value, ir.Constant(I32, k)) \
                     if isinstance(value.type, ir.VectorType) else value
             positions = [self._checked_lane(call, lane(index, k), lane(extent, k)) for k in range(dt.lanes(dtype))]
-            result = ir.Constant(index.type, ir.Undefined)
+            result = undef_vector(index.type)
             for k, position in enumerate(positions):
                 result = self.builder.insert_element(result, position, ir.Constant(I32, k))
             return result

@@ -7,6 +7,8 @@ LLVM vector of L lanes. In memory a bool takes a byte (i8), as numpy stores it.
 
 from __future__ import annotations
 
+import functools
+
 import llvmlite.ir as ir
 
 from ..diagnostics import UserError
@@ -73,3 +75,27 @@ def opaque(value: ir.Value) -> ir.Value:
     """`value` typed as an opaque `ptr` (llvmlite types allocas as typed pointers)."""
     value.type = POINTER
     return value
+
+
+class _ShortVector(ir.Constant):
+    """A vector constant printed in LLVM's short form (`undef`, `zeroinitializer`): llvmlite
+    spells out every lane, a fifth of a tiled kernel's IR text in splats alone."""
+
+    def __init__(self, vector_type: ir.VectorType, lanes, text: str):
+        super().__init__(vector_type, lanes)
+        self.text = text
+
+    def _get_reference(self) -> str:
+        return self.text
+
+
+@functools.cache
+def undef_vector(vector_type: ir.VectorType) -> ir.Constant:
+    """`vector_type` undef (one shared constant per type: llvmlite caches its text)."""
+    return _ShortVector(vector_type, ir.Undefined, "undef")
+
+
+@functools.cache
+def splat_mask(lanes: int) -> ir.Constant:
+    """The shufflevector mask that copies lane 0 to every lane."""
+    return _ShortVector(ir.VectorType(I32, lanes), [0] * lanes, "zeroinitializer")
