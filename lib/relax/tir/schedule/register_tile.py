@@ -196,12 +196,14 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         acc = local("tile", rows_per_tile * width)
         slots = [(r, v) for r in range(rows_per_tile) for v in range(vectors)]
         slot = lambda r, v: (ramp(const((r * vectors + v) * lanes), lanes),)  # noqa: E731
-        c_row = lambda r, v: at(store, i0 + const(r), ramp(j0 + const(v * lanes), lanes))  # noqa: E731
+        # C's indices at row r, vector v (bound one by one: the whole store would be rewritten too)
+        c_row = lambda r, v: tuple(at(index, i0 + const(r), ramp(j0 + const(v * lanes), lanes))  # noqa: E731
+                                   for index in store.indices)
         # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
         # the chunk's column tiles sweep them, so packing them (a transpose into each row
         # tile's k steps of 8 contiguous elements) would only add copies.
         a_scalar = lambda k, r: at(x, i0 + const(r), j0, k)  # noqa: E731
-        start = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v).indices)
+        start = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v))
                                                   if start_value is None else tir.Broadcast(start_value, lanes), slot(r, v))
                                   for r, v in slots))
 
@@ -220,9 +222,9 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
             for r, v in slots:
                 value = tir.BufferLoad(acc, slot(r, v))
                 if blocks_add and not first:
-                    value = tir.Add(tir.BufferLoad(store.buffer, c_row(r, v).indices), value)
+                    value = tir.Add(tir.BufferLoad(store.buffer, c_row(r, v)), value)
                 values.append(finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + const(r),
-                                     j0 + const(v * lanes), lanes) if last and epilogues else c_row(r, v).with_fields(value=value))
+                                     j0 + const(v * lanes), lanes) if last and epilogues else store.with_fields(value=value, indices=c_row(r, v)))
             return tir.SeqStmt(tuple(values))
 
         ends = _block_ends(k_tiles, k_loop.extent, blocks_add, bool(epilogues), saves)
