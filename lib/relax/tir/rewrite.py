@@ -189,8 +189,9 @@ def _walk_kind(cls: type) -> int:
     return kind
 
 
-def walk(node, visit) -> None:
-    """Calls `visit(n)` on `node` and every node below it, buffers included, pre-order."""
+def walk(node, visit, node_type=None) -> None:
+    """Calls `visit(n)` on `node` and every node below it, buffers included, pre-order; with
+    `node_type`, on the nodes of that type only (checked here: no call for the others)."""
     stack = [node]
     seen_buffers: set[int] = set()
     pop, push = stack.pop, stack.append
@@ -210,7 +211,8 @@ def walk(node, visit) -> None:
             if id(current) in seen_buffers:
                 continue
             seen_buffers.add(id(current))
-        visit(current)
+        if node_type is None or isinstance(current, node_type):
+            visit(current)
         names = _FIELDS.get(cls)
         if names is None:
             names = _FIELDS[cls] = field_names(cls)
@@ -239,7 +241,7 @@ def collect(node, node_type) -> list:
     if entry is not None and entry[0] is node:
         return list(entry[1])
     found = []
-    walk(node, lambda n: found.append(n) if isinstance(n, node_type) else None)
+    walk(node, found.append, node_type)
     with _COLLECTED_LOCK:
         if len(_COLLECTED) >= _COLLECTED_MAX:
             del _COLLECTED[next(iter(_COLLECTED))]
