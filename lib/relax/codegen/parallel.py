@@ -46,6 +46,7 @@ from ..ir import tir
 from ..ir.node import Node, field_names
 from ..runtime.kernels import abi
 from ..runtime.kernels.thread_pool import POOL_LAUNCH
+from ..tir.rewrite import walk
 from .llvm_types import I1, I8, I32, I64, POINTER, opaque
 
 LAUNCHER = "__relax_parallel_launch"  # the per-object launcher of objects built before the pool
@@ -139,26 +140,13 @@ def link_launcher(module: "llvm.ModuleRef", context=None) -> None:
 
 def referenced_keys(node, found: dict) -> dict:
     """Every Var and buffer-pointer key a statement refers to, in first-use order."""
-    # Pre-order over an explicit stack (children pushed reversed), each node once: the
-    # order of a recursive walk, without a Python frame per node (it runs over every
-    # kernel body and every parallel loop's).
-    seen: set[int] = set()
-    stack = [node]
-    pop, push = stack.pop, stack.append
-    while stack:
-        value = pop()
-        if isinstance(value, (tuple, list)):
-            stack.extend(reversed(value))
-            continue
-        if not isinstance(value, Node) or id(value) in seen:
-            continue
-        seen.add(id(value))
+    def record(value):
         if isinstance(value, tir.Var):
             found.setdefault(value, None)
-        elif isinstance(value, tir.Buffer) and value.data is None:
+        elif value.data is None:
             found.setdefault(("buffer", value.name), None)
-        for name in reversed(field_names(value.__class__)):
-            push(getattr(value, name))
+
+    walk(node, record, (tir.Var, tir.Buffer))  # pre-order: first use first
     return found
 
 
