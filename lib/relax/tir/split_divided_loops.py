@@ -33,10 +33,10 @@ def divisors_by_variable(body) -> dict:
     found: dict = {}
 
     def look(node):
-        if isinstance(node, _DIVISIONS) and isinstance(node.a, tir.Var):
+        if isinstance(node.a, tir.Var):
             found.setdefault(node.a, set()).add(node.b.value if isinstance(node.b, tir.IntImm) else None)
 
-    walk(body, look)
+    walk(body, look, _DIVISIONS)
     return found
 
 

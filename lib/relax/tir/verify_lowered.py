@@ -45,7 +45,7 @@ def verify_lowered(func: tir.PrimFunc, target=None) -> list[str]:
             problems.append(f"loop '{node.loop_var.name}' is bound to {node.thread_tag or 'a thread'}, "
                             "which needs a cuda target")
 
-    walk(func.body, check)
+    walk(func.body, check, (tir.Stmt, tir.BufferLoad))  # the nodes check looks at
     seen = set()
     for buffer in body_buffers:
         if id(buffer) not in seen and len(buffer.shape) != 1:
