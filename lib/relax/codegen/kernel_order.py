@@ -22,7 +22,7 @@ def reduction_work(func: tir.PrimFunc) -> int:
     total = [0]
 
     def visit(node) -> None:
-        if isinstance(node, tir.Block) and any(iv.iter_type == "CommReduce" for iv in node.iter_vars):
+        if any(iv.iter_type == "CommReduce" for iv in node.iter_vars):
             count = 1
             for iter_var in node.iter_vars:
                 extent = iter_var.dom.extent if iter_var.dom is not None else None
@@ -31,7 +31,7 @@ def reduction_work(func: tir.PrimFunc) -> int:
                 count *= extent.value
             total[0] += count
 
-    walk(func.body, visit)
+    walk(func.body, visit, tir.Block)
     return total[0]
 
 

@@ -51,10 +51,10 @@ def _accesses(func: tir.PrimFunc, buffer: tir.Buffer) -> int:
 
     def visit(node):
         nonlocal count
-        if isinstance(node, (tir.BufferLoad, tir.BufferStore)) and node.buffer is buffer:
+        if node.buffer is buffer:
             count += 1
 
-    walk(func.body, visit)
+    walk(func.body, visit, (tir.BufferLoad, tir.BufferStore))
     return count
 
 
