@@ -61,6 +61,9 @@ def _unchanged(_rewriter, node):
 class Rewriter:
     """Override `visit_<NodeType>(self, node)` for the node types a pass cares about.
 
+    A subclass customizes visit_ methods and generic_visit, never visit itself: generic_visit
+    dispatches children without it.
+
     A pass that rewrites statements only sets `statements_only`: expressions it defines no
     visit_ method for are then kept as they are, without a walk through their nodes
     (most of a kernel's nodes are in its expressions)."""
@@ -101,8 +104,9 @@ class Rewriter:
             return node
         changes = None
         kinds = _KIND
-        # The table of visit_ methods, read to leave out leaves without one (skips_plain_leaves).
-        table = _DISPATCH.get(self.__class__, _NO_METHODS) if self.skips_plain_leaves else _NO_METHODS
+        methods = _DISPATCH.get(self.__class__, _NO_METHODS)  # this rewriter's visit_ methods so far
+        # The same table, read to leave out leaves without a visit_ method (skips_plain_leaves).
+        table = methods if self.skips_plain_leaves else _NO_METHODS
         names = _FIELDS.get(cls)  # field_names' answer, read here without a call per node
         if names is None:
             names = _FIELDS[cls] = field_names(cls)
@@ -114,9 +118,14 @@ class Rewriter:
                 continue
             if value_kind == _LEAF and table.get(value_cls, _UNSEEN) is None:
                 continue  # a leaf this rewriter has no visit_ method for stays as it is
-            # Nodes are visited here rather than through _visit_value: one Python frame less
-            # per level of the tree (CPython keeps frames in 16 KiB chunks, codegen/fresh_stack.py).
-            new = self.visit(value) if value_kind == _NODE else self._visit_value(value)
+            # A node is dispatched here as visit would, without its frame (one Python frame less
+            # per level of the tree: CPython keeps frames in 16 KiB chunks, codegen/fresh_stack.py).
+            if value_kind == _NODE:
+                method = methods.get(value_cls, _UNSEEN)
+                new = (self.generic_visit(value) if method is None else self.visit(value) if method is _UNSEEN
+                       else method(self, value))
+            else:
+                new = self._visit_value(value)
             if new is not value:
                 if changes is None:
                     changes = {}
