@@ -15,9 +15,11 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir import expr as rx
+from ..ir import tir
 from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
 from ..ir.pass_infra import Pass, register_pass
+from ..tir.rewrite import walk
 from .purity import is_pure
 
 
@@ -60,6 +62,10 @@ class _FunctionDCE:
 
 
 def _referenced_functions(func) -> set[str]:
+    if isinstance(func, tir.PrimFunc):  # a call of another function: a GlobalVar in a tir.Call
+        found = []
+        walk(func.body, found.append, rx.GlobalVar)  # TIR's own walk: a kernel body is large
+        return {node.name_hint for node in found}
     return {node.name_hint for node in collect(func, lambda n: isinstance(n, rx.GlobalVar))}
 
 
