@@ -77,21 +77,34 @@ class Linear:
 
 def from_expr(expr) -> Linear:
     """The linear combination `expr` denotes (atoms for anything non-linear)."""
+    return _accumulate(expr, 1, None)
+
+
+def _accumulate(expr, factor: int, into: Linear | None) -> Linear:
+    """`into` plus factor * `expr`'s combination (a new Linear, of the dtype `expr`'s own would
+    have, when `into` is None). A sum is added term by term into one Linear: adding the
+    combinations of its operands copied the terms at every level of a chain."""
     if isinstance(expr, tir.IntImm):
-        return Linear(expr.dtype, const=expr.value)
+        if into is None:
+            return Linear(expr.dtype, const=expr.value * factor)
+        into.const += expr.value * factor
+        return into
     if isinstance(expr, tir.Add):
-        return from_expr(expr.a).plus(from_expr(expr.b))
+        return _accumulate(expr.b, factor, _accumulate(expr.a, factor, into))
     if isinstance(expr, tir.Sub):
-        return from_expr(expr.a).plus(from_expr(expr.b), -1)
+        return _accumulate(expr.b, -factor, _accumulate(expr.a, factor, into))
     if isinstance(expr, tir.Mul):
         a, b = from_expr(expr.a), from_expr(expr.b)
-        if a.is_const:
-            return b.scaled(a.const)
-        if b.is_const:
-            return a.scaled(b.const)
-    result = Linear(expr.dtype)
-    result.add_term(expr, 1)
-    return result
+        if a.is_const or b.is_const:
+            inner, scale = (b, a.const) if a.is_const else (a, b.const)
+            into = Linear(inner.dtype) if into is None else into
+            for atom, coeff in inner.terms.values():
+                into.add_term(atom, coeff * scale * factor)
+            into.const += inner.const * scale * factor
+            return into
+    into = Linear(expr.dtype) if into is None else into
+    into.add_term(expr, factor)
+    return into
 
 
 def _imm(dtype: str, value: int) -> tir.IntImm:

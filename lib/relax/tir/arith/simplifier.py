@@ -123,8 +123,10 @@ class ExprSimplifier(Rewriter):
         if not (isinstance(node, (tir.Add, tir.Sub, tir.Mul)) and _is_scalar_int(node)):
             return self.visit(node)
         a, b = self._chain(node.a), self._chain(node.b)
-        if isinstance(node, tir.Mul) and not (from_expr(a).is_const or from_expr(b).is_const):
-            a, b = to_expr(from_expr(a)), to_expr(from_expr(b))  # a product of two: an atom of canonical operands
+        if isinstance(node, tir.Mul):
+            linear_a, linear_b = from_expr(a), from_expr(b)
+            if not (linear_a.is_const or linear_b.is_const):  # a product of two: an atom of canonical operands
+                a, b = to_expr(linear_a), to_expr(linear_b)
         return node if a is node.a and b is node.b else type(node)(a, b)
 
     visit_Add = visit_Sub = visit_Mul = _arith
