@@ -56,7 +56,23 @@ def is_signed(dtype: str) -> bool:
     return dt.kind(dtype) == "int"
 
 
+# constant's answers: one shared object per constant, so that llvmlite formats each once
+# (it caches a value's text on the object). Bounded: emptied when full.
+_CONSTANTS: dict[tuple, ir.Constant] = {}
+_CONSTANTS_MAX = 1 << 14
+
+
 def constant(dtype: str, value) -> ir.Constant:
+    key = (dtype, value.__class__, repr(value))  # repr: -0.0 and 0.0, equal as keys, stay apart
+    found = _CONSTANTS.get(key)
+    if found is None:
+        if len(_CONSTANTS) >= _CONSTANTS_MAX:
+            _CONSTANTS.clear()
+        found = _CONSTANTS[key] = _new_constant(dtype, value)
+    return found
+
+
+def _new_constant(dtype: str, value) -> ir.Constant:
     element = dt.element(dtype)
     scalar = scalar_type(element)
     if dt.is_float(element):
