@@ -225,3 +225,15 @@ def test_splats_are_spelled_short():
     out = np.zeros(16, np.float32)
     build_host_library(funcs).get_function("splat")(np.array([2.5], np.float32), out)
     np.testing.assert_array_equal(out, np.full(16, 2.5, np.float32))
+
+
+def test_shared_constants_keep_equal_keys_apart():
+    """Codegen shares one llvmlite constant per value; -0.0 and 0.0, or True and 1, compare
+    equal as dictionary keys but are different constants."""
+    from relax.codegen.llvm_types import constant
+
+    assert str(constant("float32", -0.0)) != str(constant("float32", 0.0))
+    assert str(constant("float32", -0.0)).endswith("0x8000000000000000")
+    assert constant("int32", 7) is constant("int32", 7)
+    assert constant("int32", 1) is not constant("int32", True)
+    assert str(constant("float32x4", 2.0)).startswith("<4 x float>")
