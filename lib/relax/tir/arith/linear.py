@@ -94,6 +94,10 @@ def _accumulate(expr, factor: int, into: Linear | None) -> Linear:
     if isinstance(expr, tir.Sub):
         return _accumulate(expr.b, -factor, _accumulate(expr.a, factor, into))
     if isinstance(expr, tir.Mul):
+        if isinstance(expr.a, tir.IntImm):  # a constant times a combination: that combination, scaled
+            return _accumulate(expr.b, factor * expr.a.value, into)
+        if isinstance(expr.b, tir.IntImm):
+            return _accumulate(expr.a, factor * expr.b.value, into)
         a, b = from_expr(expr.a), from_expr(expr.b)
         if a.is_const or b.is_const:
             inner, scale = (b, a.const) if a.is_const else (a, b.const)

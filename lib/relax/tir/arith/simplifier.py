@@ -123,7 +123,7 @@ class ExprSimplifier(Rewriter):
         if not (isinstance(node, (tir.Add, tir.Sub, tir.Mul)) and _is_scalar_int(node)):
             return self.visit(node)
         a, b = self._chain(node.a), self._chain(node.b)
-        if isinstance(node, tir.Mul):
+        if isinstance(node, tir.Mul) and not isinstance(a, tir.IntImm) and not isinstance(b, tir.IntImm):
             linear_a, linear_b = from_expr(a), from_expr(b)
             if not (linear_a.is_const or linear_b.is_const):  # a product of two: an atom of canonical operands
                 a, b = to_expr(linear_a), to_expr(linear_b)
