@@ -108,7 +108,7 @@ class ExprSimplifier(Rewriter):
     # -- + - * --------------------------------------------------------------------------
     def _arith(self, node):
         if _is_scalar_int(node):
-            return to_expr(from_expr(self._chain(node)))
+            return to_expr(from_expr(self._chain(node, True)))
         node = self.generic_visit(node)
         folded = _fold(node)
         if folded is not None:
@@ -117,12 +117,14 @@ class ExprSimplifier(Rewriter):
             return self._float_identity(node)
         return node
 
-    def _chain(self, node):
+    def _chain(self, node, scalar_int: bool = False):
         """An integer + - * expression with its operands outside the chain simplified, the
-        chain itself left for one linear form at its root (not one per node on the way up)."""
-        if not (isinstance(node, (tir.Add, tir.Sub, tir.Mul)) and _is_scalar_int(node)):
+        chain itself left for one linear form at its root (not one per node on the way up).
+        `scalar_int`: node's dtype is known to be a scalar integer's (a binary node's dtype is
+        its left operand's, read down the left spine each time)."""
+        if not (isinstance(node, (tir.Add, tir.Sub, tir.Mul)) and (scalar_int or _is_scalar_int(node))):
             return self.visit(node)
-        a, b = self._chain(node.a), self._chain(node.b)
+        a, b = self._chain(node.a, True), self._chain(node.b)
         if isinstance(node, tir.Mul) and not isinstance(a, tir.IntImm) and not isinstance(b, tir.IntImm):
             linear_a, linear_b = from_expr(a), from_expr(b)
             if not (linear_a.is_const or linear_b.is_const):  # a product of two: an atom of canonical operands
