@@ -8,8 +8,13 @@ Symbolic shape variables of Relax functions are TIR `Var`s too.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import dtype as dt
 from .node import Node, node
+
+if TYPE_CHECKING:
+    from .expr import GlobalVar
 
 
 @node
@@ -243,10 +248,11 @@ class Let(PrimExpr):
 
 @node
 class Call(PrimExpr):
-    """A call to an intrinsic or extern by name: "tir.exp", "tir.if_then_else", ..."""
+    """A call to an intrinsic or extern by name: "tir.exp", "tir.if_then_else", ...; or of
+    another function of the module, by its GlobalVar (`Module.f(...)` in TVMScript)."""
 
     dtype: str
-    op: str
+    op: str | GlobalVar
     args: tuple[PrimExpr, ...]
 
 
