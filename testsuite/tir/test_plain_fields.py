@@ -1,5 +1,5 @@
 """The TIR walks and rewriters skip the fields a node type declares plain (str, int, ...,
-tir.rewrite._node_fields): no node may ever be found in one. This reads every node of the
+tir.rewrite.node_fields): no node may ever be found in one. This reads every node of the
 samples, the TVM-printed corpus and their kernels lowered for the host, and checks each
 such field's value."""
 

@@ -43,10 +43,10 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..ir import tir
-from ..ir.node import Node, field_names
+from ..ir.node import Node
 from ..runtime.kernels import abi
 from ..runtime.kernels.thread_pool import POOL_LAUNCH
-from ..tir.rewrite import walk
+from ..tir.rewrite import node_fields, walk
 from .llvm_types import I1, I8, I32, I64, POINTER, opaque
 
 LAUNCHER = "__relax_parallel_launch"  # the per-object launcher of objects built before the pool
@@ -179,7 +179,7 @@ def _work(node, cap: int) -> int:
     if isinstance(node, tir.Call) and node.op in ("tir.call_extern", "tir.call_packed"):
         return min(cap, EXTERN_CALL_WORK + _work(node.args, cap - EXTERN_CALL_WORK))
     total = 1
-    for name in field_names(node.__class__):
+    for name in node_fields(node.__class__):
         total += _work(getattr(node, name), cap - total)
         if total >= cap:
             return cap

@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 
 from ..ir import tir
-from ..ir.node import Node, field_names
+from ..ir.node import Node
+from ..tir.rewrite import node_fields
 
 ROLLED_ABOVE = 256
 # A parallel loop nested in another runs serially (ParallelCodegen); it is treated as a
@@ -59,7 +60,7 @@ def _scan(node, rolled: set[int], limit: int) -> tuple[float, bool]:
         if node.kind in ROLLABLE_KINDS and trips > limit and not innermost_vector:
             rolled.add(id(node))
         return trips, False
-    return _scan(tuple(getattr(node, name) for name in field_names(type(node))), rolled, limit)
+    return _scan(tuple(getattr(node, name) for name in node_fields(type(node))), rolled, limit)
 
 
 def _has_vector(expr) -> bool:
@@ -71,5 +72,5 @@ def _has_vector(expr) -> bool:
         elif isinstance(value, _VECTOR_NODES):
             return True
         elif isinstance(value, Node) and not isinstance(value, tir.Buffer):
-            stack.extend(getattr(value, name) for name in field_names(type(value)))
+            stack.extend(getattr(value, name) for name in node_fields(type(value)))
     return False

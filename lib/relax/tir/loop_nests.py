@@ -12,8 +12,8 @@ convert-blocks-to-loops.
 from __future__ import annotations
 
 from ..ir import tir
-from ..ir.node import Node, field_names
-from .rewrite import Rewriter, collect
+from ..ir.node import Node
+from .rewrite import Rewriter, collect, node_fields
 
 
 def uses(node, var) -> bool:
@@ -31,7 +31,7 @@ def uses(node, var) -> bool:
                 if id(current) in seen_buffers:
                     continue
                 seen_buffers.add(id(current))
-            stack.extend(getattr(current, name) for name in field_names(type(current)))
+            stack.extend(getattr(current, name) for name in node_fields(type(current)))
     return False
 
 
@@ -102,7 +102,7 @@ def statements(stmt: tir.Stmt):
             stack.extend(item for item in reversed(current) if isinstance(item, tir.Stmt))
             continue
         yield current
-        for name in reversed(field_names(type(current))):
+        for name in reversed(node_fields(type(current))):
             value = getattr(current, name)
             if isinstance(value, (tir.Stmt, tuple)):
                 push(value)

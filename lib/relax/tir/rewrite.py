@@ -24,17 +24,20 @@ _LEAVES = (tir.Var, tir.IntImm, tir.FloatImm, tir.StringImm)
 # class, the visit_<ClassName> function for each node class (None: generic_visit).
 _LEAF, _TUPLE, _NODE, _OTHER = 0, 1, 2, 3
 _KIND: dict[type, int] = {}
-_FIELDS: dict[type, tuple[str, ...]] = {}  # per node class, _node_fields
+_FIELDS: dict[type, tuple[str, ...]] = {}  # per node class, node_fields
 # Field types no node is ever below (FrozenDicts, annotations, are not walked either).
 _PLAIN_FIELD_TYPES = frozenset({"str", "int", "float", "bool", "str | None", "int | None",
                                 "tuple[str, ...]", "tuple[int, ...]", "FrozenDict", str, int, float, bool})
 
 
-def _node_fields(cls: type) -> tuple[str, ...]:
-    """field_names(cls) less the fields declared plain (a name, a dtype, a lane count): the
-    walks would read each of them for nothing, on every node."""
-    plain = {f.name for f in dataclasses.fields(cls) if f.type in _PLAIN_FIELD_TYPES}
-    return tuple(name for name in field_names(cls) if name not in plain)
+def node_fields(cls: type) -> tuple[str, ...]:
+    """field_names(cls) less the fields declared plain (a name, a dtype, a lane count): a
+    walk looking for nodes would read each of them for nothing, on every node."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        plain = {f.name for f in dataclasses.fields(cls) if f.type in _PLAIN_FIELD_TYPES}
+        names = _FIELDS[cls] = tuple(name for name in field_names(cls) if name not in plain)
+    return names
 _DISPATCH: dict[type, dict[type, object]] = {}
 _NO_METHODS: dict[type, object] = {}
 _UNSEEN = object()  # a node class a rewriter's table has no entry for yet
@@ -118,9 +121,9 @@ class Rewriter:
         methods = _DISPATCH.get(self.__class__, _NO_METHODS)  # this rewriter's visit_ methods so far
         # The same table, read to leave out leaves without a visit_ method (skips_plain_leaves).
         table = methods if self.skips_plain_leaves else _NO_METHODS
-        names = _FIELDS.get(cls)  # _node_fields' answer, read here without a call per node
+        names = _FIELDS.get(cls)  # node_fields' answer, read here without a call per node
         if names is None:
-            names = _FIELDS[cls] = _node_fields(cls)
+            names = node_fields(cls)
         for name in names:
             value = getattr(node, name)
             value_cls = value.__class__
@@ -235,7 +238,7 @@ def walk(node, visit, node_type=None) -> None:
             visit(current)
         names = _FIELDS.get(cls)
         if names is None:
-            names = _FIELDS[cls] = _node_fields(cls)
+            names = node_fields(cls)
         for name in reversed(names):
             value = getattr(current, name)
             value_kind = kinds.get(value.__class__)
