@@ -1,5 +1,5 @@
-"""The TIR walks and rewriters skip the fields a node type declares plain (str, int, ...,
-tir.rewrite.node_fields): no node may ever be found in one. This reads every node of the
+"""The walks skip the fields a node type declares plain (str, int, ...: ir.node's
+node_field_names): no node may ever be found in one. This reads every node of the
 samples, the TVM-printed corpus and their kernels lowered for the host, and checks each
 such field's value."""
 
@@ -9,10 +9,9 @@ import os
 
 from relax import script
 from relax.ir import tir
-from relax.ir.node import FrozenDict, Node, field_names
+from relax.ir.node import PLAIN_FIELD_TYPES, FrozenDict, Node, field_names
 from relax.target import host_target
 from relax.tir import lower_for_codegen
-from relax.tir.rewrite import _PLAIN_FIELD_TYPES
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SOURCES = sorted(glob.glob(os.path.join(ROOT, "samples", "*.relax"))
@@ -37,7 +36,7 @@ def _misplaced_nodes(root) -> list[str]:
         if not isinstance(value, Node) or id(value) in seen:
             continue
         seen.add(id(value))
-        plain = {f.name for f in dataclasses.fields(value) if f.type in _PLAIN_FIELD_TYPES}
+        plain = {f.name for f in dataclasses.fields(value) if f.type in PLAIN_FIELD_TYPES}
         for name in field_names(type(value)):
             field = getattr(value, name)
             if name in plain and not _plain(field):

@@ -100,6 +100,22 @@ def field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
+# Field types no node is ever below (a name, a dtype, a lane count): the walks that look
+# for nodes leave such fields out (testsuite/tir/test_plain_fields.py checks the declarations).
+PLAIN_FIELD_TYPES = frozenset({"str", "int", "float", "bool", "str | None", "int | None",
+                               "tuple[str, ...]", "tuple[int, ...]", str, int, float, bool})
+_NODE_FIELD_CACHE: dict[type, tuple[str, ...]] = {}
+
+
+def node_field_names(cls: type) -> tuple[str, ...]:
+    """field_names(cls) less the fields declared of a PLAIN_FIELD_TYPES type."""
+    names = _NODE_FIELD_CACHE.get(cls)
+    if names is None:
+        plain = {f.name for f in dataclasses.fields(cls) if f.type in PLAIN_FIELD_TYPES}
+        names = _NODE_FIELD_CACHE[cls] = tuple(name for name in field_names(cls) if name not in plain)
+    return names
+
+
 def field_values(obj: Node) -> Iterator[tuple[str, Any]]:
     for name in field_names(type(obj)):
         yield name, getattr(obj, name)

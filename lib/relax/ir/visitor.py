@@ -24,7 +24,7 @@ from typing import Any
 
 from . import expr as rx
 from . import tir_expr as tir
-from .node import FrozenDict, Node, field_names
+from .node import FrozenDict, Node, field_names, node_field_names
 from .registry import definition_fields, scoped_field_order, visitor_method_names
 
 
@@ -66,7 +66,7 @@ def iter_nodes(value: Any) -> Iterator[Node]:
 
 def children(node: Node) -> list[Node]:
     """The direct child nodes of `node`, in field order."""
-    return [child for name in field_names(type(node)) for child in iter_nodes(getattr(node, name))]
+    return [child for name in node_field_names(type(node)) for child in iter_nodes(getattr(node, name))]
 
 
 _HANDLER_NAMES: dict[tuple[type, type], str] = {}
@@ -103,7 +103,7 @@ class Visitor:
                 self.visit(item)
 
     def generic_visit(self, node: Node) -> None:
-        for name in field_names(type(node)):
+        for name in node_field_names(type(node)):
             self.visit_value(getattr(node, name))
 
 
@@ -355,7 +355,7 @@ def pre_order(root: Node) -> list[Node]:
     while stack:
         node = pop()
         found.append(node)
-        for name in reversed(field_names(node.__class__)):
+        for name in reversed(node_field_names(node.__class__)):
             value = getattr(node, name)
             kind = kinds.get(value.__class__)
             if kind == 0:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping
 
 from ..ir import tir
-from ..ir.node import FrozenDict, Node, field_names
+from ..ir.node import FrozenDict, Node, field_names, node_field_names
 
 _LEAVES = (tir.Var, tir.IntImm, tir.FloatImm, tir.StringImm)
 
@@ -25,22 +25,19 @@ _LEAVES = (tir.Var, tir.IntImm, tir.FloatImm, tir.StringImm)
 _LEAF, _TUPLE, _NODE, _OTHER = 0, 1, 2, 3
 _KIND: dict[type, int] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}  # per node class, node_fields
-# Field types no node is ever below (FrozenDicts, annotations, are not walked either).
-_PLAIN_FIELD_TYPES = frozenset({"str", "int", "float", "bool", "str | None", "int | None",
-                                "tuple[str, ...]", "tuple[int, ...]", "FrozenDict", str, int, float, bool})
-
-
-def node_fields(cls: type) -> tuple[str, ...]:
-    """field_names(cls) less the fields declared plain (a name, a dtype, a lane count): a
-    walk looking for nodes would read each of them for nothing, on every node."""
-    names = _FIELDS.get(cls)
-    if names is None:
-        plain = {f.name for f in dataclasses.fields(cls) if f.type in _PLAIN_FIELD_TYPES}
-        names = _FIELDS[cls] = tuple(name for name in field_names(cls) if name not in plain)
-    return names
 _DISPATCH: dict[type, dict[type, object]] = {}
 _NO_METHODS: dict[type, object] = {}
 _UNSEEN = object()  # a node class a rewriter's table has no entry for yet
+
+
+def node_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node type a TIR walk reads: node_field_names less the FrozenDicts
+    (annotations and attributes, which hold no TIR node)."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        dicts = {f.name for f in dataclasses.fields(cls) if f.type in ("FrozenDict", FrozenDict)}
+        names = _FIELDS[cls] = tuple(name for name in node_field_names(cls) if name not in dicts)
+    return names
 
 
 def _kind(cls: type) -> int:
