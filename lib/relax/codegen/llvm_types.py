@@ -95,7 +95,7 @@ def opaque(value: ir.Value) -> ir.Value:
 
 class _ShortVector(ir.Constant):
     """A vector constant printed in LLVM's short form (`undef`, `zeroinitializer`): llvmlite
-    spells out every lane, a fifth of a tiled kernel's IR text in splats alone."""
+    spells out every lane, and a tiled kernel has a splat in every step."""
 
     def __init__(self, vector_type: ir.VectorType, lanes, text: str):
         super().__init__(vector_type, lanes)
