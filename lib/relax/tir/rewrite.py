@@ -190,10 +190,10 @@ class Substituter(Rewriter):
 
 
 def substitute(node, mapping: Mapping[tir.Var, tir.PrimExpr]):
-    """`node` with every variable of `mapping` replaced by its expression."""
+    """`node` (or a tuple of nodes) with every variable of `mapping` replaced by its expression."""
     if not mapping:
         return node
-    return Substituter(mapping).visit(node)
+    return Substituter(mapping)._visit_value(node)  # a node, or a tuple of them
 
 
 # Per class: 0 a tuple, 1 a Buffer, 2 another node, 3 anything else (walk's dispatch, filled lazily).
@@ -245,25 +245,46 @@ def walk(node, visit, node_type=None) -> None:
                 push(value)
 
 
-# collect's latest answers, by (id(node), node_type), each held with its node (so that the id
-# is not reused while the entry lives). The schedule rules ask the same questions of one
-# kernel again and again (about two thirds of the transformer's calls are repeats), and
-# nodes never change. Bounded: a long-lived process keeps only the last few kernels' nodes.
-_COLLECTED: dict[tuple, tuple] = {}
+MISSING = object()  # NodeMemo.get's answer when it keeps none
+
+
+class NodeMemo:
+    """Answers to a question about nodes, kept by the node's identity (and `about`, what else
+    the question names). Nodes never change; each entry holds its node, so that the id is not
+    reused while the entry lives. Bounded: when full, the oldest entry goes, so a long-lived
+    process keeps only the last few kernels' nodes."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._entries: dict[tuple, tuple] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, node, about=None):
+        entry = self._entries.get((id(node), about))
+        return entry[1] if entry is not None and entry[0] is node else MISSING
+
+    def put(self, node, answer, about=None) -> None:
+        with self._lock:
+            if len(self._entries) >= self.size:
+                self._entries.pop(next(iter(self._entries)), None)
+            self._entries[(id(node), about)] = (node, answer)
+
+
+# collect's latest answers: the schedule rules ask the same questions of one kernel again
+# and again (about two thirds of the transformer's calls are repeats).
 _COLLECTED_MAX = 64
-_COLLECTED_LOCK = threading.Lock()
+_COLLECTED = NodeMemo(_COLLECTED_MAX)
 
 
 def collect(node, node_type) -> list:
     """Every node of `node_type` below `node`, in pre-order."""
-    key = (id(node), node_type)
-    entry = _COLLECTED.get(key)
-    if entry is not None and entry[0] is node:
-        return list(entry[1])
+    kept = _COLLECTED.get(node, node_type)
+    if kept is not MISSING:
+        return list(kept)
     found = []
     walk(node, found.append, node_type)
-    with _COLLECTED_LOCK:
-        if len(_COLLECTED) >= _COLLECTED_MAX:
-            del _COLLECTED[next(iter(_COLLECTED))]
-        _COLLECTED[key] = (node, tuple(found))
+    _COLLECTED.put(node, tuple(found), node_type)
     return found

@@ -19,7 +19,7 @@ from ..ir import tir
 from ..ir.analysis import collect, free_vars
 from ..ir.module import IRModule
 from ..ir.pass_infra import Pass, register_pass
-from ..tir.rewrite import walk
+from ..tir.rewrite import collect as collect_tir
 from .purity import is_pure
 
 
@@ -63,9 +63,7 @@ class _FunctionDCE:
 
 def _referenced_functions(func) -> set[str]:
     if isinstance(func, tir.PrimFunc):  # a call of another function: a GlobalVar in a tir.Call
-        found = []
-        walk(func.body, found.append, rx.GlobalVar)  # TIR's own walk: a kernel body is large
-        return {node.name_hint for node in found}
+        return {node.name_hint for node in collect_tir(func.body, rx.GlobalVar)}  # TIR's own walk
     return {node.name_hint for node in collect(func, lambda n: isinstance(n, rx.GlobalVar))}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ...ir import tir
 from ..loop_nests import uses
+from ..rewrite import MISSING, NodeMemo
 from . import reduction_order
 from .nest import Nest
 
@@ -41,24 +42,18 @@ def packed_width(nest: Nest) -> int | None:
     return tile.b.value if reads_panel(y, j, tile.b.value) else None
 
 
-# _product's latest answers by id(block), each held with its block (so that the id is not
-# reused while the entry lives): the rules and packed_width ask it of the same nests again
-# and again, and the answer depends on the block alone.
-_PRODUCTS: dict[int, tuple] = {}
-_PRODUCTS_MAX = 64
+# _product's latest answers: the rules and packed_width ask it of the same nests again and
+# again, and the answer depends on the block alone.
+_PRODUCTS = NodeMemo(64)
 
 
 def _product(nest: Nest):
     """(X, Y, j) of a float32 `C[..., i, j] = C + X * Y` with one reduction, Y the load that
     uses j and X the one that does not, Y free of i; None for any other nest."""
-    block = nest.block
-    entry = _PRODUCTS.get(id(block))
-    if entry is not None and entry[0] is block:
-        return entry[1]
-    found = _find_product(nest)
-    if len(_PRODUCTS) >= _PRODUCTS_MAX:
-        _PRODUCTS.pop(next(iter(_PRODUCTS)), None)
-    _PRODUCTS[id(block)] = (block, found)
+    found = _PRODUCTS.get(nest.block)
+    if found is MISSING:
+        found = _find_product(nest)
+        _PRODUCTS.put(nest.block, found)
     return found
 
 

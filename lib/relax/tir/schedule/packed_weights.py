@@ -31,7 +31,7 @@ import numpy as np
 
 from ...ir import tir
 from ..loop_nests import top_level
-from ..rewrite import Rewriter, walk
+from ..rewrite import Rewriter, collect
 from . import gemv, register_tile
 from .cpu import CpuInfo
 from .matmul_operands import matmul_operands
@@ -46,17 +46,9 @@ def _static(shape) -> tuple[int, ...] | None:
 
 
 def _accesses(func: tir.PrimFunc, buffer: tir.Buffer) -> int:
-    """How many loads and stores of the whole kernel touch `buffer`."""
-    count = 0
-
-    def visit(node):
-        nonlocal count
-        if node.buffer is buffer:
-            count += 1
-
-    walk(func.body, visit, (tir.BufferLoad, tir.BufferStore))
-    return count
-
+    """How many loads and stores of the whole kernel touch `buffer` (collect keeps the
+    kernel's accesses for the next parameter asked about)."""
+    return sum(access.buffer is buffer for access in collect(func.body, (tir.BufferLoad, tir.BufferStore)))
 
 def panel_width(cpu: CpuInfo) -> int:
     """Columns of a register-tile panel for `cpu`: its tile's width."""

@@ -196,9 +196,8 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         acc = local("tile", rows_per_tile * width)
         slots = [(r, v) for r in range(rows_per_tile) for v in range(vectors)]
         slot = lambda r, v: (ramp(const((r * vectors + v) * lanes), lanes),)  # noqa: E731
-        # C's indices at row r, vector v (bound one by one: the whole store would be rewritten too)
-        c_row = lambda r, v: tuple(at(index, i0 + const(r), ramp(j0 + const(v * lanes), lanes))  # noqa: E731
-                                   for index in store.indices)
+        # C's indices at row r, vector v (the indices alone: the whole store would be rewritten too)
+        c_row = lambda r, v: at(store.indices, i0 + const(r), ramp(j0 + const(v * lanes), lanes))  # noqa: E731
         # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
         # the chunk's column tiles sweep them, so packing them (a transpose into each row
         # tile's k steps of 8 contiguous elements) would only add copies.

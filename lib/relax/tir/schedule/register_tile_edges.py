@@ -120,7 +120,7 @@ def narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_pe
         saves = [finish(nest, outer_values, i_iter, j_iter, epilogues, tir.BufferLoad(acc, (const(r * width + c),)),
                         i0 + const(r), const(j_start + c), 1) if epilogues else
                  store.with_fields(value=tir.BufferLoad(acc, (const(r * width + c),)),
-                                   indices=tuple(at(index, i0 + const(r), const(j_start + c)) for index in store.indices))
+                                   indices=at(store.indices, i0 + const(r), const(j_start + c)))
                  for r in range(rows) for c in range(columns)]
         return allocation(acc, tir.SeqStmt((*zeros, loop(step_k, const(depth), tir.SeqStmt(tuple(updates))), *saves)))
 
