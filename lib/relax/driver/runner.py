@@ -16,6 +16,7 @@ import traceback
 import click
 
 from ..diagnostics import DiagnosticError, UserError, report
+from .blas_threads import hold_blas_to_one_thread
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -43,7 +44,10 @@ def run_command(command: click.Command, tool: str, argv: list[str] | None = None
     `fast_exit`: when run as the program (no `argv` given) and not under a profiler or
     tracer (which write their reports at exit), end the process right after the
     command instead of returning (process_exit.py), with cycle collection off from
-    here on (collector.py)."""
+    here on (collector.py). As the program, numpy's BLAS is held to one thread
+    (blas_threads.py)."""
+    if argv is None:
+        hold_blas_to_one_thread()
     if fast_exit and argv is None and sys.getprofile() is None and sys.gettrace() is None:
         from .collector import paused_until_exit
         from .process_exit import ending_fast, exit_process
