@@ -15,6 +15,7 @@ import pytest
 from relax.codegen.build_kernels import build_host_library
 from relax.ir import tir
 from relax.script import parse
+from relax.target import Target
 from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
 from relax.tir.schedule import conv2d, default_cpu_schedule
@@ -131,16 +132,18 @@ def test_conv2d_alone_matches_numpy(case, schedule_target):
     np.testing.assert_allclose(outputs[-1], expected, **TOLERANCE)
 
 
-def test_epilogue_is_applied_in_registers():
+@pytest.mark.parametrize("level, lanes", [("x86-64-v3", 8), ("x86-64-v4", 16)])
+def test_epilogue_is_applied_in_registers(level, lanes):
+    # Scheduled for a named CPU, not the host: the vectors are a level's own on any machine.
     (func,) = _conv_module(1, 16, 32, 16, 3, 1, 1, 1).values()
-    scheduled = default_cpu_schedule(func)
+    scheduled = default_cpu_schedule(func, Target.parse(f"llvm -mcpu={level}"))
     written = {store.buffer.name for store in collect(scheduled.body, tir.BufferStore) if store.buffer.scope != "local"}
     output = func.buffer_map[-1][1].name
     assert output in written
     # The convolution's and the bias add's outputs are never written: relu(acc + bias) is stored directly.
     assert not any(name.startswith(("conv2d", "T_add")) for name in written), written
     fmas = [call for call in collect(scheduled.body, tir.Call) if call.op == "tir.fma"]
-    assert fmas and all(call.dtype == "float32x16" for call in fmas)
+    assert fmas and all(call.dtype == f"float32x{lanes}" for call in fmas)
 
 
 NHWC_CASES = [CASES[0], CASES[1], CASES[2], CASES[5], CASES[9], (1, 16, 40, 13, 3, 1, 1, 1), (2, 3, 33, 7, 1, 2, 0, 1)]
