@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv samples test budget pytest lit fuzz fuzz-differential cross-check clean
+.PHONY: all venv samples test test-avx2-host budget pytest lit fuzz fuzz-differential cross-check clean
 
 all: samples
 
@@ -30,10 +30,20 @@ budget: $(STAMP)
 	$(BIN)/ruff check --quiet .
 	$(BIN)/python scripts/budget.py
 
-# Every test, after the budget: pytest unit tests (on every core: pytest-xdist) and lit text tests.
+# Every test, after the budget: pytest unit tests (on every core: pytest-xdist) and lit text
+# tests; then, on an AVX-512 host, the schedule tests once more with the host shown as an
+# AVX2-only one (below), where a test that assumes the host's vector width shows first.
 test: $(STAMP) budget
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -n auto --dist worksteal testsuite
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv testsuite
+	$(AS_AVX2_HOST) $(BIN)/python -m pytest -n auto --dist worksteal -q testsuite/tir_schedule
+
+# Every test again with this x86-64 host shown as an AVX2-only AMD Zen 3
+# (testsuite/avx2_host/sitecustomize.py): on an AVX-512 machine, what an AVX2 one would run.
+AS_AVX2_HOST := RELAX_TEST_HOST=avx2 PYTHONPATH=$(CURDIR)/testsuite/avx2_host PATH=$(CURDIR)/$(BIN):$$PATH
+test-avx2-host: $(STAMP)
+	$(AS_AVX2_HOST) $(BIN)/python -m pytest -n auto --dist worksteal testsuite
+	$(AS_AVX2_HOST) $(BIN)/lit -sv testsuite
 
 # Fuzzing for about SECONDS seconds (make test runs a short fixed budget of each).
 # fuzz: robustness, the tools on mutated sources, artifacts and inputs (testsuite/robustness/);

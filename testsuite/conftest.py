@@ -66,6 +66,26 @@ def _gpu_problem() -> str | None:
     return cuda_problem()
 
 
+def pytest_configure(config):
+    """RELAX_TEST_HOST=avx2 (make test-avx2-host): the run must see this host as an AVX2 one,
+    or end at once, passing where the host cannot be shown so (testsuite/avx2_host/)."""
+    shown = os.environ.get("RELAX_TEST_HOST")
+    if not shown:
+        return
+    if os.environ.get("RELAX_TEST_HOST_UNCHANGED"):
+        pytest.exit(f"RELAX_TEST_HOST={shown}: nothing to run, {os.environ['RELAX_TEST_HOST_UNCHANGED']}", returncode=0)
+    if _host_shown() != shown:
+        pytest.exit(f"RELAX_TEST_HOST={shown}: this run does not see the host as that; only 'avx2' is known, "
+                    "with testsuite/avx2_host on PYTHONPATH (make test-avx2-host)", returncode=4)
+
+
+def _host_shown() -> str | None:
+    """"avx2" while testsuite/avx2_host/sitecustomize.py shows this host as an AVX2 Zen 3."""
+    import llvmlite.binding as llvm
+
+    return "avx2" if llvm.get_host_cpu_name() == "znver3" and not llvm.get_host_cpu_features().get("avx512f") else None
+
+
 def pytest_collection_modifyitems(config, items):
     nvrtc_problem = gpu_problem = None
     checked = False

@@ -1,0 +1,41 @@
+"""Shows an x86-64 AVX-512 host to the toolchain as an AVX2-only AMD Zen 3, for `make test-avx2-host`.
+
+The machines that run the tests change CPU kind from day to day, and a test that
+assumes the host's vector width passes on one kind and fails on the other. Run with
+RELAX_TEST_HOST=avx2 and this folder on PYTHONPATH (the Makefile target sets both),
+every Python process of the run, the tools the tests start included, imports this
+file at start-up: LLVM then reports the host CPU as `znver3` with its AVX-512
+features off, so the default target, `-mcpu=native` and the CPU model of the
+schedules are an AVX2 host's, and the code still runs here. The cache sizes stay the
+host's own (tir/schedule/cpu.py reads them from /sys). A host without AVX-512 (the
+tests already ran as on an AVX2 host) or without AVX2 (it cannot run the code) is left
+as it is, with the reason in RELAX_TEST_HOST_UNCHANGED, and testsuite/conftest.py ends
+the run there.
+"""
+
+import os
+
+# AVX-512 and what came with or after it; an AVX2 Zen 3 has none of these.
+NOT_ON_AN_AVX2_HOST = ("avx512", "evex512", "avx10", "amx", "gfni")
+NEEDED = ("avx2", "fma", "f16c", "bmi2")
+CPU = "znver3"
+
+
+def _show_as_avx2_host() -> None:
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features()
+    lacking = [name for name in NEEDED if not features.get(name)]
+    if lacking or not features.get("avx512f"):
+        why = f"lacks {', '.join(lacking)}" if lacking else "has no AVX-512: the tests ran as on an AVX2 host already"
+        os.environ["RELAX_TEST_HOST_UNCHANGED"] = f"this host ({llvm.get_host_cpu_name()}) {why}"
+        return
+    for name in features:
+        if name.startswith(NOT_ON_AN_AVX2_HOST):
+            features[name] = False
+    llvm.get_host_cpu_features = lambda: features
+    llvm.get_host_cpu_name = lambda: CPU
+
+
+if os.environ.get("RELAX_TEST_HOST") == "avx2":
+    _show_as_avx2_host()
