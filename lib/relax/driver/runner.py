@@ -17,6 +17,7 @@ import click
 
 from ..diagnostics import DiagnosticError, UserError, report
 from .blas_threads import hold_blas_to_one_thread
+from .malloc_reuse import keep_freed_memory
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -45,9 +46,10 @@ def run_command(command: click.Command, tool: str, argv: list[str] | None = None
     tracer (which write their reports at exit), end the process right after the
     command instead of returning (process_exit.py), with cycle collection off from
     here on (collector.py). As the program, numpy's BLAS is held to one thread
-    (blas_threads.py)."""
+    (blas_threads.py) and freed memory is kept for reuse (malloc_reuse.py)."""
     if argv is None:
         hold_blas_to_one_thread()
+        keep_freed_memory()
     if fast_exit and argv is None and sys.getprofile() is None and sys.gettrace() is None:
         from .collector import paused_until_exit
         from .process_exit import ending_fast, exit_process
