@@ -57,6 +57,14 @@ class Constant(Expr):
         return TensorStructInfo(shape, dt.from_numpy(self.data.dtype))
 
 
+def frozen(array: np.ndarray) -> np.ndarray:
+    """`array` made read-only in place, for a fresh array that only its maker holds (a result,
+    a loaded file's array): a Constant keeps a read-only array as it is, where it copies
+    a writable one, so that a weight is not copied at each pass that makes one."""
+    array.flags.writeable = False
+    return array
+
+
 @node
 class Tuple(Expr):
     fields: tuple[Expr, ...]

@@ -182,7 +182,8 @@ def const(parser, node: ast.Call) -> ir.Constant:
     try:
         if isinstance(value_node, ast.Name) and value_node.id in parser.ctx.array_literals:
             value = parser.ctx.array_literals[value_node.id]
-            value = value.copy() if isinstance(value, np.ndarray) else value
+            # A read-only array (a Constant's, deferred by the printer) is shared as it is.
+            value = value.copy() if isinstance(value, np.ndarray) and value.flags.writeable else value
         else:
             value = number_or_list(value_node)
     except NotALiteral as error:

@@ -57,7 +57,7 @@ def load_params(path: str) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as archive:
             if not isinstance(archive, Mapping):
                 raise UserError(f"'{path}': the parameters must be an .npz archive of named arrays")
-            return {name: archive[name] for name in archive.files}
+            return {name: rx.frozen(archive[name]) for name in archive.files}  # the file's arrays are ours
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise UserError(f"'{path}': cannot read the parameters: {exc}") from None
 

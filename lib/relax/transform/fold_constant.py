@@ -128,12 +128,12 @@ class _Folder(ExprMutator):
         if not all(isinstance(f, rx.Constant) for f in fields):
             return None
         infos, is_tuple = outputs
-        arrays = [np.array(f.data, order="C") for f in fields]  # 0-d stays 0-d
+        arrays = [np.asarray(f.data, order="C") for f in fields]  # 0-d stays 0-d; kernels only read them
         results = [np.zeros(shape, dtype=dtype) for shape, dtype in infos]
         if not self.run_kernel(kernels[kernel], arrays + results):
             self.wanted.append(kernels[kernel])
             return None
-        constants = tuple(rx.Constant(r, span=call.span) for r in results)
+        constants = tuple(rx.Constant(rx.frozen(r), span=call.span) for r in results)
         return rx.Tuple(constants, span=call.span) if is_tuple else constants[0]
 
     def fold_operator(self, call: rx.Call) -> rx.Expr | None:
