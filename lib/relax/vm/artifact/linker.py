@@ -154,7 +154,7 @@ def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefine
     """Resolves every symbol of `bytecode` and packs a .vmx; a DiagnosticError lists every problem."""
     from ...runtime.kernels import container
 
-    exe = Executable.load_from_bytes(bytecode.data, bytecode.name)
+    exe = Executable.load_from_bytes(bytecode.data, bytecode.name, views=True)  # checked, never run
     kernel_objects = [container.read(item.data, item.name) for item in kernel_inputs]
     names = [item.name for item in kernel_inputs]
     problems: list[str] = []

@@ -41,11 +41,12 @@ def fingerprint(public_key: bytes) -> str:
     return "SHA256:" + hashlib.sha256(public_key).hexdigest()[:FINGERPRINT_DIGITS]
 
 
-def signed_message(prefix: bytes, body) -> bytes:
+def signed_message(prefix: bytes, *body) -> bytes:
     """What the signature signs: `prefix` is the header before the checksum, `body` the
-    bytes after it up to the signature (a memoryview: not copied)."""
+    bytes after it up to the signature, in one or more pieces (buffers: not copied)."""
     digest = hashlib.sha256(prefix)  # as the checksum: one more pass at its (often hardware) speed
-    digest.update(body)
+    for piece in body:
+        digest.update(piece)
     return DOMAIN + digest.digest()
 
 

@@ -162,27 +162,38 @@ def write(artifact: Artifact, key: signing.SigningKey | None = None) -> bytes:
     """The bytes of a .vmx, signed with `key` when one is given (format 0.2; unsigned: 0.1).
     The same artifact and key always give the same bytes."""
     manifest = json.dumps(artifact.info.to_json(), sort_keys=True, indent=1).encode("utf-8")
-    sections = [(SECTION_CODES["manifest"], 0, manifest), (SECTION_CODES["bytecode"], 0, bytes(artifact.bytecode))]
-    sections += [(SECTION_CODES["kernel object"], index, bytes(data))
-                 for index, data in enumerate(artifact.kernel_objects)]
+    sections = [(SECTION_CODES["manifest"], 0, manifest), (SECTION_CODES["bytecode"], 0, artifact.bytecode)]
+    sections += [(SECTION_CODES["kernel object"], index, data) for index, data in enumerate(artifact.kernel_objects)]
     if key is not None:  # last, so that it ends the file (its size is a multiple of the alignment)
         sections.append((SECTION_CODES["signature"], 0, key.public_key + bytes(signing.SIGNATURE_SIZE)))
+    # The file is the header, then `parts` (the section table, each payload after its padding),
+    # joined once at the end: a payload (weights) is copied once, into the file.
     table_end = HEADER.size + SECTION.size * len(sections)
-    offset = _align(table_end)
-    table, body = [], bytearray()
+    table, parts, position = [], [], table_end
     for kind, index, data in sections:
+        offset = _align(position)
         table.append(SECTION.pack(kind, index, offset, len(data)))
-        body += b"\0" * (offset - table_end - len(body)) + data
-        offset = _align(offset + len(data))
-    body += b"\0" * (offset - table_end - len(body))
-    tail = bytearray(b"".join(table)) + body
+        parts += [bytes(offset - position), memoryview(data).cast("B")]
+        position = offset + len(data)
+    parts.append(bytes(_align(position) - position))
+    parts.insert(0, b"".join(table))
     version = FORMAT_VERSION if key is not None else UNSIGNED_VERSION
-    prefix = HEADER.pack(MAGIC, version[0], version[1], len(sections), HEADER.size + len(tail), b"")[:CHECKSUM_AT]
+    prefix = HEADER.pack(MAGIC, version[0], version[1], len(sections), _align(position), b"")[:CHECKSUM_AT]
     if key is not None:
-        signed = memoryview(tail)[:-signing.SIGNATURE_SIZE]
-        tail[-signing.SIGNATURE_SIZE:] = key.sign(signing.signed_message(prefix, signed))
-        signed.release()
-    return prefix + hashlib.sha256(tail).digest() + bytes(tail)
+        parts[-2] = _signed_last(prefix, parts, key)
+    checksum = hashlib.sha256()
+    for part in parts:
+        checksum.update(part)
+    return b"".join([prefix, checksum.digest()] + parts)
+
+
+def _signed_last(prefix: bytes, parts: list, key: signing.SigningKey) -> bytes:
+    """The signature section's payload, signed: `parts` ends with it (the public key and a
+    zeroed signature) and an empty padding; the signature covers every byte before its own."""
+    *before, last, padding = parts
+    assert not len(padding)
+    public_key = bytes(last[:-signing.SIGNATURE_SIZE])
+    return public_key + key.sign(signing.signed_message(prefix, *before, public_key))
 
 
 def sign(data: bytes, key: signing.SigningKey, source: str = "<bytes>") -> bytes:

@@ -8,6 +8,7 @@ corrupted file is refused with a message instead of a crash or a huge allocation
 from __future__ import annotations
 
 import struct
+import zlib
 
 from ...diagnostics import UserError
 
@@ -25,8 +26,11 @@ class FormatError(UserError):
 
 
 class Writer:
+    """Little-endian values appended as parts, joined once by getvalue(). Large payloads (a
+    weight's bytes) are kept by reference until then, so each is copied once, into the file."""
+
     def __init__(self) -> None:
-        self._parts: list[bytes] = []
+        self._parts: list[bytes | memoryview] = []
 
     def u8(self, value: int) -> None:
         self._parts.append(_U8.pack(value))
@@ -49,8 +53,23 @@ class Writer:
     def f64(self, value: float) -> None:
         self._parts.append(_F64.pack(value))
 
-    def raw(self, data: bytes) -> None:
-        self._parts.append(bytes(data))
+    def raw(self, data) -> None:
+        """Appends `data`: bytes, or a buffer that must not change before getvalue()."""
+        self._parts.append(data if isinstance(data, bytes) else memoryview(data).cast("B"))
+
+    def extend(self, other: "Writer") -> None:
+        """Appends what `other` holds (without joining it)."""
+        self._parts += other._parts
+
+    def size(self) -> int:
+        return sum(len(part) for part in self._parts)
+
+    def crc32(self) -> int:
+        """zlib's CRC-32 of getvalue(), without joining."""
+        crc = 0
+        for part in self._parts:
+            crc = zlib.crc32(part, crc)
+        return crc
 
     def string(self, text: str) -> None:
         data = text.encode("utf-8")

@@ -24,46 +24,28 @@ from typing import Any
 import numpy as np
 
 from ...diagnostics import UserError
+from ...runtime.aligned import aligned_empty, is_aligned
 from ...runtime.dtype import DataType
 from ...runtime.objects import ShapeTuple
 from .binary import Reader, Writer
 
 TENSOR, DTYPE, SHAPE, STRING, INT, FLOAT, TUPLE, NULL, BOOL = range(9)
 MAX_NESTING = 32
-CONSTANT_ALIGNMENT = 64  # bytes: a cache line, and a whole AVX-512 vector
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def _aligned_empty(shape, dtype) -> np.ndarray:
-    """An array whose data starts on a CONSTANT_ALIGNMENT boundary.
-
-    Kernels stream weights with whole-vector loads; a weight matrix that starts part-way
-    into a cache line splits loads across lines and runs measurably slower
-    (docs/performance-notes.md).
-    """
-    dtype = np.dtype(dtype)
-    count = 1
-    for extent in shape:
-        count *= extent
-    raw = np.empty(count * dtype.itemsize + CONSTANT_ALIGNMENT, dtype=np.uint8)
-    start = (-raw.ctypes.data) % CONSTANT_ALIGNMENT
-    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
 def canonical_constant(value: Any, depth: int = 0) -> Any:
     """The form in which `value` is kept in the pool; refuses what cannot be a constant.
 
-    Tensors become read-only, C-contiguous, little-endian copies, so that nothing
-    that runs can change a constant and the file bytes do not depend on the host.
+    Tensors become read-only, C-contiguous, little-endian and aligned (runtime/aligned.py)
+    copies, so that nothing that runs can change a constant and the file bytes do not
+    depend on the host; a tensor that is all of these already, and that nothing can
+    write through (its bases read-only too), is kept as it is.
     """
     if depth > MAX_NESTING:
         raise UserError(f"constant nests deeper than {MAX_NESTING} tuples")
     if isinstance(value, np.ndarray):
-        dtype = DataType.from_numpy(value.dtype).numpy
-        array = _aligned_empty(value.shape, dtype)
-        array[...] = value
-        array.flags.writeable = False
-        return array
+        return _canonical_tensor(value)
     if isinstance(value, ShapeTuple):
         return value
     if isinstance(value, DataType):
@@ -91,10 +73,30 @@ def canonical_constant(value: Any, depth: int = 0) -> Any:
     raise UserError(f"a {type(value).__name__} cannot be a VM constant")
 
 
+def _canonical_tensor(value: np.ndarray) -> np.ndarray:
+    dtype = DataType.from_numpy(value.dtype).numpy
+    if value.dtype == dtype and value.flags.c_contiguous and is_aligned(value) and _immutable(value):
+        return value
+    array = aligned_empty(value.shape, dtype)
+    array[...] = value
+    array.flags.writeable = False
+    return array
+
+
+def _immutable(array: np.ndarray) -> bool:
+    """Whether no one can write `array`'s data: it and every array it views are read-only,
+    down to data it owns or an immutable bytes object."""
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return False
+        array = array.base
+    return array is None or isinstance(array, bytes)
+
+
 def constant_key(value: Any) -> tuple:
     """A hashable identity of a canonical constant, for deduplication (exact bits)."""
     if isinstance(value, np.ndarray):
-        return (TENSOR, str(value.dtype), value.shape, value.tobytes())
+        return (TENSOR, str(value.dtype), value.shape, _TensorBytes(value))
     if isinstance(value, ShapeTuple):
         return (SHAPE, tuple(value))
     if isinstance(value, DataType):
@@ -120,9 +122,9 @@ def write_constant(out: Writer, value: Any) -> None:
         out.u32(value.ndim)
         for extent in value.shape:
             out.i64(extent)
-        data = value.astype(dtype.numpy, copy=False).tobytes()
+        data = _byte_view(value.astype(dtype.numpy, copy=False))
         out.u64(len(data))
-        out.raw(data)
+        out.raw(data)  # the array's own bytes, copied once, into the file
     elif isinstance(value, DataType):
         out.u8(DTYPE)
         _write_dtype(out, value)
@@ -152,18 +154,52 @@ def write_constant(out: Writer, value: Any) -> None:
         raise UserError(f"a {type(value).__name__} cannot be a VM constant")
 
 
+class _TensorBytes:
+    """A tensor's bytes as part of a dict key: equal when equal byte for byte, hashed by their
+    length and three samples. A weight may be hundreds of megabytes: the key neither copies
+    nor hashes it whole; the same buffer is equal at once, and others with an equal hash are
+    compared whole."""
+
+    __slots__ = ("data", "address", "_hash")
+    SAMPLE = 64
+
+    def __init__(self, array: np.ndarray):
+        self.data = _byte_view(array)
+        self.address = array.__array_interface__["data"][0]
+        size, sample = len(self.data), self.SAMPLE
+        self._hash = hash((size, bytes(self.data[:sample]), bytes(self.data[size // 2:size // 2 + sample]),
+                           bytes(self.data[-sample:])))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, _TensorBytes) or self._hash != other._hash or len(self.data) != len(other.data):
+            return False
+        if self.address == other.address:
+            return True
+        return bool(np.array_equal(np.frombuffer(self.data, np.uint8), np.frombuffer(other.data, np.uint8)))
+
+
+def _byte_view(array: np.ndarray) -> memoryview:
+    """The bytes of `array` in C order, without a copy where it is C-contiguous (a canonical constant)."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
 def _write_dtype(out: Writer, dtype: DataType) -> None:
     out.u8(dtype.code)
     out.u8(dtype.bits)
     out.u16(dtype.lanes)
 
 
-def read_constant(reader: Reader, depth: int = 0) -> Any:
+def read_constant(reader: Reader, depth: int = 0, views: bool = False) -> Any:
+    """The next constant of `reader`; tensors as aligned copies to run with, or (`views`) as
+    read-only views of the reader's bytes, for a reader that only inspects (the linker)."""
     if depth > MAX_NESTING:
         raise reader.fail(f"constant nests deeper than {MAX_NESTING} tuples")
     tag = reader.u8()
     if tag == TENSOR:
-        return _read_tensor(reader)
+        return _read_tensor(reader, views)
     if tag == DTYPE:
         return DataType(reader.u8(), reader.u8(), reader.u16())
     if tag == SHAPE:
@@ -183,11 +219,11 @@ def read_constant(reader: Reader, depth: int = 0) -> Any:
         return None
     if tag == TUPLE:
         count = reader.count(1, "tuple")
-        return tuple(read_constant(reader, depth + 1) for _ in range(count))
+        return tuple(read_constant(reader, depth + 1, views) for _ in range(count))
     raise reader.fail(f"unknown constant tag {tag}")
 
 
-def _read_tensor(reader: Reader) -> np.ndarray:
+def _read_tensor(reader: Reader, views: bool = False) -> np.ndarray:
     dtype = DataType(reader.u8(), reader.u8(), reader.u16())
     if not dtype.has_numpy:
         raise reader.fail(f"tensor constant of unsupported dtype '{dtype}'")
@@ -204,10 +240,13 @@ def _read_tensor(reader: Reader) -> np.ndarray:
     if nbytes != elements * dtype.numpy.itemsize:
         raise reader.fail(f"tensor constant of shape {shape} and dtype {dtype} has {nbytes} bytes")
     try:
-        array = _aligned_empty(shape, dtype.numpy)
+        if views:
+            array = np.frombuffer(reader.take(nbytes), dtype=np.uint8).view(dtype.numpy).reshape(shape)
+        else:
+            array = aligned_empty(shape, dtype.numpy)
+            array.reshape(-1).view(np.uint8)[:] = np.frombuffer(reader.take(nbytes), dtype=np.uint8)
     except ValueError as error:  # an empty tensor with absurd extents
         raise reader.fail(f"tensor constant of shape {shape}: {error}") from None
-    array.reshape(-1).view(np.uint8)[:] = np.frombuffer(reader.take(nbytes), dtype=np.uint8)
     array.flags.writeable = False
     if dtype.numpy == np.bool_ and array.view(np.uint8).max(initial=0) > 1:
         raise reader.fail("bool tensor constant holds a byte other than 0 or 1")

@@ -99,10 +99,11 @@ class Executable:
         return save_executable(self)
 
     @staticmethod
-    def load_from_bytes(data: bytes, source: str = "<bytes>") -> "Executable":
+    def load_from_bytes(data: bytes, source: str = "<bytes>", views: bool = False) -> "Executable":
+        """`views`: tensors as read-only views of `data`, for inspection (vmo.load_executable)."""
         from .vmo import load_executable
 
-        return load_executable(data, source)
+        return load_executable(data, source, views)
 
     def export(self, path: str) -> None:
         """Writes the executable to `path`: .vmo bytes, or what the exporter of its suffix writes."""

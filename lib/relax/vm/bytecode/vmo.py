@@ -45,15 +45,15 @@ def save_executable(exe: Executable, check: bool = True) -> bytes:
         check_entries(exe.py_functions)
         py_out = Writer()
         write_section(py_out, exe.py_functions)
-        payloads.append(py_out.getvalue())
+        payloads.append(py_out)
     for payload in payloads:
-        out.u64(len(payload))
-        out.raw(payload)
-    body = out.getvalue()
-    return body + zlib.crc32(body).to_bytes(4, "little")
+        out.u64(payload.size())
+        out.extend(payload)
+    out.raw(out.crc32().to_bytes(4, "little"))
+    return out.getvalue()
 
 
-def _globals(exe: Executable) -> bytes:
+def _globals(exe: Executable) -> Writer:
     out = Writer()
     out.u64(len(exe.func_table))
     for info in exe.func_table:
@@ -66,27 +66,27 @@ def _globals(exe: Executable) -> bytes:
         out.u64(len(info.param_names))
         for name in info.param_names:
             out.string(name)
-    return out.getvalue()
+    return out
 
 
-def _memory_scopes(exe: Executable) -> bytes:
+def _memory_scopes(exe: Executable) -> Writer:
     out = Writer()
     out.u64(len(exe.memory_scopes))
     for const_index in sorted(exe.memory_scopes):
         out.i64(const_index)
         out.string(exe.memory_scopes[const_index])
-    return out.getvalue()
+    return out
 
 
-def _constants(exe: Executable) -> bytes:
+def _constants(exe: Executable) -> Writer:
     out = Writer()
     out.u64(len(exe.constants))
     for value in exe.constants:
         write_constant(out, value)
-    return out.getvalue()
+    return out
 
 
-def _bytecode(exe: Executable) -> bytes:
+def _bytecode(exe: Executable) -> Writer:
     out = Writer()
     out.i64_array(exe.instr_offset)
     out.i64_array(exe.instr_data)
@@ -94,7 +94,7 @@ def _bytecode(exe: Executable) -> bytes:
     for index in sorted(exe.source_locations):
         out.i64(index)
         out.string(exe.source_locations[index])
-    return out.getvalue()
+    return out
 
 
 # ---- loading ---------------------------------------------------------------------------
@@ -114,7 +114,9 @@ def check_header(data: bytes, source: str) -> tuple[int, tuple[str, ...]]:
     return reader.pos, (PY_SECTIONS if version == PY_VERSION else SECTIONS)
 
 
-def load_executable(data: bytes, source: str = "<bytes>") -> Executable:
+def load_executable(data: bytes, source: str = "<bytes>", views: bool = False) -> Executable:
+    """The executable of .vmo `data`; `views`: its tensors as read-only views of `data`
+    (constant_pool.read_constant), for a caller that inspects and does not run it."""
     data = bytes(data)
     position, sections = check_header(data, source)
     spans = []
@@ -130,14 +132,14 @@ def load_executable(data: bytes, source: str = "<bytes>") -> Executable:
     if len(data) - position != 4:
         problem = "the checksum is missing" if len(data) - position < 4 else "trailing bytes after the checksum"
         raise FormatError(f"'{source}': bad file length: {problem}")
-    if zlib.crc32(data[:position]) != int.from_bytes(data[position:], "little"):
+    if zlib.crc32(memoryview(data)[:position]) != int.from_bytes(data[position:], "little"):
         raise FormatError(f"'{source}': checksum mismatch: the file is corrupted")
     try:
         exe = Executable()
         readers = [Reader(data, section, start, end) for section, (start, end) in zip(sections, spans)]
         _read_globals(readers[0], exe)
         _read_memory_scopes(readers[1], exe)
-        _read_constants(readers[2], exe)
+        _read_constants(readers[2], exe, views)
         _read_bytecode(readers[3], exe)
         if len(readers) > 4:
             exe.py_functions = read_section(readers[4])
@@ -175,9 +177,9 @@ def _read_memory_scopes(reader: Reader, exe: Executable) -> None:
         exe.memory_scopes[const_index] = reader.string("memory scope")
 
 
-def _read_constants(reader: Reader, exe: Executable) -> None:
+def _read_constants(reader: Reader, exe: Executable, views: bool = False) -> None:
     for _ in range(reader.count(1, "constant")):
-        exe.constants.append(read_constant(reader))
+        exe.constants.append(read_constant(reader, views=views))
 
 
 def _read_bytecode(reader: Reader, exe: Executable) -> None:
