@@ -60,8 +60,12 @@ class Constant(Expr):
 def frozen(array: np.ndarray) -> np.ndarray:
     """`array` made read-only in place, for a fresh array that only its maker holds (a result,
     a loaded file's array): a Constant keeps a read-only array as it is, where it copies
-    a writable one, so that a weight is not copied at each pass that makes one."""
-    array.flags.writeable = False
+    a writable one, so that a weight is not copied at each pass that makes one. The arrays
+    it views (an aligned allocation's buffer) are made read-only too."""
+    view = array
+    while isinstance(view, np.ndarray) and view.flags.writeable:
+        view.flags.writeable = False
+        view = view.base
     return array
 
 

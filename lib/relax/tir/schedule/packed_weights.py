@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import tir
+from ...runtime.aligned import aligned_empty
 from ..loop_nests import top_level
 from ..rewrite import Rewriter, collect
 from . import gemv, register_tile
@@ -107,7 +108,12 @@ def packed_shape(shape: tuple[int, int], width: int) -> tuple[int, int, int]:
 def pack_array(array: np.ndarray, width: int) -> np.ndarray:
     """A K x N weight in panels of `width` columns (panel-major, contiguous)."""
     k, n = array.shape
-    return np.ascontiguousarray(array.reshape(k, n // width, width).transpose(1, 0, 2))
+    panels = array.reshape(k, n // width, width).transpose(1, 0, 2)
+    if panels.flags.c_contiguous:  # one panel: the weight itself
+        return panels
+    packed = aligned_empty(panels.shape, array.dtype)  # as the constant pool keeps a weight (runtime/aligned.py)
+    packed[...] = panels
+    return packed
 
 
 class _ReadPacked(Rewriter):

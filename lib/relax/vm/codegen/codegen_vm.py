@@ -77,7 +77,7 @@ class _FunctionCodegen:
                 return self.words[id(expr)]
             raise error(f"variable '{expr.name_hint}' is used before it is defined", expr.span)
         if isinstance(expr, rx.Constant):
-            return b.convert_constant(np.array(expr.data))
+            return b.convert_constant(np.asarray(expr.data))  # the pool copies only what it must
         if isinstance(expr, rx.ShapeExpr):
             if not all(isinstance(v, tir.IntImm) for v in expr.values):
                 raise error("a symbolic shape reached code generation (run vm-shape-lower first)", expr.span)
