@@ -218,7 +218,7 @@ def _check_header(data: bytes, source: str) -> tuple[int, tuple[int, int]]:
                           "relink it with this toolchain")
     if size != len(data):
         raise _refuse(source, f"its size is {len(data)} bytes, the header says {size} (truncated or padded)")
-    if hashlib.sha256(data[HEADER.size:]).digest() != digest:
+    if hashlib.sha256(memoryview(data)[HEADER.size:]).digest() != digest:  # not a copy of the file
         raise _refuse(source, "checksum mismatch (the file is corrupted)")
     if HEADER.size + SECTION.size * count > size:
         raise _refuse(source, "the section table runs past the end of the file")
