@@ -48,7 +48,7 @@ CONFIG_KEY = "relax.BindParams.params"
 
 
 def load_params(path: str) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file by name (no pickled objects); a bad file is a UserError."""
+    """The arrays of an .npz file by name (no pickled objects), read-only; a bad file is a UserError."""
     if not os.path.exists(path):
         raise UserError(f"'{path}': no such file or directory")
     if not zipfile.is_zipfile(path):
