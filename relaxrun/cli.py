@@ -140,4 +140,4 @@ def command(artifact, func, inputs, outputs, output_dir, expected, atol, rtol, d
 
 
 def main(argv=None) -> int:
-    return run_command(command, "relaxrun", argv)
+    return run_command(command, "relaxrun", argv, serving_options=("--serve", "--tracker-serve"))

@@ -1,5 +1,6 @@
 """A tool run as a program holds numpy's BLAS to one thread (driver/blas_threads.py),
-unless the user chose a thread count; a library caller's process is left alone."""
+unless the user chose a thread count; a library caller's process is left alone. (And the
+runner tells a server's command line apart, for driver/malloc_reuse.py.)"""
 
 import os
 import subprocess
@@ -55,3 +56,14 @@ def test_nothing_changes_once_numpy_is_imported(preset):
     environ = dict(preset)
     assert not hold_blas_to_one_thread(environ)
     assert environ == preset
+
+
+def test_a_server_is_told_apart_by_its_options():
+    # relaxrun --serve runs for long: it keeps glibc's memory defaults (driver/malloc_reuse.py).
+    from relax.driver.runner import serves
+
+    options = ("--serve", "--tracker-serve")
+    assert serves(["--serve", "0.0.0.0:9090", "--key-file", "k"], options)
+    assert serves(["--tracker-serve=0.0.0.0:9190"], options)
+    assert not serves(["model.vmx", "--input", "x.npy"], options)
+    assert not serves(["--serve-x"], options) and not serves(["--serve"], ())

@@ -6,8 +6,9 @@ hands free memory at the top of the heap back to the kernel. A build's weights,
 constants, kernel objects and the artifact's bytes are such blocks, and each copy of
 them made in a fresh mapping is faulted in page by page, which in a virtual machine is
 dear. A tool run as the program (driver/runner.py) is short-lived, so it serves blocks
-up to glibc's largest limit from the heap and keeps what it frees there. Elsewhere
-(another C library, another system) nothing changes.
+up to glibc's largest limit from the heap and keeps what it frees there; relaxrun's
+servers run for long and keep glibc's defaults. Elsewhere (another C library, another
+system) nothing changes.
 """
 
 from __future__ import annotations

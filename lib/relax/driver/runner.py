@@ -39,17 +39,19 @@ def _wants_traceback(argv: list[str]) -> bool:
 
 
 def run_command(command: click.Command, tool: str, argv: list[str] | None = None,
-                fast_exit: bool = False) -> int:
+                fast_exit: bool = False, serving_options: tuple[str, ...] = ()) -> int:
     """Runs `command` on `argv` (default: sys.argv[1:]) and returns the exit code.
 
     `fast_exit`: when run as the program (no `argv` given) and not under a profiler or
     tracer (which write their reports at exit), end the process right after the
     command instead of returning (process_exit.py), with cycle collection off from
     here on (collector.py). As the program, numpy's BLAS is held to one thread
-    (blas_threads.py) and freed memory is kept for reuse (malloc_reuse.py)."""
+    (blas_threads.py) and freed memory is kept for reuse (malloc_reuse.py), unless one
+    of `serving_options` is given: a server runs for long, and keeps glibc's defaults."""
     if argv is None:
         hold_blas_to_one_thread()
-        keep_freed_memory()
+        if not serves(sys.argv[1:], serving_options):
+            keep_freed_memory()
     if fast_exit and argv is None and sys.getprofile() is None and sys.gettrace() is None:
         from .collector import paused_until_exit
         from .process_exit import ending_fast, exit_process
@@ -99,6 +101,11 @@ def run_command(command: click.Command, tool: str, argv: list[str] | None = None
             traceback.print_exc()
         return EXIT_INTERNAL
     return result if isinstance(result, int) else EXIT_OK
+
+
+def serves(args: list[str], serving_options: tuple[str, ...]) -> bool:
+    """Whether the command line `args` gives one of `serving_options` (`--serve X` or `--serve=X`)."""
+    return any(arg == option or arg.startswith(option + "=") for arg in args for option in serving_options)
 
 
 def _error_limit(argv: list[str]) -> int:
