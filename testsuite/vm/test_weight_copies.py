@@ -9,7 +9,7 @@ import tracemalloc
 import numpy as np
 
 from relax.ir import expr as rx
-from relax.runtime.aligned import aligned_empty, is_aligned
+from relax.runtime.allocator import aligned_array, is_aligned
 from relax.vm import Executable
 from relax.vm.artifact import vmx
 from relax.vm.bytecode.constant_pool import canonical_constant, constant_key
@@ -20,7 +20,7 @@ WEIGHT_BYTES = 16 * MB
 
 
 def _weight() -> np.ndarray:
-    weight = aligned_empty((WEIGHT_BYTES // 4,), np.float32)
+    weight = aligned_array((WEIGHT_BYTES // 4,), np.float32, zeroed=False)
     weight[:] = np.arange(weight.size, dtype=np.float32)
     return rx.frozen(weight)
 

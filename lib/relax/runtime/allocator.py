@@ -21,14 +21,32 @@ from .objects import Storage
 ALIGNMENT = 64
 
 
-def aligned_buffer(nbytes: int, alignment: int = ALIGNMENT) -> np.ndarray:
-    """A zero-filled uint8 array of `nbytes` whose data pointer is `alignment`-aligned."""
+def aligned_buffer(nbytes: int, alignment: int = ALIGNMENT, zeroed: bool = True) -> np.ndarray:
+    """A uint8 array of `nbytes` (zero-filled unless not `zeroed`) whose data pointer is
+    `alignment`-aligned."""
     try:
-        raw = np.zeros(nbytes + alignment, dtype=np.uint8)
+        raw = (np.zeros if zeroed else np.empty)(nbytes + alignment, dtype=np.uint8)
     except (MemoryError, ValueError):  # more than the machine has, or than numpy can index
         raise UserError(f"cannot allocate {nbytes} bytes: out of memory") from None
     start = (-raw.ctypes.data) % alignment
     return raw[start:start + nbytes]
+
+
+def aligned_array(shape, dtype, zeroed: bool = True) -> np.ndarray:
+    """A C-contiguous array of `shape` and `dtype` on an aligned_buffer. Kernels stream
+    weights with whole-vector loads, and a weight that starts part-way into a cache line
+    runs measurably slower (docs/performance-notes.md): the constant pool keeps its
+    tensors so, and the passes that make weights (folded constants, packed panels)
+    allocate them so, for the pool to keep them as they are."""
+    dtype = np.dtype(dtype)
+    count = 1
+    for extent in shape:
+        count *= extent
+    return aligned_buffer(count * dtype.itemsize, zeroed=zeroed).view(dtype).reshape(shape)
+
+
+def is_aligned(array: np.ndarray) -> bool:
+    return array.__array_interface__["data"][0] % ALIGNMENT == 0
 
 
 def _check_device(device: Device) -> None:

@@ -34,7 +34,7 @@ from ..op.infer import bind_call
 from ..op.legalize_context import LegalizeContext
 from ..op.shape import static_value
 from ..ir.pass_infra import Pass, PassContext, register_pass
-from ..runtime.aligned import aligned_empty
+from ..runtime.allocator import aligned_array
 
 MAX_ROUNDS = 64
 # Folding kernels are built for this host without default schedules (-O0's plain loop
@@ -42,12 +42,6 @@ MAX_ROUNDS = 64
 # more than running it quickly. The plain nests also make a folded reduction add up in
 # one order, the same on every build host.
 FOLD_TARGET = "llvm -opt-level=0"
-
-
-def _aligned_zeros(shape, dtype) -> np.ndarray:
-    array = aligned_empty(shape, dtype)
-    array.fill(0)
-    return array
 
 
 def _static_shape(info) -> tuple[int, ...] | None:
@@ -136,7 +130,7 @@ class _Folder(ExprMutator):
             return None
         infos, is_tuple = outputs
         arrays = [np.asarray(f.data, order="C") for f in fields]  # 0-d stays 0-d; kernels only read them
-        results = [_aligned_zeros(shape, dtype) for shape, dtype in infos]  # kept by the constant pool as they are
+        results = [aligned_array(shape, dtype) for shape, dtype in infos]  # kept by the constant pool as they are
         if not self.run_kernel(kernels[kernel], arrays + results):
             self.wanted.append(kernels[kernel])
             return None

@@ -133,8 +133,8 @@ class _PassPacked(ExprMutator):
             weight = _weight(fields[position], self.constants)
             packed = self.packed.get((id(weight), width))
             if packed is None:
-                data = pack_array(np.asarray(weight.data), width)  # a view of the read-only weight, or a new array
-                packed = rx.Constant(rx.frozen(data) if data.flags.writeable else data, span=weight.span)
+                # A view of the read-only weight (frozen leaves it as it is), or a new array.
+                packed = rx.Constant(rx.frozen(pack_array(np.asarray(weight.data), width)), span=weight.span)
                 self.packed[(id(weight), width)] = packed
             fields[position] = packed
         args = (call.args[0], dataclasses.replace(call.args[1], fields=tuple(fields)))

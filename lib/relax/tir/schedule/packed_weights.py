@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import tir
-from ...runtime.aligned import aligned_empty
+from ...runtime.allocator import aligned_array
 from ..loop_nests import top_level
 from ..rewrite import Rewriter, collect
 from . import gemv, register_tile
@@ -111,7 +111,7 @@ def pack_array(array: np.ndarray, width: int) -> np.ndarray:
     panels = array.reshape(k, n // width, width).transpose(1, 0, 2)
     if panels.flags.c_contiguous:  # one panel: the weight itself
         return panels
-    packed = aligned_empty(panels.shape, array.dtype)  # as the constant pool keeps a weight (runtime/aligned.py)
+    packed = aligned_array(panels.shape, array.dtype, zeroed=False)  # as the constant pool keeps a weight
     packed[...] = panels
     return packed
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...diagnostics import UserError
-from ...runtime.aligned import aligned_empty, is_aligned
+from ...runtime.allocator import aligned_array, is_aligned
 from ...runtime.dtype import DataType
 from ...runtime.objects import ShapeTuple
 from .binary import Reader, Writer
@@ -37,7 +37,7 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 def canonical_constant(value: Any, depth: int = 0) -> Any:
     """The form in which `value` is kept in the pool; refuses what cannot be a constant.
 
-    Tensors become read-only, C-contiguous, little-endian and aligned (runtime/aligned.py)
+    Tensors become read-only, C-contiguous, little-endian and aligned (allocator.aligned_array)
     copies, so that nothing that runs can change a constant and the file bytes do not
     depend on the host; a tensor that is all of these already, and that nothing can
     write through (its bases read-only too), is kept as it is.
@@ -77,7 +77,7 @@ def _canonical_tensor(value: np.ndarray) -> np.ndarray:
     dtype = DataType.from_numpy(value.dtype).numpy
     if value.dtype == dtype and value.flags.c_contiguous and is_aligned(value) and _immutable(value):
         return value
-    array = aligned_empty(value.shape, dtype)
+    array = aligned_array(value.shape, dtype, zeroed=False)
     array[...] = value
     array.flags.writeable = False
     return array
@@ -243,7 +243,7 @@ def _read_tensor(reader: Reader, views: bool = False) -> np.ndarray:
         if views:
             array = np.frombuffer(reader.take(nbytes), dtype=np.uint8).view(dtype.numpy).reshape(shape)
         else:
-            array = aligned_empty(shape, dtype.numpy)
+            array = aligned_array(shape, dtype.numpy, zeroed=False)
             array.reshape(-1).view(np.uint8)[:] = np.frombuffer(reader.take(nbytes), dtype=np.uint8)
     except ValueError as error:  # an empty tensor with absurd extents
         raise reader.fail(f"tensor constant of shape {shape}: {error}") from None
