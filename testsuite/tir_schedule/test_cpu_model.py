@@ -82,21 +82,33 @@ def test_blocking_from_the_caches():
     assert k_block(xeon, TileShape(4, 4, 16)) == 128
     assert row_block_tiles(xeon, 8, 256) == 32  # 256 rows of A: 256 KiB of a 2 MiB L2
     small = CpuInfo(vector_bits=256, fma=True, l1d_bytes=32 * KIB, l2_bytes=256 * KIB)
-    assert k_block(small, TileShape(6, 2, 8)) == 256 and row_block_tiles(small, 6, 256) == 21  # 128 rows: half of L2
+    assert k_block(small, TileShape(6, 2, 8)) == 512 and row_block_tiles(small, 6, 512) == 10  # 64 rows: half of L2
     assert blocking(xeon, register_tile_shape(xeon)).chunk_tiles == 1  # 64 columns: one tile of 64
 
 
 def test_a_tile_that_reads_little_of_b_per_cycle_packs_longer_k_blocks_in_l2():
     """AVX2's 6 x 16 tile reads 64 bytes of B per 6 cycles of FMAs (10.7 a cycle): its chunk's
-    panels, packed per call, take a quarter of L2 (Zen 3's 512 KiB: 512 steps; at most 1024),
+    panels, packed per call, take half of L2 (Zen 3's 512 KiB: 1024 steps, at most 1024),
     so C is read and written fewer times. AVX-512's 4 x 64 reads 32 bytes a cycle and keeps its
     panel in L1, and so does a weight packed at build time."""
     avx2, avx512 = TileShape(6, 2, 8), TileShape(4, 4, 16)
     zen3 = CpuInfo(vector_bits=256, fma=True, l1d_bytes=32 * KIB, l2_bytes=512 * KIB)
-    assert panel_in_l2(zen3, avx2) and k_block(zen3, avx2) == 512
+    assert panel_in_l2(zen3, avx2) and k_block(zen3, avx2) == 1024
+    assert k_block(CpuInfo(vector_bits=256, fma=True, l2_bytes=256 * KIB), avx2) == 512
     assert k_block(zen3, avx2, packed_per_call=False) == 256
     assert k_block(CpuInfo(vector_bits=256, fma=True, l2_bytes=4 * MIB), avx2) == 1024
     zen4 = CpuInfo(vector_bits=512, vector_registers=32, fma=True, l1d_bytes=32 * KIB, l2_bytes=1 * MIB)
     assert not panel_in_l2(zen4, avx512) and k_block(zen4, avx512) == 80  # 2/3 of L1 for 64 columns
     sizes = blocking(zen3, avx2)
-    assert row_block_tiles(zen3, 6, sizes.k_steps) == sizes.row_block_tiles == 21  # A's block: half of L2
+    assert row_block_tiles(zen3, 6, sizes.k_steps) == sizes.row_block_tiles == 10  # A's block: half of L2
+
+
+def test_a_constant_k_is_cut_into_equal_blocks_and_the_row_block_fits_the_block_that_runs():
+    """K = 1100 with blocks of at most 1024: two of 550, not 1024 + 76. K = 256, shorter than
+    a block: one block of 256, and the row block of A takes half of L2 at 256 steps a row
+    (256 rows, the most), not at the 1024 steps a longer K would run."""
+    zen3, avx2 = CpuInfo(vector_bits=256, fma=True, l1d_bytes=32 * KIB, l2_bytes=512 * KIB), TileShape(6, 2, 8)
+    assert blocking(zen3, avx2, k_extent=1100).k_steps == 550
+    short = blocking(zen3, avx2, k_extent=256)
+    assert (short.k_steps, short.row_block_tiles) == (256, 42)
+    assert blocking(zen3, avx2).row_block_tiles == 10

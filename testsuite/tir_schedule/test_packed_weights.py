@@ -108,7 +108,7 @@ def test_packed_batched_a_matches_numpy(schedule_target):
 @pytest.mark.parametrize("cpu", [AVX2, AVX512], ids=["avx2", "avx512"])
 def test_packed_every_block_boundary_crossed(monkeypatch, cpu):
     monkeypatch.setattr(schedule, "cpu_info", lambda target: cpu)
-    monkeypatch.setattr(register_tile, "blocking", lambda cpu, shape, packed_per_call=True: Blocking(16, 2, 3))
+    monkeypatch.setattr(register_tile, "blocking", lambda cpu, shape, packed_per_call=True, k_extent=None: Blocking(16, 2, 3))
     _check(6 * 13 + 5, 50, panel_width(cpu) * 5, packed_for=cpu)
     _check(6 * 13 + 5, 50, panel_width(cpu) * 5, epilogue=True, packed_for=cpu)
 

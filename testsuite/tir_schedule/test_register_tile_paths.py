@@ -133,7 +133,7 @@ def test_every_block_boundary_crossed(monkeypatch, cpu):
     """Tiny blocking: partial column chunks, row blocks and k blocks on a small matmul, the
     tiles of `cpu` (its code built for this host: both are 128-bit-safe LLVM vectors)."""
     monkeypatch.setattr(schedule, "cpu_info", lambda target: cpu)
-    monkeypatch.setattr(register_tile, "blocking", lambda cpu, shape, packed_per_call=True: Blocking(16, 2, 3))
+    monkeypatch.setattr(register_tile, "blocking", lambda cpu, shape, packed_per_call=True, k_extent=None: Blocking(16, 2, 3))
     shape = register_tile_shape(cpu)
     _check(shape.rows * 13 + 5, 50, shape.width * 5 + 7)
     _check(shape.rows * 13 + 5, 50, shape.width * 5 + 7, epilogue=True)
@@ -256,7 +256,7 @@ def test_a_chunks_panels_are_packed_once_per_k_block_before_its_row_blocks(cpu, 
     all of them, B's rows read across the chunk's width; with one tile per chunk (AVX-512) the
     panel is packed per row block as before."""
     shape = register_tile_shape(cpu)
-    sizes = register_tile.blocking(cpu, shape)
+    sizes = register_tile.blocking(cpu, shape, k_extent=1024)
     stmt = _scheduled_matmul(1020, 1024, 1024, cpu)  # 1020 rows: tiles of 6 (AVX2) or 4 rows only
     assert _panel_sizes(stmt) == [panels * sizes.k_steps * shape.width]
     loops = [loop.loop_var.name for loop in collect(stmt, tir.For)]
@@ -269,7 +269,7 @@ def test_a_chunks_panels_are_shared_with_one_row_block_too():
     each row of B read across the chunk's 64 columns (4 cache lines) rather than a tile's 16
     (1 line, on a new page for every row when N is 1024)."""
     shape = register_tile_shape(AVX2)
-    sizes = register_tile.blocking(AVX2, shape)
+    sizes = register_tile.blocking(AVX2, shape, k_extent=256)
     stmt = _scheduled_matmul(128, 256, 1024, AVX2)
     assert _panel_sizes(stmt) == [4 * sizes.k_steps * shape.width]
     loops = [loop.loop_var.name for loop in collect(stmt, tir.For)]

@@ -116,7 +116,9 @@ def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, 
     each chunk, every part of the rows (rows per tile, first row, row tiles): the full tiles,
     then the last rows' smaller tiles, so that one parallel loop does both."""
     prepacked = _prepacked(nest)
-    sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not prepacked)
+    k_extent = nest.loop_of(operands[3]).extent
+    sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not prepacked,
+                     k_extent=k_extent.value if isinstance(k_extent, tir.IntImm) else None)
     j_loop = nest.loop_of(operands[2])
     column_tiles = j_loop.extent.value // shape.width
     chunk_tiles = min(sizes.chunk_tiles, -(-column_tiles // MIN_CHUNKS))
@@ -151,7 +153,7 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     in_matrix = lambda tile: chunk * const(chunk_tiles) + tile  # noqa: E731 - a column tile of the chunk, of C
     column_tile = in_matrix(j_tile)
     j0 = column_tile * const(width)
-    k_tiles = reduction_order.Tiles(k_loop, _k_panel(k_loop.extent, sizes.k_steps))
+    k_tiles = reduction_order.Tiles(k_loop, sizes.k_steps)
 
     at = binder(nest, outer_values, i_iter, j_iter, k_iter, const)
     local = local_buffers(store, const)
@@ -335,14 +337,6 @@ def _block_ends(k_tiles, k_extent, blocks_add: bool, epilogues: bool, saves) -> 
     if blocks_add:
         ends = tir.IfThenElse(block_is(0), saves(True, False), ends)
     return ends
-
-
-def _k_panel(extent, steps: int) -> int:
-    """k steps per block: `steps`, or K cut into equal blocks of at most `steps` (784 -> 4 x 196, not 3 x 256 + 16)."""
-    if not isinstance(extent, tir.IntImm) or extent.value <= steps:
-        return steps
-    blocks = -(-extent.value // steps)
-    return -(-extent.value // blocks)
 
 
 def fusable(nest: Nest, cpu=None) -> bool:

@@ -48,7 +48,7 @@ MAX_K_BLOCK = 256  # k steps per block of a panel in L1, at most: longer blocks 
 MIN_K_BLOCK = 32
 L1_SHARE = 2 / 3  # of L1 for the B panel's k block (48 KiB L1, 32 columns: 256 steps)
 L2_PANEL_BYTES = 16  # B bytes a tile reads per cycle of its FMAs, at most, for its panel to stay in L2
-L2_PANEL_SHARE = 1 / 4  # of L2 for a chunk's panels of one k block, when they stay in L2
+L2_PANEL_SHARE = 1 / 2  # of L2 for a chunk's panels of one k block, when they stay in L2
 MAX_L2_K_BLOCK = 1024  # k steps per block of a panel in L2, at most
 ROW_BLOCK_ROWS = 256  # rows of A per row block, at most (1024 measured slower with a 2 MiB L2)
 L2_SHARE = 1 / 2  # of L2 for the row block of A, at most
@@ -107,11 +107,15 @@ class Blocking:
 CHUNK_COLUMNS = 64
 
 
-def blocking(cpu, shape: TileShape, packed_per_call: bool = True) -> Blocking:
+def blocking(cpu, shape: TileShape, packed_per_call: bool = True, k_extent: int | None = None) -> Blocking:
     """The blocking of a matmul whose B panels are packed per call, or read in place from a
     weight packed at build time (`packed_per_call` False: its k blocks keep the panel in L1,
-    longer ones measured no faster there)."""
+    longer ones measured no faster there). With a constant K (`k_extent`), K cut into equal
+    blocks (784 -> 4 x 196, not 3 x 256 + 16), and the row block sized for the block that runs."""
     steps = k_block(cpu, shape, packed_per_call)
+    if k_extent is not None:
+        blocks = -(-k_extent // steps)
+        steps = -(-k_extent // blocks)
     return Blocking(steps, chunk_tiles(shape), row_block_tiles(cpu, shape.rows, steps))
 
 
