@@ -13,10 +13,14 @@ run time only in two kinds of loops, which this policy leaves to LLVM:
 - innermost loops whose body holds vector code (Ramp, Broadcast, Shuffle): the
   k loop of a schedule's micro-kernel.
 
-Every other loop of kind serial (or parallel, nested in a parallel loop, where it
-runs serially) stays rolled; LLVM still vectorizes it, and the kernels run as fast
-(figures: docs/performance-notes.md). A float reduction in a rolled loop may add up
-in another order (reassociation is allowed) than when LLVM unrolled it.
+A loop whose body holds a shuffle network (at least SHUFFLE_NETWORK shuffles, a
+transpose block: each trip already dozens of vector instructions) stays rolled even
+then: unrolled, it only multiplied LLVM's shuffle lowering, the largest share of a
+transpose kernel's build. Every other loop of kind serial (or parallel, nested in a
+parallel loop, where it runs serially) stays rolled; LLVM still vectorizes it, and
+the kernels run as fast (figures: docs/performance-notes.md). A float reduction in a
+rolled loop may add up in another order (reassociation is allowed) than when LLVM
+unrolled it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ..ir.node import Node
 from ..tir.rewrite import node_fields
 
 ROLLED_ABOVE = 256
+SHUFFLE_NETWORK = 8  # shuffles in a loop's body that make it a transpose block (SSE's 4 x 4 has 8)
 # A parallel loop nested in another runs serially (ParallelCodegen); it is treated as a
 # serial one, so that a kernel and its parallel variant add up a reduction in one order.
 ROLLABLE_KINDS = ("serial", "parallel")
@@ -57,7 +62,8 @@ def _scan(node, rolled: set[int], limit: int) -> tuple[float, bool]:
         inner, vector = _scan(node.body, rolled, limit)
         trips = node.extent.value * inner if isinstance(node.extent, tir.IntImm) else math.inf
         innermost_vector = vector and inner == 1
-        if node.kind in ROLLABLE_KINDS and trips > limit and not innermost_vector:
+        unrolled_gains = trips <= limit or innermost_vector
+        if node.kind in ROLLABLE_KINDS and (not unrolled_gains or _shuffles(node.body) >= SHUFFLE_NETWORK):
             rolled.add(id(node))
         return trips, False
     return _scan(tuple(getattr(node, name) for name in node_fields(type(node))), rolled, limit)
@@ -74,3 +80,16 @@ def _has_vector(expr) -> bool:
         elif isinstance(value, Node) and not isinstance(value, tir.Buffer):
             stack.extend(getattr(value, name) for name in node_fields(type(value)))
     return False
+
+
+def _shuffles(stmt) -> int:
+    """Shuffle nodes under `stmt`."""
+    count, stack = 0, [stmt]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (tuple, list)):
+            stack.extend(value)
+        elif isinstance(value, Node) and not isinstance(value, tir.Buffer):
+            count += isinstance(value, tir.Shuffle)
+            stack.extend(getattr(value, name) for name in node_fields(type(value)))
+    return count
