@@ -10,12 +10,11 @@ from dataflow_kernels import lowered_kernels
 import relax.codegen.kernel_codegen as kernel_codegen
 from relax.codegen import build_host_library
 from relax.codegen.build_kernels import emit_llvm_ir
-from relax.codegen.unroll_policy import ROLLED_ABOVE, SHUFFLE_NETWORK, _shuffles, rolled_loops
+from relax.codegen.unroll_policy import ROLLED_ABOVE, SHUFFLE_NETWORK, rolled_loops
 from relax.ir import tir
-from relax.ir.node import Node
 from relax.target import parse_target
 from relax.tir.pipeline import lower_for_codegen
-from relax.tir.rewrite import node_fields
+from relax.tir.rewrite import collect
 
 
 def f32(value):
@@ -115,18 +114,8 @@ def test_rolled_reductions_and_vectors_against_numpy():
     np.testing.assert_array_equal(c, a * b)
 
 
-def _loops(stmt) -> list:
-    found, stack = [], [stmt]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, (tuple, list)):
-            stack.extend(value)
-        elif isinstance(value, tir.For):
-            found.append(value)
-            stack.append(value.body)
-        elif isinstance(value, Node) and not isinstance(value, tir.Buffer):
-            stack.extend(getattr(value, name) for name in node_fields(type(value)))
-    return found
+def _shuffles(stmt) -> int:
+    return len(collect(stmt, tir.Shuffle))
 
 
 def _scheduled(params: str, body: str, target: str):
@@ -140,7 +129,7 @@ def test_loops_around_a_transpose_network_are_rolled_a_single_shuffle_is_not():
     max pool's one shuffle leaves its small window loops to LLVM."""
     transpose = _scheduled('x: R.Tensor((64, 64), "float32")', "out = R.permute_dims(x, [1, 0])",
                            "llvm -mcpu=x86-64-v3")
-    loops = [loop for loop in _loops(transpose.body) if _shuffles(loop.body)]
+    loops = [loop for loop in collect(transpose.body, tir.For) if _shuffles(loop.body)]
     assert loops and all(_shuffles(loop.body) >= SHUFFLE_NETWORK for loop in loops)
     assert {id(loop) for loop in loops} <= rolled_loops(transpose.body)
     assert any(isinstance(loop.extent, tir.IntImm) and loop.extent.value <= 2 for loop in loops)
@@ -152,5 +141,5 @@ def test_loops_around_a_transpose_network_are_rolled_a_single_shuffle_is_not():
     pool = _scheduled('x: R.Tensor((1, 16, 32, 32), "float32")',
                       "out = R.nn.max_pool2d(x, pool_size=[2, 2], strides=[2, 2])",
                       "llvm -mcpu=x86-64-v3")
-    windows = [loop for loop in _loops(pool.body) if 0 < _shuffles(loop.body) < SHUFFLE_NETWORK]
+    windows = [loop for loop in collect(pool.body, tir.For) if 0 < _shuffles(loop.body) < SHUFFLE_NETWORK]
     assert windows and not {id(loop) for loop in windows if loop.extent.value == 2} & rolled_loops(pool.body)

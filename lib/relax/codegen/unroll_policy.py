@@ -29,7 +29,7 @@ import math
 
 from ..ir import tir
 from ..ir.node import Node
-from ..tir.rewrite import node_fields
+from ..tir.rewrite import collect, node_fields
 
 ROLLED_ABOVE = 256
 SHUFFLE_NETWORK = 8  # shuffles in a loop's body that make it a transpose block (SSE's 4 x 4 has 8)
@@ -63,7 +63,7 @@ def _scan(node, rolled: set[int], limit: int) -> tuple[float, bool]:
         trips = node.extent.value * inner if isinstance(node.extent, tir.IntImm) else math.inf
         innermost_vector = vector and inner == 1
         unrolled_gains = trips <= limit or innermost_vector
-        if node.kind in ROLLABLE_KINDS and (not unrolled_gains or _shuffles(node.body) >= SHUFFLE_NETWORK):
+        if node.kind in ROLLABLE_KINDS and (not unrolled_gains or len(collect(node.body, tir.Shuffle)) >= SHUFFLE_NETWORK):
             rolled.add(id(node))
         return trips, False
     return _scan(tuple(getattr(node, name) for name in node_fields(type(node))), rolled, limit)
@@ -81,15 +81,3 @@ def _has_vector(expr) -> bool:
             stack.extend(getattr(value, name) for name in node_fields(type(value)))
     return False
 
-
-def _shuffles(stmt) -> int:
-    """Shuffle nodes under `stmt`."""
-    count, stack = 0, [stmt]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, (tuple, list)):
-            stack.extend(value)
-        elif isinstance(value, Node) and not isinstance(value, tir.Buffer):
-            count += isinstance(value, tir.Shuffle)
-            stack.extend(getattr(value, name) for name in node_fields(type(value)))
-    return count
