@@ -29,7 +29,7 @@ import math
 
 from ..ir import tir
 from ..ir.node import Node
-from ..tir.rewrite import collect, node_fields
+from ..tir.rewrite import node_fields
 
 ROLLED_ABOVE = 256
 SHUFFLE_NETWORK = 8  # shuffles in a loop's body that make it a transpose block (SSE's 4 x 4 has 8)
@@ -46,38 +46,39 @@ def rolled_loops(body: tir.Stmt, limit: int = ROLLED_ABOVE) -> frozenset[int]:
     return frozenset(rolled)
 
 
-def _scan(node, rolled: set[int], limit: int) -> tuple[float, bool]:
-    """(iterations of the deepest loop nest at `node`, whether it holds vector code outside loops)."""
+def _scan(node, rolled: set[int], limit: int) -> tuple[float, bool, int]:
+    """(iterations of the deepest loop nest at `node`, whether it holds vector code outside
+    loops, how many shuffles it holds, in loops or not)."""
     if isinstance(node, (tuple, list)):
-        trips, vector = 1, False
+        trips, vector, shuffles = 1, False, 0
         for item in node:
-            item_trips, item_vector = _scan(item, rolled, limit)
-            trips, vector = max(trips, item_trips), vector or item_vector
-        return trips, vector
+            item_trips, item_vector, item_shuffles = _scan(item, rolled, limit)
+            trips, vector, shuffles = max(trips, item_trips), vector or item_vector, shuffles + item_shuffles
+        return trips, vector, shuffles
     if not isinstance(node, Node) or isinstance(node, tir.Buffer):
-        return 1, False
+        return 1, False, 0
     if isinstance(node, tir.PrimExpr):
-        return 1, _has_vector(node)
+        return (1, *_vector_code(node))
     if isinstance(node, tir.For):
-        inner, vector = _scan(node.body, rolled, limit)
+        inner, vector, shuffles = _scan(node.body, rolled, limit)
         trips = node.extent.value * inner if isinstance(node.extent, tir.IntImm) else math.inf
         innermost_vector = vector and inner == 1
         unrolled_gains = trips <= limit or innermost_vector
-        if node.kind in ROLLABLE_KINDS and (not unrolled_gains or len(collect(node.body, tir.Shuffle)) >= SHUFFLE_NETWORK):
+        if node.kind in ROLLABLE_KINDS and (not unrolled_gains or shuffles >= SHUFFLE_NETWORK):
             rolled.add(id(node))
-        return trips, False
+        return trips, False, shuffles
     return _scan(tuple(getattr(node, name) for name in node_fields(type(node))), rolled, limit)
 
 
-def _has_vector(expr) -> bool:
-    stack = [expr]
+def _vector_code(expr) -> tuple[bool, int]:
+    """Whether `expr` holds vector code, and how many shuffles."""
+    vector, shuffles, stack = False, 0, [expr]
     while stack:
         value = stack.pop()
         if isinstance(value, (tuple, list)):
             stack.extend(value)
-        elif isinstance(value, _VECTOR_NODES):
-            return True
         elif isinstance(value, Node) and not isinstance(value, tir.Buffer):
+            vector = vector or isinstance(value, _VECTOR_NODES)
+            shuffles += isinstance(value, tir.Shuffle)
             stack.extend(getattr(value, name) for name in node_fields(type(value)))
-    return False
-
+    return vector, shuffles

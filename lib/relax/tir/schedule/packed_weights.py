@@ -51,6 +51,7 @@ def _accesses(func: tir.PrimFunc, buffer: tir.Buffer) -> int:
     kernel's accesses for the next parameter asked about)."""
     return sum(access.buffer is buffer for access in collect(func.body, (tir.BufferLoad, tir.BufferStore)))
 
+
 def panel_width(cpu: CpuInfo) -> int:
     """Columns of a register-tile panel for `cpu`: its tile's width."""
     return register_tile_shape(cpu).width
