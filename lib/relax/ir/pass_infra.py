@@ -107,8 +107,10 @@ def _load_passes() -> None:
 
 
 def get_pass(name: str) -> Pass:
-    _load_passes()
     cls = PASSES.get(name)
+    if cls is None:  # not registered yet: import every pass module (the lowering's reach LLVM)
+        _load_passes()
+        cls = PASSES.get(name)
     if cls is None:
         import difflib
 

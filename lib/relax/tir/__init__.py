@@ -45,7 +45,19 @@ THE LOWERED FORM (what the code generators may rely on; verify_lowered.py checks
 """
 
 from .errors import LoweringError
-from .interpreter import run
-from .pipeline import lower_for_codegen, passes
 
 __all__ = ["LoweringError", "lower_for_codegen", "passes", "run"]
+
+# The pipeline reaches the CPU model, hence the kernel runtime and LLVM: imported when
+# first asked for, so that a module importing one TIR helper (the simplifier, for the
+# operators' shape arithmetic) does not load the lowering and LLVM with it.
+_LAZY = {"lower_for_codegen": "pipeline", "passes": "pipeline", "run": "interpreter"}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'relax.tir' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -18,8 +18,19 @@ from .bytecode.exec_builder import ExecBuilder
 from .bytecode.executable import Executable, FuncInfo
 from .bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Opcode
 from .bytecode.loader import load, load_bytes, register_loader
-from .machine.virtual_machine import VirtualMachine, VMInstrumentReturnKind
 from .bytecode.verifier import VerificationError
+
+# The machine loads the kernel runtime and LLVM: imported when first asked for, so that
+# the assembler and the linker (bytecode/, artifact/) start without them.
+_MACHINE = ("VirtualMachine", "VMInstrumentReturnKind")
+
+
+def __getattr__(name):
+    if name in _MACHINE:
+        from .machine import virtual_machine
+
+        return getattr(virtual_machine, name)
+    raise AttributeError(f"module 'relax.vm' has no attribute {name!r}")
 
 __all__ = [
     "ArgKind", "ExecBuilder", "Executable", "FuncInfo", "FuncKind", "Opcode", "VM_REGISTER", "VOID_REGISTER",

@@ -9,8 +9,19 @@ artifacts run where only llvmlite and numpy are installed.
 
 from .abi import KERNEL_ABI_VERSION, kernel_symbol
 from .container import KernelObject, TargetEntry
-from .library import KernelCallError, KernelFunction, KernelLibrary, load_kernel_file, load_kernel_library
 from .metadata import KernelInfo, ParamInfo
+
+# The loader links with LLVM: imported when first asked for, so that reading a .ko's
+# container and metadata (the linker, relaxld) does not load LLVM.
+_LOADER = ("KernelCallError", "KernelFunction", "KernelLibrary", "load_kernel_file", "load_kernel_library")
+
+
+def __getattr__(name):
+    if name in _LOADER:
+        from . import library
+
+        return getattr(library, name)
+    raise AttributeError(f"module 'relax.runtime.kernels' has no attribute {name!r}")
 
 __all__ = [
     "KERNEL_ABI_VERSION", "KernelCallError", "KernelFunction", "KernelInfo", "KernelLibrary", "KernelObject",

@@ -1,0 +1,65 @@
+"""The tools start with what their command needs: printing the parsed IR, assembling a
+.vms and linking an artifact load neither LLVM nor the virtual machine (their imports
+are most of a short command's time); building kernels and running an artifact do."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MLP = ROOT / "samples" / "mlp.relax"
+
+PROBE = """
+import importlib, sys
+tool, args = sys.argv[1], sys.argv[2:]
+cli = importlib.import_module(f"{tool}.cli")
+from relax.driver.runner import run_command
+code = run_command(cli.command, tool, args)
+loaded = [name for name in ("llvmlite.binding", "relax.vm.machine.virtual_machine", "relax.tir.pipeline")
+          if name in sys.modules]
+print("exit", code, "loaded", *loaded, file=sys.stderr)
+"""
+
+
+def _loaded(tool: str, *args) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "lib"), str(ROOT)])}
+    run = subprocess.run([sys.executable, "-c", PROBE, tool, *map(str, args)], capture_output=True, text=True,
+                         env=env, cwd=ROOT)
+    last = run.stderr.strip().splitlines()[-1].split()
+    assert last[:3] == ["exit", "0", "loaded"], run.stderr
+    return last[3:]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """mlp.relax as a .vms, its .vmo and its .ko."""
+    out = tmp_path_factory.mktemp("mlp")
+    for args in (["-S", MLP, "-o", out / "mlp.vms"], ["--emit", "kernels", MLP, "-o", out / "mlp.ko"]):
+        subprocess.run([sys.executable, "-m", "relaxc", *map(str, args)], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "relaxas", str(out / "mlp.vms"), "-o", str(out / "mlp.vmo")], check=True,
+                   cwd=ROOT)
+    return out
+
+
+def test_printing_the_ir_loads_no_lowering_and_no_llvm():
+    assert _loaded("relaxc", "--emit", "ir", MLP) == []
+
+
+def test_assembling_loads_no_llvm_and_no_machine(built, tmp_path):
+    assert _loaded("relaxas", built / "mlp.vms", "-o", tmp_path / "mlp.vmo") == []
+
+
+def test_linking_loads_no_llvm_and_no_machine(built, tmp_path):
+    assert _loaded("relaxld", built / "mlp.vmo", built / "mlp.ko", "-o", tmp_path / "mlp.vmx") == []
+
+
+def test_running_loads_the_machine_and_llvm(built, tmp_path):
+    subprocess.run([sys.executable, "-m", "relaxld", str(built / "mlp.vmo"), str(built / "mlp.ko"),
+                    "-o", str(tmp_path / "mlp.vmx")], check=True, cwd=ROOT)
+    inputs = ["1x784xf32=0.5", "128x784xf32=0.1", "128xf32=0", "64x128xf32=0.1", "64xf32=0", "10x64xf32=0.1",
+              "10xf32=0"]
+    loaded = _loaded("relaxrun", tmp_path / "mlp.vmx", *(arg for value in inputs for arg in ("--input", value)))
+    assert "llvmlite.binding" in loaded and "relax.vm.machine.virtual_machine" in loaded
