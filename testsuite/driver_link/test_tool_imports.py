@@ -63,3 +63,12 @@ def test_running_loads_the_machine_and_llvm(built, tmp_path):
               "10xf32=0"]
     loaded = _loaded("relaxrun", tmp_path / "mlp.vmx", *(arg for value in inputs for arg in ("--input", value)))
     assert "llvmlite.binding" in loaded and "relax.vm.machine.virtual_machine" in loaded
+
+
+def test_importing_the_vm_registers_its_builtins_and_loads_no_llvm():
+    probe = ("import sys; import relax.vm; from relax.runtime import get_global_func; "
+             "print(get_global_func('vm.builtin.alloc_storage', allow_missing=True) is not None, "
+             "'llvmlite.binding' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "lib"), str(ROOT)])}
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    assert run.stdout.split() == ["True", "False"]

@@ -19,9 +19,15 @@ from .bytecode.executable import Executable, FuncInfo
 from .bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Opcode
 from .bytecode.loader import load, load_bytes, register_loader
 from .bytecode.verifier import VerificationError
+from .machine import builtins as _builtins  # noqa: F401 - registers vm.builtin.*, as importing relax.vm always has
 
-# The machine loads the kernel runtime and LLVM: imported when first asked for, so that
-# the assembler and the linker (bytecode/, artifact/) start without them.
+__all__ = [
+    "ArgKind", "ExecBuilder", "Executable", "FuncInfo", "FuncKind", "Opcode", "VM_REGISTER", "VOID_REGISTER",
+    "VMInstrumentReturnKind", "VerificationError", "VirtualMachine", "load", "load_bytes", "register_loader",
+]
+
+# The rest of the machine loads the kernel runtime and LLVM: imported when first asked
+# for, so that the assembler and the linker (bytecode/, artifact/) start without them.
 _MACHINE = ("VirtualMachine", "VMInstrumentReturnKind")
 
 
@@ -31,8 +37,3 @@ def __getattr__(name):
 
         return getattr(virtual_machine, name)
     raise AttributeError(f"module 'relax.vm' has no attribute {name!r}")
-
-__all__ = [
-    "ArgKind", "ExecBuilder", "Executable", "FuncInfo", "FuncKind", "Opcode", "VM_REGISTER", "VOID_REGISTER",
-    "VMInstrumentReturnKind", "VerificationError", "VirtualMachine", "load", "load_bytes", "register_loader",
-]

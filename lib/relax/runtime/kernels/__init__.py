@@ -11,6 +11,11 @@ from .abi import KERNEL_ABI_VERSION, kernel_symbol
 from .container import KernelObject, TargetEntry
 from .metadata import KernelInfo, ParamInfo
 
+__all__ = [
+    "KERNEL_ABI_VERSION", "KernelCallError", "KernelFunction", "KernelInfo", "KernelLibrary", "KernelObject",
+    "ParamInfo", "TargetEntry", "kernel_symbol", "load_kernel_file", "load_kernel_library",
+]
+
 # The loader links with LLVM: imported when first asked for, so that reading a .ko's
 # container and metadata (the linker, relaxld) does not load LLVM.
 _LOADER = ("KernelCallError", "KernelFunction", "KernelLibrary", "load_kernel_file", "load_kernel_library")
@@ -22,8 +27,3 @@ def __getattr__(name):
 
         return getattr(library, name)
     raise AttributeError(f"module 'relax.runtime.kernels' has no attribute {name!r}")
-
-__all__ = [
-    "KERNEL_ABI_VERSION", "KernelCallError", "KernelFunction", "KernelInfo", "KernelLibrary", "KernelObject",
-    "ParamInfo", "TargetEntry", "kernel_symbol", "load_kernel_file", "load_kernel_library",
-]
