@@ -280,6 +280,18 @@ def test_instrument_sees_every_call_and_can_skip():
     assert seen[5][2] == 0  # the return value of 1 <= 0
 
 
+def test_an_instrument_set_after_the_lookup_sees_the_calls():
+    vm = _vm("add_two")
+    main = vm["main"]
+    vm.save_function("main", "saved", 2, 3)
+    saved = vm["saved"]
+    seen = []
+    vm.set_instrument(lambda func, name, before, ret, *args: seen.append(name))
+    assert main(1, 2) == 3 and seen
+    seen.clear()
+    assert saved() == 5 and seen
+
+
 def test_skip_run_leaves_destination_unchanged():
     vm = _vm("add_two")
     vm.set_instrument(lambda func, name, before, ret, *args: VMInstrumentReturnKind.SKIP_RUN)

@@ -127,6 +127,31 @@ def test_bad_inputs_fail_exactly_as_in_the_interpreter(make_bad):
     assert outcomes[0] == outcomes[1]
 
 
+def test_arrays_the_plan_takes_go_straight_to_the_native_call():
+    """vm["main"] hands such arrays to the native call as they are; other arguments, keywords
+    and an instrument set after the lookup take the whole path (binding, _execute)."""
+    exe = build(chain_module(3), "llvm", 0)
+    vm = VirtualMachine(exe, "cpu", exec_mode="compiled")
+    main = vm["main"]
+    executed = []
+    whole = vm._execute
+    vm._execute = lambda function, args: executed.append(function.name) or whole(function, args)
+    x, y = inputs()
+    want = chain_reference(x, y, 3)
+    np.testing.assert_allclose(main(x, y), want, rtol=1e-6)
+    assert executed == []
+    strided = np.zeros((3, 10), np.float32)[:, ::2]
+    strided[...] = x
+    np.testing.assert_allclose(main(strided, y), want, rtol=1e-6)  # made contiguous by the binding
+    np.testing.assert_allclose(main(np.asfortranarray(x), y), want, rtol=1e-6)
+    np.testing.assert_allclose(main(x=x, y=y), want, rtol=1e-6)
+    assert executed == ["main"] * 3
+    calls = []
+    vm.set_instrument(lambda func, name, before, ret, *args: calls.append(name))
+    np.testing.assert_allclose(main(x, y), want, rtol=1e-6)
+    assert calls and executed == ["main"] * 4
+
+
 def test_python_threads_sharing_one_vm_get_their_own_results():
     exe = build(chain_module(5), "llvm", 0)
     vm = VirtualMachine(exe, "cpu", exec_mode="compiled")

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...diagnostics import UserError
 from ...runtime.objects import Closure, ShapeTuple
+from .native_mode import NativeFunction
 
 
 class FunctionAPI:
@@ -25,12 +26,30 @@ class FunctionAPI:
         function = self._function(name)
         if function is None:
             raise UserError(f"no function '{name}' in the executable")
+        # The function is read from the bytecode at each call: set_instrument decodes it anew.
+        index, native = function.index, self._native_call(function)
+        if native is None:
+            def call(*args, **kwargs):
+                return self._call_from_python(self._bytecode[index], args, kwargs)
+        else:
+            # Arrays the native call takes as they are go straight to it: binding them first
+            # (to_runtime, the argument count, _execute's dispatch) only hands the same
+            # arrays on; anything else takes the whole path, from the caller's arguments.
+            def whole_path(*args):
+                return self._call_from_python(self._bytecode[index], args, {})
 
-        def call(*args, **kwargs):
-            return self._call_from_python(function, args, kwargs)
+            def call(*args, **kwargs):
+                if kwargs or self._instrument is not None:
+                    return self._call_from_python(self._bytecode[index], args, kwargs)
+                return native.run(args, whole_path)
 
         call.__name__ = name
         return call
+
+    def _native_call(self, function):
+        """The function's native_mode.NativeFunction in compiled mode, else None."""
+        entry = self._compiled[function.index] if self._compiled is not None else None
+        return entry if isinstance(entry, NativeFunction) else None
 
     def _bind(self, function, args: tuple, kwargs: dict) -> tuple:
         if kwargs:
@@ -71,7 +90,7 @@ class FunctionAPI:
         bound = self._bind(function, args, kwargs)
 
         def saved():
-            result = self._execute(function, bound)
+            result = self._execute(self._bytecode[function.index], bound)
             return result if include_return else None
 
         self._saved[saved_name] = saved

@@ -133,28 +133,37 @@ class NativeFunction:
         return context
 
     def __call__(self, *args):
+        return self.run(args, self.fallback)
+
+    def run(self, args: tuple, fallback):
+        """The call on `args`; fallback(*args) where they are not what the plan takes, and to
+        report a kernel's error: the compiled function, or the VM's whole call path for
+        arguments as a caller passed them (function_api.py), which binds them and comes back
+        here (the lock is free by then)."""
         if len(args) != self._num_args or not self._lock.acquire(False):
-            return self.fallback(*args)
+            return fallback(*args)
         try:
-            slots = self._slots
-            for index, (arg, (dtype, shape)) in enumerate(zip(args, self._checks)):
-                if (arg.__class__ is not np.ndarray or arg.dtype is not dtype or arg.shape != shape
-                        or not arg.flags.c_contiguous):
-                    return self.fallback(*args)
-                address = _read_pointer(id(arg) + DATA_OFFSET).value
-                if address is None or address % dtype.itemsize:
-                    return self.fallback(*args)
-                slots[index] = address
-            storages = [site() for site in self._result_storages]
-            result = self._result(storages)
-            for (position, offset), slot in self._per_call:
-                slots[slot] = _read_pointer(id(storages[position].buffer) + DATA_OFFSET).value + offset
-            code = self._host.call(self._slots_address, self._frame_address)
+            code, result = self._call_locked(args)
         finally:
             self._lock.release()
-        if code:
-            return self.fallback(*args)
-        return result
+        return fallback(*args) if code else result
+
+    def _call_locked(self, args: tuple) -> tuple:
+        """(the host function's code, the result); code -1 where `args` are not what the plan takes."""
+        slots = self._slots
+        for index, (arg, (dtype, shape)) in enumerate(zip(args, self._checks)):
+            if (arg.__class__ is not np.ndarray or arg.dtype is not dtype or arg.shape != shape
+                    or not arg.flags.c_contiguous):
+                return -1, None
+            address = _read_pointer(id(arg) + DATA_OFFSET).value
+            if address is None or address % dtype.itemsize:
+                return -1, None
+            slots[index] = address
+        storages = [site() for site in self._result_storages]
+        result = self._result(storages)
+        for (position, offset), slot in self._per_call:
+            slots[slot] = _read_pointer(id(storages[position].buffer) + DATA_OFFSET).value + offset
+        return self._host.call(self._slots_address, self._frame_address), result
 
 
 def native_function(vm, function, fallback):
