@@ -56,7 +56,8 @@ def test_linking_loads_no_llvm_and_no_machine(built, tmp_path):
     assert _loaded("relaxld", built / "mlp.vmo", built / "mlp.ko", "-o", tmp_path / "mlp.vmx") == []
 
 
-def test_running_loads_the_machine_and_llvm(built, tmp_path):
+def test_the_probe_sees_what_running_loads(built, tmp_path):
+    """The control of the tests above: running an artifact needs the machine and the loader."""
     subprocess.run([sys.executable, "-m", "relaxld", str(built / "mlp.vmo"), str(built / "mlp.ko"),
                     "-o", str(tmp_path / "mlp.vmx")], check=True, cwd=ROOT)
     inputs = ["1x784xf32=0.5", "128x784xf32=0.1", "128xf32=0", "64x128xf32=0.1", "64xf32=0", "10x64xf32=0.1",
