@@ -21,20 +21,8 @@ runs on a host that has only the runtime's needs. Names are imported lazily here
 for the same reason.
 """
 
+from .lazy_names import lazy_names as _lazy_names
 from .version import __version__
 
-_LAZY = {
-    "VirtualMachine": ("relax.vm", "VirtualMachine"),
-    "load": ("relax.vm", "load"),
-    "build": ("relax.build", "build"),
-    "BasePyModule": ("relax.py_module", "BasePyModule"),
-}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        module_name, attr = _LAZY[name]
-        return getattr(importlib.import_module(module_name), attr)
-    raise AttributeError(f"module 'relax' has no attribute {name!r}")
+__getattr__ = _lazy_names(__name__, {"VirtualMachine": ".vm", "load": ".vm", "build": ".build",
+                                     "BasePyModule": ".py_module"})

@@ -27,11 +27,10 @@ def read_vms(text: str, source: str):
     """The IRModule of a .vms text (diagnostics quote `source`)."""
     from ..script import parse
     from ..ir.pass_infra import PassContext, run_passes
-    from ..transform.normalize import Normalize  # by class: naming it would import every pass module
 
     SOURCES.add(source, text)
     mod = parse(text, source)
-    return run_passes(mod, [Normalize()], PassContext())
+    return run_passes(mod, ["normalize"], PassContext())
 
 
 def generate_bytecode(mod, source: str):

@@ -107,9 +107,12 @@ def _load_passes() -> None:
 
 
 def get_pass(name: str) -> Pass:
+    # The pass modules in order until one registers `name`: not all of them for every
+    # name (the lowering's reach LLVM; relaxas wants "normalize", the first).
     cls = PASSES.get(name)
-    if cls is None:  # not registered yet: import every pass module (the lowering's reach LLVM)
-        _load_passes()
+    modules = iter(PASS_MODULES)
+    while cls is None and (module := next(modules, None)) is not None:
+        importlib.import_module(module)
         cls = PASSES.get(name)
     if cls is None:
         import difflib

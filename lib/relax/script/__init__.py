@@ -7,6 +7,8 @@ spellings of user code) through Python's `ast` module: the text is never execute
 class written in a .py file (python_dialects.py).
 """
 
+from ..lazy_names import lazy_names
+
 
 def parse(text: str, source_name: str = "<string>"):
     from .parser import parse_module
@@ -20,10 +22,5 @@ def script(node) -> str:
     return print_script(node)
 
 
-def __getattr__(name):
-    # Loaded on first use: parse() and script() do not need the Python-side dialects.
-    if name in ("I", "R", "T"):
-        from . import python_dialects
-
-        return getattr(python_dialects, name)
-    raise AttributeError(f"module 'relax.script' has no attribute {name!r}")
+# Loaded on first use: parse() and script() do not need the Python-side dialects.
+__getattr__ = lazy_names(__name__, dict.fromkeys("IRT", ".python_dialects"))

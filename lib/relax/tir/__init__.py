@@ -44,6 +44,7 @@ THE LOWERED FORM (what the code generators may rely on; verify_lowered.py checks
 - `attrs["tir.lowered"]` is True.
 """
 
+from ..lazy_names import lazy_names
 from .errors import LoweringError
 
 __all__ = ["LoweringError", "lower_for_codegen", "passes", "run"]
@@ -51,13 +52,4 @@ __all__ = ["LoweringError", "lower_for_codegen", "passes", "run"]
 # The pipeline reaches the CPU model, hence the kernel runtime and LLVM: imported when
 # first asked for, so that a module importing one TIR helper (the simplifier, for the
 # operators' shape arithmetic) does not load the lowering and LLVM with it.
-_LAZY = {"lower_for_codegen": "pipeline", "passes": "pipeline", "run": "interpreter"}
-
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'relax.tir' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_names(__name__, {"lower_for_codegen": ".pipeline", "passes": ".pipeline", "run": ".interpreter"})

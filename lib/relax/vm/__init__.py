@@ -14,6 +14,7 @@ runtime's PackedFunc registry. Its folders, by role:
 The runtime side (bytecode/, artifact/ loading, machine/) never imports the compiler.
 """
 
+from ..lazy_names import lazy_names
 from .bytecode.exec_builder import ExecBuilder
 from .bytecode.executable import Executable, FuncInfo
 from .bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, FuncKind, Opcode
@@ -28,12 +29,5 @@ __all__ = [
 
 # The rest of the machine loads the kernel runtime and LLVM: imported when first asked
 # for, so that the assembler and the linker (bytecode/, artifact/) start without them.
-_MACHINE = ("VirtualMachine", "VMInstrumentReturnKind")
-
-
-def __getattr__(name):
-    if name in _MACHINE:
-        from .machine import virtual_machine
-
-        return getattr(virtual_machine, name)
-    raise AttributeError(f"module 'relax.vm' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, dict.fromkeys(("VirtualMachine", "VMInstrumentReturnKind"),
+                                                 ".machine.virtual_machine"))

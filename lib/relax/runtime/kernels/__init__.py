@@ -17,7 +17,8 @@ __all__ = [
 ]
 
 # The loader links with LLVM: imported when first asked for, so that reading a .ko's
-# container and metadata (the linker, relaxld) does not load LLVM.
+# container and metadata (the linker, relaxld) does not load LLVM. (Written out, not
+# relax.lazy_names: the runtime imports nothing of relax above its lowest modules.)
 _LOADER = ("KernelCallError", "KernelFunction", "KernelLibrary", "load_kernel_file", "load_kernel_library")
 
 

@@ -26,21 +26,19 @@ class FunctionAPI:
         function = self._function(name)
         if function is None:
             raise UserError(f"no function '{name}' in the executable")
-        # The function is read from the bytecode at each call: set_instrument decodes it anew.
         index, native = function.index, self._native_call(function)
-        if native is None:
-            def call(*args, **kwargs):
-                return self._call_from_python(self._bytecode[index], args, kwargs)
-        else:
+
+        def whole_path(*args, **kwargs):  # the function read at each call: set_instrument decodes it anew
+            return self._call_from_python(self._bytecode[index], args, kwargs)
+
+        call = whole_path
+        if native is not None:
             # Arrays the native call takes as they are go straight to it: binding them first
             # (to_runtime, the argument count, _execute's dispatch) only hands the same
             # arrays on; anything else takes the whole path, from the caller's arguments.
-            def whole_path(*args):
-                return self._call_from_python(self._bytecode[index], args, {})
-
             def call(*args, **kwargs):
                 if kwargs or self._instrument is not None:
-                    return self._call_from_python(self._bytecode[index], args, kwargs)
+                    return whole_path(*args, **kwargs)
                 return native.run(args, whole_path)
 
         call.__name__ = name
