@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 from relax.build import build  # noqa: E402
 from relax.driver.compile import parse_source  # noqa: E402
 from relax.vm import VirtualMachine  # noqa: E402
+from relax.vm.bytecode.isa import FuncKind, Opcode  # noqa: E402
 
 SHARED = pathlib.Path("/work/shared/bench")
 SAMPLES = ROOT / "samples"
@@ -91,15 +92,31 @@ def sample_call_us(name: str, mode: str, repeat: int):
     return median_latency_us(main, args, repeat), kernels_alone_us(vm, repeat)
 
 
+def kernel_calls(vm) -> list:
+    """(lean call, zero arrays of its parameters) for each kernel call of the VM's bytecode.
+
+    The kernels are read from the executable's CALL instructions: each names a function of
+    the VM's pool, where a kernel is its lean call, which keeps the kernel. The decoded
+    code calls native entries, which do not."""
+    calls = []
+    for info in vm.exe.func_table:
+        if info.kind != FuncKind.VM_FUNC:
+            continue
+        for instruction in vm.exe.instructions(info):
+            if instruction.opcode != Opcode.CALL:
+                continue
+            function = vm.func_pool[instruction.fields[1]]
+            kernel = getattr(function, "kernel", None)
+            if kernel is not None:
+                calls.append((function, [np.zeros(tuple(p.shape), dtype=p.dtype) for p in kernel.info.params]))
+    return calls
+
+
 def kernels_alone_us(vm, repeat: int) -> float:
     """The kernels of one call run back to back on zero arrays: the call's arithmetic, not its overhead."""
-    calls = []
-    for function in vm._bytecode:
-        for step in function.code if function is not None else ():
-            kernel = getattr(step[1], "kernel", None) if len(step) > 1 else None
-            if kernel is not None:
-                arrays = [np.zeros(tuple(p.shape), dtype=p.dtype) for p in kernel.info.params]
-                calls.append((step[1], arrays))
+    calls = kernel_calls(vm)
+    if not calls:
+        raise SystemExit("vm_call.py: no kernel calls found in the bytecode")
 
     def run():
         for function, arrays in calls:
