@@ -24,6 +24,9 @@ KIB, MIB = 1024, 1024 * 1024
     ("llvm -mtriple=x86_64-linux-gnu -mattr=+avx2,+fma", 256, 16, True),
     ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", 128, 32, True),
     ("llvm -mtriple=riscv64-linux-gnu -mattr=+v", 128, 32, True),
+    ("llvm -mtriple=riscv64-linux-gnu -mcpu=sifive-x280", 128, 32, True),  # V by its name: LLVM is asked
+    ("llvm -mtriple=riscv64-linux-gnu", 32, 32, True),  # rv64gc: float registers, one lane
+    ("llvm -mtriple=riscv64-linux-gnu -mcpu=sifive-u74", 32, 32, True),
 ])
 def test_model_of_the_target(target, bits, registers, fma):
     cpu = cpu_info(target)

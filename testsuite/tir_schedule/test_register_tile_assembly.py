@@ -1,8 +1,8 @@
 """The matmul and conv2d kernels' inner loops keep their accumulators in registers on every target class.
 
 For each target class (x86-64-v2: SSE, 16 registers, no FMA; -v3: AVX2, 16; -v4:
-AVX-512, 32; aarch64 NEON, 32; riscv64 with the V extension, 32; the last two built
-across: assembly only), a register-tiled matmul
+AVX-512, 32; aarch64 NEON, 32; riscv64 with the V extension, 32, and without it, 32
+float registers of one lane; the last three built across: assembly only), a register-tiled matmul
 (with its last rows and last columns), the same with its weight packed at build time,
 a gemv row and three convolutions (NCHW with and without an epilogue, NHWC) are compiled
 to assembly. No inner loop that multiplies and adds may
@@ -39,11 +39,13 @@ TARGETS = {
     "x86-64-v4": "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v4",
     "aarch64": "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1",
     "riscv64": "llvm -mtriple=riscv64-linux-gnu -mcpu=generic-rv64 -mattr=+m,+a,+f,+d,+c,+v",
+    "riscv64-scalar": "llvm -mtriple=riscv64-linux-gnu",  # rv64gc, no V: float registers, one lane
 }
 LABEL = re.compile(r"^(\.L\w+):")
 # x86 jumps, aarch64 b / b.cond / cb(n)z / tb(n)z, riscv64 beq / bne / blt(u) / bge(u) / beqz / bnez
 BACK_EDGE = re.compile(r"^\s+(?:j\w+|b(?:\.\w+|eqz?|nez?|ltu?|geu?)?|cbn?z|tbn?z)\s+(?:.*,\s*)?(\.L\w+)\s*$")
-MULTIPLY_ADD = re.compile(r"^\s+(?:v?fn?m(?:add|sub)\w*|fmla|fmls|v?mulps|vfn?m(?:acc|add|sac|sub)\.v[vf])\s")
+MULTIPLY_ADD = re.compile(r"^\s+(?:v?fn?m(?:add|sub)\w*|fmla|fmls|v?mulps|vfn?m(?:acc|add|sac|sub)\.v[vf]"
+                          r"|fn?m(?:add|sub)\.s)\s")
 # A fixed offset from the stack pointer: disp(%rsp) with no index register; [sp, #imm] with no
 # register offset and no writeback. (The kernels realign their stack for the panels, so LLVM
 # addresses its spill slots from the stack pointer; rbp and x29 may hold any pointer.)
@@ -121,10 +123,11 @@ def test_no_stack_traffic_in_inner_loops(target, kernel):
     assert not any(loops), f"inner loops load or store stack slots (register spills): {[l for l in loops if l]}"
 
 
-@pytest.mark.parametrize("target, rows", [("x86-64-v3", 4), ("riscv64", 8)])
+@pytest.mark.parametrize("target, rows", [("x86-64-v3", 4), ("riscv64", 8), ("riscv64-scalar", 8)])
 def test_a_tile_too_large_for_the_registers_is_caught(target, rows, monkeypatch):
     """A real spill, not a hand-written one: the matmul built with a tile of `rows` x 4 vectors,
-    more registers than the target has (x86-64-v3: 16 + 4 + 1 of 16; riscv64: 32 + 4 + 1 of 32)."""
+    more registers than the target has (x86-64-v3: 16 + 4 + 1 of 16; riscv64, with vectors or
+    float registers of one lane: 32 + 4 + 1 of 32)."""
     from relax.tir.schedule import register_tile
     from relax.tir.schedule.tile_shape import TileShape
 

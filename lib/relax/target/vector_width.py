@@ -4,6 +4,7 @@ vector math may call.
     vector_extensions(target_spec("llvm -mcpu=x86-64-v3"))        ->  {"avx", "avx2"}
     vector_bits(target_spec("llvm -mcpu=skylake-avx512"))         ->  512
     vector_bits(target_spec("llvm -mtriple=aarch64-linux-gnu"))   ->  128
+    vector_bits(target_spec("llvm -mtriple=riscv64-linux-gnu"))   ->  32 (no V extension: scalars)
     has_fma(target_spec("llvm -mcpu=x86-64-v2"))                  ->  False
 
 An explicit feature list (the host's, or -mattr) or an x86-64 level decides at
@@ -76,10 +77,21 @@ def has_fma(spec: TargetSpec) -> bool:
 
 
 def vector_bits(spec: TargetSpec) -> int:
-    """Bits of the widest vector register of `spec` (128 on every non-x86 target: NEON, and
-    the fixed-width view of SVE and RVV that the schedules use)."""
+    """Bits of the widest vector register of `spec` for float32: 128 on aarch64 (NEON, and the
+    fixed-width view of SVE that the schedules use) and on riscv64 with float vectors (RVV's
+    fixed-width view), 32 on riscv64 without them (its float registers: one lane)."""
+    if triple_arch(spec.triple) == "riscv64":
+        return 128 if has_float_vectors(spec) else 32
     extensions = vector_extensions(spec)
     return 512 if "avx512f" in extensions else 256 if "avx" in extensions else 128
+
+
+@functools.lru_cache(maxsize=None)
+def has_float_vectors(spec: TargetSpec) -> bool:
+    """Whether a riscv64 target has vector registers for float32 (V, or Zve32f and up): LLVM is
+    asked, as for a named x86 CPU, since a CPU name implies its extensions (an add of two
+    4-lane float vectors is one vfadd there, four scalar fadd.s without)."""
+    return _uses_register(spec, "<4 x float>", "fadd", "vfadd")
 
 
 def _uses_register(spec: TargetSpec, vector_type: str, operation: str, register: str) -> bool:
@@ -104,4 +116,4 @@ define void @probe(ptr %a, ptr %b) {{
     return re.search(pattern, machine.emit_assembly(module)) is not None
 
 
-__all__ = ["EXTENSIONS", "has_fma", "vector_bits", "vector_extensions"]
+__all__ = ["EXTENSIONS", "has_float_vectors", "has_fma", "vector_bits", "vector_extensions"]

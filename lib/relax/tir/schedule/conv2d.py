@@ -46,6 +46,7 @@ from .cpu import CpuInfo
 from .nest import Nest, fresh, loop, match_nest, seq
 from .parallel import big_enough, parallelize, strip_marks
 from .reduction_order import reduction_parts
+from .vector_exprs import broadcast, ramp, vector_dtype
 
 # (a, b, vectors) per register tile with 32 / 16 vector registers of the target's lanes, by layout:
 # NCHW (the data vector moves with b = h): 4 channels x 4 rows x 1 vector of w, 4 data vectors
@@ -134,10 +135,6 @@ def matches(nest: Nest, cpu=None) -> bool:
     return _match(nest) is not None
 
 
-def _vector(scalar_dtype: str, lanes: int) -> str:
-    return scalar_dtype if lanes == 1 else f"{scalar_dtype}x{lanes}"
-
-
 def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, vector_lanes: int,
           epilogues=()) -> tir.Stmt:
     """One register tile: outputs [n, a0 + i, b0 + j, v0 .. v0 + width) in vectors of up to `vector_lanes`,
@@ -147,12 +144,6 @@ def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, ve
 
     def at(expr, a, b, v):
         return nest.bound(expr, {**reduce_vars, conv.n: n, conv.a: a, conv.b: b, conv.v: v})
-
-    def ramp(base, lanes: int, stride: int = 1):
-        return base if lanes == 1 else tir.Ramp(base, const(stride), lanes)
-
-    def broadcast(value, lanes: int):
-        return value if lanes == 1 else tir.Broadcast(value, lanes)
 
     pieces = [(k, min(vector_lanes, width - k * vector_lanes)) for k in range(-(-width // vector_lanes))]
     slots, offset = [], 0
@@ -177,7 +168,7 @@ def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, ve
         vector = at(conv.vec, *where(i, j, k))
         vector = tir.BufferLoad(vector.buffer, (*vector.indices[:-1], ramp(vector.indices[-1], lanes, conv.stride)))
         scalar = broadcast(at(conv.bc, *where(i, j, k)), lanes)
-        total = tir.Call(_vector("float32", lanes), "tir.fma", (scalar, vector, tir.BufferLoad(acc, slot(lanes, start))))
+        total = tir.Call(vector_dtype("float32", lanes), "tir.fma", (scalar, vector, tir.BufferLoad(acc, slot(lanes, start))))
         updates.append(tir.BufferStore(acc, total, slot(lanes, start)))
     step: tir.Stmt = tir.SeqStmt(tuple(updates))
     for iv in reversed(conv.reduce):
@@ -210,8 +201,11 @@ def _split(conv: _Conv, like: tir.Var, extent: int, size: int, make, independent
 
 
 def _tile_shape(conv: _Conv, cpu: CpuInfo) -> tuple[int, int, int]:
-    """(a, b, vectors) of the register tile for this layout and the target's vector registers."""
-    wide = cpu.vector_registers >= 32
+    """(a, b, vectors) of the register tile for this layout and the target's vector registers.
+    With one lane (float registers only: riscv64 without V) every data and weight value of
+    the window is a register of its own, and the NCHW wide tile's 16 accumulators spilled
+    there: such a target takes the 16-register tiles."""
+    wide = cpu.vector_registers >= 32 and cpu.lanes > 1
     if conv.shared_vector:
         return SHARED_WIDE_TILE if wide else SHARED_NARROW_TILE
     return WIDE_TILE if wide else NARROW_TILE
@@ -289,15 +283,12 @@ class _Epilogue:
                 return None
             load = self.at(expr, position)
             if expr.indices and expr.indices[-1] is w:
-                if lanes == 1:
-                    return load
-                return tir.BufferLoad(load.buffer, (*load.indices[:-1], tir.Ramp(
-                    load.indices[-1], tir.IntImm(load.indices[-1].dtype, 1), lanes)))
+                return tir.BufferLoad(load.buffer, (*load.indices[:-1], ramp(load.indices[-1], lanes)))
             if uses(expr, w):
                 return None
-            return load if lanes == 1 else tir.Broadcast(load, lanes)
+            return broadcast(load, lanes)
         if isinstance(expr, tir.FloatImm) and expr.dtype == "float32":
-            return expr if lanes == 1 else tir.Broadcast(expr, lanes)
+            return broadcast(expr, lanes)
         if isinstance(expr, _ELEMENTWISE):
             a = self._vector(expr.a, current, position, lanes)
             b = self._vector(expr.b, current, position, lanes)

@@ -30,7 +30,9 @@ KIB, MIB = 1024, 1024 * 1024
 @record
 class CpuInfo:
     vector_bits: int = 128  # of the widest vector register the target has (vector_width.py)
-    vector_registers: int = 16  # architectural vector registers: 16 SSE/AVX2 x86-64, 32 AVX-512, NEON, RVV
+    # architectural vector registers: 16 SSE/AVX2 x86-64, 32 AVX-512, NEON, RVV; riscv64 without V: its
+    # 32 float registers (vector_bits 32: one lane, tiles of scalars)
+    vector_registers: int = 16
     fma: bool = False  # fused multiply-add instructions (without them a product needs a temporary register)
     fma_latency: int = 4  # cycles from an FMA to its result being usable
     fma_units: int = 2  # FMAs issued per cycle

@@ -59,6 +59,7 @@ from . import gemv_epilogue
 from .cpu import CpuInfo
 from .matmul_operands import matmul_operands, packed_width
 from .nest import Nest, fresh, loop, seq
+from .vector_exprs import broadcast, ramp, vector_dtype
 
 MIN_TERMS = 256  # multiply-adds per row below which the plain nest is kept
 GROUP_ROWS = 4  # rows of B per k-loop iteration: four row streams in flight
@@ -120,10 +121,6 @@ def matches(nest: Nest, cpu=None) -> bool:
     return None in depth or columns * math.prod(depth) >= MIN_TERMS
 
 
-def _vector(lanes: int) -> str:
-    return "float32" if lanes == 1 else f"float32x{lanes}"
-
-
 def _pieces(count: int, lanes: int) -> list[int]:
     """Lanes of the vectors that cover `count` columns: whole vectors, then the rest."""
     return [min(lanes, count - start) for start in range(0, count, lanes)]
@@ -151,13 +148,13 @@ class _Gemv:
         return self.nest.bound(expr, values)
 
     def columns(self, j, lanes: int):
-        return j if lanes == 1 else tir.Ramp(j, self.const(1), lanes)
+        return ramp(j, lanes)
 
     def term(self, acc, j, lanes: int, k):
         """acc + A[k] * B[k, j:j + lanes], rounded once."""
         a = self.at(self.x, j, k)
         b = self.b_vector(j, lanes, k)
-        return tir.Call(_vector(lanes), "tir.fma", (a if lanes == 1 else tir.Broadcast(a, lanes), b, acc))
+        return tir.Call(vector_dtype("float32", lanes), "tir.fma", (broadcast(a, lanes), b, acc))
 
     def b_vector(self, j, lanes: int, k):
         """B[k, j:j + lanes]; from a packed weight, packed[j // width, k, j % width:...] (j is a
@@ -211,9 +208,6 @@ class _Gemv:
 
         def j_of(p):
             return start + self.const(offsets[p])
-
-        def broadcast(value, count):
-            return value if count == 1 else tir.Broadcast(value, count)
 
         starts = [tir.BufferStore(acc, broadcast(self.init if s == 0 else zero, lanes[p]), slot(s, p))
                   for s in range(split) for p in range(len(lanes))]

@@ -25,14 +25,11 @@ from ..loop_nests import uses
 from ..rewrite import collect
 from .nest import Nest, match_nest
 from .parallel import parallelize, strip_marks
+from .vector_exprs import broadcast, ramp, vector_dtype
 
 _BINARY = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min,
            tir.LT, tir.LE, tir.GT, tir.GE, tir.EQ, tir.NE)
 _LANE_CALLS = ("tir.fma", "tir.erf")  # calls that work lane by lane on vectors in the code generator
-
-
-def _vector_dtype(dtype: str, lanes: int) -> str:
-    return dtype if lanes == 1 else f"{dtype}x{lanes}"
 
 
 class Stage:
@@ -67,15 +64,12 @@ class Stage:
                 return None
             load = self.nest.bound(expr, dict(zip(self.vars, position)))
             if expr.indices and expr.indices[-1] is w:
-                if lanes == 1:
-                    return load
-                last = load.indices[-1]
-                return tir.BufferLoad(load.buffer, (*load.indices[:-1], tir.Ramp(last, tir.IntImm(last.dtype, 1), lanes)))
+                return tir.BufferLoad(load.buffer, (*load.indices[:-1], ramp(load.indices[-1], lanes)))
             if uses(expr, w):
                 return None
-            return load if lanes == 1 else tir.Broadcast(load, lanes)
+            return broadcast(load, lanes)
         if isinstance(expr, tir.FloatImm) and expr.dtype == "float32":
-            return expr if lanes == 1 else tir.Broadcast(expr, lanes)
+            return broadcast(expr, lanes)
         if isinstance(expr, tir.Var):
             return env.get(expr)
         if isinstance(expr, _BINARY):
@@ -88,7 +82,7 @@ class Stage:
             return None if None in parts else tir.Select(*parts)
         if isinstance(expr, tir.Call) and expr.op in _LANE_CALLS and expr.dtype == "float32":
             args = [self._vector(arg, current, position, lanes, env) for arg in expr.args]
-            return None if None in args else tir.Call(_vector_dtype("float32", lanes), expr.op, tuple(args))
+            return None if None in args else tir.Call(vector_dtype("float32", lanes), expr.op, tuple(args))
         if isinstance(expr, tir.Let):
             value = self._vector(expr.value, current, position, lanes, env)
             if value is None:
@@ -103,9 +97,7 @@ class Stage:
         return self._vector(self.store.value, current, position, lanes, {})
 
     def store_at(self, value, position, lanes: int) -> tir.BufferStore:
-        last = position[-1]
-        index = last if lanes == 1 else tir.Ramp(last, tir.IntImm(last.dtype, 1), lanes)
-        return tir.BufferStore(self.buffer, value, (*position[:-1], index))
+        return tir.BufferStore(self.buffer, value, (*position[:-1], ramp(position[-1], lanes)))
 
 
 def stage(stmt, previous: tir.Buffer, shape: list) -> Stage | None:

@@ -71,8 +71,9 @@ from . import reduction_order
 from .cpu import CpuInfo
 from .matmul_operands import matmul_operands, packed_width
 from .nest import Nest, fresh, loop, seq
-from .register_tile_edges import binder, finish, local_buffers, narrow, narrow_fits, ramp, remainder, uniform_init
+from .register_tile_edges import binder, finish, local_buffers, narrow, narrow_fits, remainder, uniform_init
 from .tile_shape import TileShape, blocking, register_tile_shape
+from .vector_exprs import broadcast, ramp, vector_dtype
 
 MIN_CHUNKS = 2  # chunks per matmul, at least (the 2 cores here): fewer tiles per chunk when N is small
 
@@ -205,14 +206,14 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         # tile's k steps of 8 contiguous elements) would only add copies.
         a_scalar = lambda k, r: at(x, i0 + const(r), j0, k)  # noqa: E731
         start = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v))
-                                                  if start_value is None else tir.Broadcast(start_value, lanes), slot(r, v))
+                                                  if start_value is None else broadcast(start_value, lanes), slot(r, v))
                                   for r, v in slots))
 
         def step(k):
             updates = []
             for r, v in slots:
-                a = tir.Broadcast(a_scalar(k, r), lanes)
-                total = tir.Call(f"float32x{lanes}", "tir.fma", (a, b_vector(k, v), tir.BufferLoad(acc, slot(r, v))))
+                a = broadcast(a_scalar(k, r), lanes)
+                total = tir.Call(vector_dtype("float32", lanes), "tir.fma", (a, b_vector(k, v), tir.BufferLoad(acc, slot(r, v))))
                 updates.append(tir.BufferStore(acc, total, slot(r, v)))
             return tir.SeqStmt(tuple(updates))
 

@@ -19,12 +19,9 @@ from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from ..rewrite import collect
 from .nest import Nest, fresh, loop
+from .vector_exprs import broadcast, ramp, vector_dtype
 
 NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x the padded width)
-
-
-def ramp(base: tir.PrimExpr, lanes: int) -> tir.Ramp:
-    return tir.Ramp(base, tir.IntImm(base.dtype, 1), lanes)
 
 
 def binder(nest, outer_values: dict, i_iter, j_iter, k_iter, const):
@@ -112,11 +109,11 @@ def narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_pe
         step_k = fresh(k_loop.loop_var, "narrow")
         updates = []
         for r, v in slots:
-            a = tir.Broadcast(at(x, i0 + const(r), const(j_start), step_k), lanes)
+            a = broadcast(at(x, i0 + const(r), const(j_start), step_k), lanes)
             b = tir.BufferLoad(panel, (ramp(step_k * const(width) + const(v * lanes), lanes),))
-            total = tir.Call(f"float32x{lanes}", "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
+            total = tir.Call(vector_dtype("float32", lanes), "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
             updates.append(tir.BufferStore(acc, total, slot(r, v)))
-        zeros = [tir.BufferStore(acc, tir.Broadcast(init_value, lanes), slot(r, v)) for r, v in slots]
+        zeros = [tir.BufferStore(acc, broadcast(init_value, lanes), slot(r, v)) for r, v in slots]
         saves = [finish(nest, outer_values, i_iter, j_iter, epilogues, tir.BufferLoad(acc, (const(r * width + c),)),
                         i0 + const(r), const(j_start + c), 1) if epilogues else
                  store.with_fields(value=tir.BufferLoad(acc, (const(r * width + c),)),

@@ -47,7 +47,8 @@ def _constant_shape(buffer: tir.Buffer) -> list[int] | None:
 
 
 def matches(nest: Nest, cpu=None) -> bool:
-    if cpu is None or not contiguous_rows(nest, cpu.lanes):
+    # A target without float32 vectors (one lane: cpu.py) has no vector stores to stream.
+    if cpu is None or cpu.lanes < 2 or not contiguous_rows(nest, cpu.lanes):
         return False
     shape = _constant_shape(nest.block.body.buffer)
     if not shape:

@@ -17,6 +17,8 @@ row after row), then does rows * vectors fused multiply-adds. The rule:
     16 registers (SSE, AVX2): 6 x 2 (12 FMAs per 8 loads)      4 x 2: 8 per 6
     32 registers (AVX-512, NEON, RVV): 4 x 4 (16 per 8)         8 x 2: 16 per 10
 
+(riscv64 without V has 32 float registers of one lane: 4 x 4 scalars.)
+
 so AVX2 gets BLIS's Haswell shape (6 x 16 floats) and AVX-512 4 x 64 floats. (Without
 the upper bound 32 registers give 6 x 4, 24 per 10: on the 2-core AVX-512 Xeon it ran
 the 64- and 128-row layers of the bench models about 5% slower than 4 x 4 and 8 x 2,
