@@ -22,7 +22,10 @@ from relax.tir.schedule.cpu import cpu_info
     ("llvm -mcpu=znver4", 512),
     ("llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3", 256),
     ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1", 128),
-    ("llvm -mtriple=riscv64-linux-gnu", 128),
+    ("llvm -mtriple=riscv64-linux-gnu", 32),  # rv64gc: no vector registers, float32 in float registers
+    ("llvm -mtriple=riscv64-linux-gnu -mattr=+v", 128),
+    ("llvm -mtriple=armv7-linux-gnueabihf -mattr=+neon", 128),
+    ("llvm -mtriple=i686-linux-gnu", 32),  # no SSE: x87
 ])
 def test_vector_bits(target, bits):
     assert vector_bits(target_spec(target)) == bits

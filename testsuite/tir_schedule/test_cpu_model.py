@@ -27,6 +27,10 @@ KIB, MIB = 1024, 1024 * 1024
     ("llvm -mtriple=riscv64-linux-gnu -mcpu=sifive-x280", 128, 32, True),  # V by its name: LLVM is asked
     ("llvm -mtriple=riscv64-linux-gnu", 32, 32, True),  # rv64gc: float registers, one lane
     ("llvm -mtriple=riscv64-linux-gnu -mcpu=sifive-u74", 32, 32, True),
+    ("llvm -mtriple=i686-linux-gnu -mcpu=pentium4", 128, 8, False),  # 32-bit x86: 8 xmm registers
+    ("llvm -mtriple=i686-linux-gnu -mcpu=haswell", 128, 8, True),  # AVX's vaddps, and FMA
+    ("llvm -mtriple=i686-linux-gnu", 32, 8, False),  # a Pentium Pro: x87, no SSE
+    ("llvm -mtriple=armv7-linux-gnueabihf -mattr=+neon", 128, 16, False),  # NEON's 16 q registers
 ])
 def test_model_of_the_target(target, bits, registers, fma):
     cpu = cpu_info(target)

@@ -64,11 +64,11 @@ def _listed(spec: TargetSpec) -> frozenset[str] | None:
 @functools.lru_cache(maxsize=None)
 def has_fma(spec: TargetSpec) -> bool:
     """Whether the target has fused multiply-add vector instructions: every aarch64 (NEON's
-    fmla) and riscv64 (fmadd) CPU; on x86-64 what its features say (v3 and up)."""
+    fmla) and riscv64 (fmadd) CPU; on x86, 64- or 32-bit, what its features say (v3 and up)."""
     arch = triple_arch(spec.triple)
     if arch in ("aarch64", "riscv64"):
         return True
-    if arch != "x86_64":
+    if arch not in ("x86_64", "i386", "i686"):
         return False
     enabled = _listed(spec)
     if enabled is not None:
@@ -76,11 +76,20 @@ def has_fma(spec: TargetSpec) -> bool:
     return _uses_register(spec, *_FMA_PROBE)
 
 
+# Where float32 vectors take an extension: what a 4-lane float add compiles to with them (a
+# pattern; ARM's scalar VFP add is vadd.f32 too, on s registers).
+_NEON_ADD = r"vadd\.f32\s+q"
+_VECTOR_ADD = {"riscv64": "vfadd", "i386": "v?addps", "i686": "v?addps", "arm": _NEON_ADD, "armv7": _NEON_ADD,
+               "thumbv7": _NEON_ADD}
+
+
 def vector_bits(spec: TargetSpec) -> int:
-    """Bits of the widest vector register of `spec` for float32: 128 on aarch64 (NEON, and the
-    fixed-width view of SVE that the schedules use) and on riscv64 with float vectors (RVV's
-    fixed-width view), 32 on riscv64 without them (its float registers: one lane)."""
-    if triple_arch(spec.triple) == "riscv64":
+    """Bits of the widest vector register of `spec` for float32: on x86-64 its extensions';
+    128 on aarch64 (NEON, and the fixed-width view of SVE that the schedules use), and on
+    riscv64, 32-bit x86 and 32-bit ARM with float vectors (V, SSE, NEON); 32 on those
+    without them (float registers only: one lane)."""
+    arch = triple_arch(spec.triple)
+    if arch in _VECTOR_ADD:
         return 128 if has_float_vectors(spec) else 32
     extensions = vector_extensions(spec)
     return 512 if "avx512f" in extensions else 256 if "avx" in extensions else 128
@@ -88,10 +97,10 @@ def vector_bits(spec: TargetSpec) -> int:
 
 @functools.lru_cache(maxsize=None)
 def has_float_vectors(spec: TargetSpec) -> bool:
-    """Whether a riscv64 target has vector registers for float32 (V, or Zve32f and up): LLVM is
-    asked, as for a named x86 CPU, since a CPU name implies its extensions (an add of two
-    4-lane float vectors is one vfadd there, four scalar fadd.s without)."""
-    return _uses_register(spec, "<4 x float>", "fadd", "vfadd")
+    """Whether a riscv64, 32-bit x86 or 32-bit ARM target has vector registers for float32: LLVM
+    is asked, as for a named x86 CPU, since a CPU name implies its extensions (an add of two
+    4-lane float vectors is one vfadd, addps or vadd.f32 with them, four scalar adds without)."""
+    return _uses_register(spec, "<4 x float>", "fadd", _VECTOR_ADD[triple_arch(spec.triple)])
 
 
 def _uses_register(spec: TargetSpec, vector_type: str, operation: str, register: str) -> bool:

@@ -72,10 +72,20 @@ DEFAULT_CACHES = (32 * KIB, 256 * KIB, 0)
 SYS_CACHE = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
 
 
+# Vector (or, with one lane, float) registers of the 32-bit architectures: x86's 8 xmm
+# registers; ARM's 16 NEON q registers, or 32 single-precision VFP registers without NEON.
+_REGISTERS_32_BIT = {"i386": (8, 8), "i686": (8, 8), "arm": (16, 32), "armv7": (16, 32), "thumbv7": (16, 32)}
+
+
 def _registers(spec: TargetSpec, bits: int) -> int:
-    """x86-64 has 16 vector registers, 32 with AVX-512; aarch64 (NEON, SVE) and riscv64 have 32."""
-    if triple_arch(spec.triple) in ("x86_64", "i386", "i686"):
+    """x86-64 has 16 vector registers, 32 with AVX-512; aarch64 (NEON, SVE) and riscv64 (V, or
+    its float registers) have 32; 32-bit x86 and ARM as _REGISTERS_32_BIT says."""
+    arch = triple_arch(spec.triple)
+    if arch == "x86_64":
         return 32 if bits >= 512 else 16
+    if arch in _REGISTERS_32_BIT:
+        vectors, scalars = _REGISTERS_32_BIT[arch]
+        return vectors if bits > 32 else scalars
     return 32
 
 
