@@ -65,10 +65,10 @@ def _listed(spec: TargetSpec) -> frozenset[str] | None:
 def has_fma(spec: TargetSpec) -> bool:
     """Whether the target has fused multiply-add vector instructions: every aarch64 (NEON's
     fmla) and riscv64 (fmadd) CPU; on x86, 64- or 32-bit, what its features say (v3 and up)."""
-    arch = triple_arch(spec.triple)
-    if arch in ("aarch64", "riscv64"):
+    family = arch_family(spec.triple)
+    if family in ("aarch64", "riscv64"):
         return True
-    if arch not in ("x86_64", "i386", "i686"):
+    if family not in ("x86_64", "x86-32"):
         return False
     enabled = _listed(spec)
     if enabled is not None:
@@ -76,11 +76,20 @@ def has_fma(spec: TargetSpec) -> bool:
     return _uses_register(spec, *_FMA_PROBE)
 
 
-# Where float32 vectors take an extension: what a 4-lane float add compiles to with them (a
-# pattern; ARM's scalar VFP add is vadd.f32 too, on s registers).
-_NEON_ADD = r"vadd\.f32\s+q"
-_VECTOR_ADD = {"riscv64": "vfadd", "i386": "v?addps", "i686": "v?addps", "arm": _NEON_ADD, "armv7": _NEON_ADD,
-               "thumbv7": _NEON_ADD}
+# Where float32 vectors take an extension: what a 4-lane float add compiles to with them, by
+# arch_family (a pattern; ARM's scalar VFP add is vadd.f32 too, on s registers).
+_VECTOR_ADD = {"riscv64": "vfadd", "x86-32": "v?addps", "arm32": r"vadd\.f32\s+q"}
+
+
+def arch_family(triple: str) -> str:
+    """The triple's architecture, with 32-bit x86 (i386 .. i686) as "x86-32" and 32-bit ARM
+    (arm*, thumb*: armv7, thumbv7, armeb, ...) as "arm32"."""
+    arch = triple_arch(triple)
+    if arch in ("i386", "i486", "i586", "i686"):
+        return "x86-32"
+    if arch.startswith(("arm", "thumb")):
+        return "arm32"
+    return arch
 
 
 def vector_bits(spec: TargetSpec) -> int:
@@ -88,8 +97,7 @@ def vector_bits(spec: TargetSpec) -> int:
     128 on aarch64 (NEON, and the fixed-width view of SVE that the schedules use), and on
     riscv64, 32-bit x86 and 32-bit ARM with float vectors (V, SSE, NEON); 32 on those
     without them (float registers only: one lane)."""
-    arch = triple_arch(spec.triple)
-    if arch in _VECTOR_ADD:
+    if arch_family(spec.triple) in _VECTOR_ADD:
         return 128 if has_float_vectors(spec) else 32
     extensions = vector_extensions(spec)
     return 512 if "avx512f" in extensions else 256 if "avx" in extensions else 128
@@ -100,7 +108,7 @@ def has_float_vectors(spec: TargetSpec) -> bool:
     """Whether a riscv64, 32-bit x86 or 32-bit ARM target has vector registers for float32: LLVM
     is asked, as for a named x86 CPU, since a CPU name implies its extensions (an add of two
     4-lane float vectors is one vfadd, addps or vadd.f32 with them, four scalar adds without)."""
-    return _uses_register(spec, "<4 x float>", "fadd", _VECTOR_ADD[triple_arch(spec.triple)])
+    return _uses_register(spec, "<4 x float>", "fadd", _VECTOR_ADD[arch_family(spec.triple)])
 
 
 def _uses_register(spec: TargetSpec, vector_type: str, operation: str, register: str) -> bool:
@@ -125,4 +133,4 @@ define void @probe(ptr %a, ptr %b) {{
     return re.search(pattern, machine.emit_assembly(module)) is not None
 
 
-__all__ = ["EXTENSIONS", "has_float_vectors", "has_fma", "vector_bits", "vector_extensions"]
+__all__ = ["EXTENSIONS", "arch_family", "has_float_vectors", "has_fma", "vector_bits", "vector_extensions"]

@@ -36,6 +36,7 @@ Figures for the CNN benchmark's convolutions: docs/tir-lowering.md.
 
 from __future__ import annotations
 
+from ...ir import dtype as dt
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
@@ -46,7 +47,7 @@ from .cpu import CpuInfo
 from .nest import Nest, fresh, loop, match_nest, seq
 from .parallel import big_enough, parallelize, strip_marks
 from .reduction_order import reduction_parts
-from .vector_exprs import broadcast, ramp, vector_dtype
+from .vector_exprs import broadcast, ramp
 
 # (a, b, vectors) per register tile with 32 / 16 vector registers of the target's lanes, by layout:
 # NCHW (the data vector moves with b = h): 4 channels x 4 rows x 1 vector of w, 4 data vectors
@@ -168,7 +169,7 @@ def _tile(conv: _Conv, n, a0, a_count: int, b0, b_count: int, v0, width: int, ve
         vector = at(conv.vec, *where(i, j, k))
         vector = tir.BufferLoad(vector.buffer, (*vector.indices[:-1], ramp(vector.indices[-1], lanes, conv.stride)))
         scalar = broadcast(at(conv.bc, *where(i, j, k)), lanes)
-        total = tir.Call(vector_dtype("float32", lanes), "tir.fma", (scalar, vector, tir.BufferLoad(acc, slot(lanes, start))))
+        total = tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (scalar, vector, tir.BufferLoad(acc, slot(lanes, start))))
         updates.append(tir.BufferStore(acc, total, slot(lanes, start)))
     step: tir.Stmt = tir.SeqStmt(tuple(updates))
     for iv in reversed(conv.reduce):

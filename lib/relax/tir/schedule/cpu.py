@@ -20,9 +20,9 @@ import functools
 import pathlib
 
 from ...records import record
-from ...runtime.kernels.host import host, same_platform, triple_arch
+from ...runtime.kernels.host import host, same_platform
 from ...target.llvm_target import TargetSpec, target_spec
-from ...target.vector_width import has_fma, vector_bits
+from ...target.vector_width import arch_family, has_fma, vector_bits
 
 KIB, MIB = 1024, 1024 * 1024
 
@@ -72,19 +72,20 @@ DEFAULT_CACHES = (32 * KIB, 256 * KIB, 0)
 SYS_CACHE = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
 
 
-# Vector (or, with one lane, float) registers of the 32-bit architectures: x86's 8 xmm
-# registers; ARM's 16 NEON q registers, or 32 single-precision VFP registers without NEON.
-_REGISTERS_32_BIT = {"i386": (8, 8), "i686": (8, 8), "arm": (16, 32), "armv7": (16, 32), "thumbv7": (16, 32)}
+# (vector registers, float registers when there are no float vectors) of the 32-bit families
+# (vector_width.arch_family): x86's 8 xmm (or x87) registers; ARM's 16 NEON q registers, or
+# 32 single-precision VFP registers.
+_REGISTERS_32_BIT = {"x86-32": (8, 8), "arm32": (16, 32)}
 
 
 def _registers(spec: TargetSpec, bits: int) -> int:
     """x86-64 has 16 vector registers, 32 with AVX-512; aarch64 (NEON, SVE) and riscv64 (V, or
     its float registers) have 32; 32-bit x86 and ARM as _REGISTERS_32_BIT says."""
-    arch = triple_arch(spec.triple)
-    if arch == "x86_64":
+    family = arch_family(spec.triple)
+    if family == "x86_64":
         return 32 if bits >= 512 else 16
-    if arch in _REGISTERS_32_BIT:
-        vectors, scalars = _REGISTERS_32_BIT[arch]
+    if family in _REGISTERS_32_BIT:
+        vectors, scalars = _REGISTERS_32_BIT[family]
         return vectors if bits > 32 else scalars
     return 32
 

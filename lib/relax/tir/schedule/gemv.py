@@ -53,13 +53,14 @@ from __future__ import annotations
 
 import math
 
+from ...ir import dtype as dt
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from . import gemv_epilogue
 from .cpu import CpuInfo
 from .matmul_operands import matmul_operands, packed_width
 from .nest import Nest, fresh, loop, seq
-from .vector_exprs import broadcast, ramp, vector_dtype
+from .vector_exprs import broadcast, ramp
 
 MIN_TERMS = 256  # multiply-adds per row below which the plain nest is kept
 GROUP_ROWS = 4  # rows of B per k-loop iteration: four row streams in flight
@@ -154,7 +155,7 @@ class _Gemv:
         """acc + A[k] * B[k, j:j + lanes], rounded once."""
         a = self.at(self.x, j, k)
         b = self.b_vector(j, lanes, k)
-        return tir.Call(vector_dtype("float32", lanes), "tir.fma", (broadcast(a, lanes), b, acc))
+        return tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (broadcast(a, lanes), b, acc))
 
     def b_vector(self, j, lanes: int, k):
         """B[k, j:j + lanes]; from a packed weight, packed[j // width, k, j % width:...] (j is a

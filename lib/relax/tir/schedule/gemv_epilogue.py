@@ -20,12 +20,13 @@ comparisons, selects, fma, lets), so each element computes what the nest compute
 
 from __future__ import annotations
 
+from ...ir import dtype as dt
 from ...ir import tir
 from ..loop_nests import uses
 from ..rewrite import collect
 from .nest import Nest, match_nest
 from .parallel import parallelize, strip_marks
-from .vector_exprs import broadcast, ramp, vector_dtype
+from .vector_exprs import broadcast, ramp
 
 _BINARY = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min,
            tir.LT, tir.LE, tir.GT, tir.GE, tir.EQ, tir.NE)
@@ -82,7 +83,7 @@ class Stage:
             return None if None in parts else tir.Select(*parts)
         if isinstance(expr, tir.Call) and expr.op in _LANE_CALLS and expr.dtype == "float32":
             args = [self._vector(arg, current, position, lanes, env) for arg in expr.args]
-            return None if None in args else tir.Call(vector_dtype("float32", lanes), expr.op, tuple(args))
+            return None if None in args else tir.Call(dt.with_lanes("float32", lanes), expr.op, tuple(args))
         if isinstance(expr, tir.Let):
             value = self._vector(expr.value, current, position, lanes, env)
             if value is None:

@@ -64,6 +64,7 @@ Figures, and the tile shapes and blockings that did no better: docs/tir-lowering
 
 from __future__ import annotations
 
+from ...ir import dtype as dt
 from ...ir import tir
 from ...records import record
 from ..convert_blocks_to_loops import allocation
@@ -73,7 +74,7 @@ from .matmul_operands import matmul_operands, packed_width
 from .nest import Nest, fresh, loop, seq
 from .register_tile_edges import binder, finish, local_buffers, narrow, narrow_fits, remainder, uniform_init
 from .tile_shape import TileShape, blocking, register_tile_shape
-from .vector_exprs import broadcast, ramp, vector_dtype
+from .vector_exprs import broadcast, ramp
 
 MIN_CHUNKS = 2  # chunks per matmul, at least (the 2 cores here): fewer tiles per chunk when N is small
 
@@ -213,7 +214,7 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
             updates = []
             for r, v in slots:
                 a = broadcast(a_scalar(k, r), lanes)
-                total = tir.Call(vector_dtype("float32", lanes), "tir.fma", (a, b_vector(k, v), tir.BufferLoad(acc, slot(r, v))))
+                total = tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (a, b_vector(k, v), tir.BufferLoad(acc, slot(r, v))))
                 updates.append(tir.BufferStore(acc, total, slot(r, v)))
             return tir.SeqStmt(tuple(updates))
 

@@ -14,12 +14,13 @@ loops instead.
 
 from __future__ import annotations
 
+from ...ir import dtype as dt
 from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from ..rewrite import collect
 from .nest import Nest, fresh, loop
-from .vector_exprs import broadcast, ramp, vector_dtype
+from .vector_exprs import broadcast, ramp
 
 NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x the padded width)
 
@@ -111,7 +112,7 @@ def narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_pe
         for r, v in slots:
             a = broadcast(at(x, i0 + const(r), const(j_start), step_k), lanes)
             b = tir.BufferLoad(panel, (ramp(step_k * const(width) + const(v * lanes), lanes),))
-            total = tir.Call(vector_dtype("float32", lanes), "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
+            total = tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
             updates.append(tir.BufferStore(acc, total, slot(r, v)))
         zeros = [tir.BufferStore(acc, broadcast(init_value, lanes), slot(r, v)) for r, v in slots]
         saves = [finish(nest, outer_values, i_iter, j_iter, epilogues, tir.BufferLoad(acc, (const(r * width + c),)),

@@ -4,9 +4,10 @@ A target without vector registers for float32 (riscv64 without the V extension: 
 has one lane, and the rules build the same tiles of scalars there. TIR has no Ramp or
 Broadcast of one lane (TVM's need two or more), so these give the scalar instead.
 
-    ramp(i, 4)                 ->  T.Ramp(i, 1, 4)       ramp(i, 1)                 ->  i
-    broadcast(x, 8)            ->  T.Broadcast(x, 8)     broadcast(x, 1)            ->  x
-    vector_dtype("float32", 8) ->  "float32x8"           vector_dtype("float32", 1) ->  "float32"
+    ramp(i, 4)        ->  T.Ramp(i, 1, 4)          ramp(i, 1)        ->  i
+    broadcast(x, 8)   ->  T.Broadcast(x, 8)        broadcast(x, 1)   ->  x
+
+(relax.ir.dtype.with_lanes gives the dtype of such a value: "float32x8", or "float32".)
 """
 
 from __future__ import annotations
@@ -24,8 +25,4 @@ def broadcast(value: tir.PrimExpr, lanes: int) -> tir.PrimExpr:
     return value if lanes == 1 else tir.Broadcast(value, lanes)
 
 
-def vector_dtype(scalar: str, lanes: int) -> str:
-    return scalar if lanes == 1 else f"{scalar}x{lanes}"
-
-
-__all__ = ["broadcast", "ramp", "vector_dtype"]
+__all__ = ["broadcast", "ramp"]
