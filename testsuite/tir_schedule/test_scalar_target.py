@@ -25,6 +25,7 @@ from relax.tir.schedule.nest import match_nest
 from relax.tir.schedule.tile_shape import register_tile_shape
 
 from dataflow_kernels import lowered_kernels
+from tile_calls import fma_calls
 
 SCALAR = CpuInfo(vector_bits=32, vector_registers=32, fma=True)
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
@@ -63,7 +64,7 @@ def _scheduled_with_one_lane(monkeypatch, params: str, body: str) -> dict:
 
 def _scalar_fmas(funcs: dict) -> int:
     """The tiles' multiply-adds, every one of them on a scalar (no vector dtype)."""
-    calls = [call for func in funcs.values() for call in collect(func.body, tir.Call) if call.op == "tir.fma"]
+    calls = [call for func in funcs.values() for call in fma_calls(func.body)]
     assert all(call.dtype == "float32" for call in calls), {call.dtype for call in calls}
     return len(calls)
 

@@ -13,6 +13,11 @@ run time only in two kinds of loops, which this policy leaves to LLVM:
 - innermost loops whose body holds vector code (Ramp, Broadcast, Shuffle): the
   k loop of a schedule's micro-kernel.
 
+A loop of kind `unrolled` (a register tile's statement for each of its vectors) is
+straight-line code here, as it is after LLVM has unrolled it: its copies count in the
+iterations of the loops around it, and its vector code makes the loop around it an
+innermost vector loop (the micro-kernel's k loop).
+
 A loop whose body holds a shuffle network (at least SHUFFLE_NETWORK shuffles, a
 transpose block: each trip already dozens of vector instructions) stays rolled even
 then: unrolled, it only multiplied LLVM's shuffle lowering, the largest share of a
@@ -46,27 +51,32 @@ def rolled_loops(body: tir.Stmt, limit: int = ROLLED_ABOVE) -> frozenset[int]:
     return frozenset(rolled)
 
 
-def _scan(node, rolled: set[int], limit: int) -> tuple[float, bool, int]:
+def _scan(node, rolled: set[int], limit: int) -> tuple[float, bool, int, bool]:
     """(iterations of the deepest loop nest at `node`, whether it holds vector code outside
-    loops, how many shuffles it holds, in loops or not)."""
+    loops, how many shuffles it holds, in loops or not, whether it holds a loop). A loop of
+    kind `unrolled` is straight-line code to the loops around it (LLVM unrolls it fully):
+    its copies count in the iterations, its vector code as outside loops."""
     if isinstance(node, (tuple, list)):
-        trips, vector, shuffles = 1, False, 0
+        trips, vector, shuffles, loops = 1, False, 0, False
         for item in node:
-            item_trips, item_vector, item_shuffles = _scan(item, rolled, limit)
+            item_trips, item_vector, item_shuffles, item_loops = _scan(item, rolled, limit)
             trips, vector, shuffles = max(trips, item_trips), vector or item_vector, shuffles + item_shuffles
-        return trips, vector, shuffles
+            loops = loops or item_loops
+        return trips, vector, shuffles, loops
     if not isinstance(node, Node) or isinstance(node, tir.Buffer):
-        return 1, False, 0
+        return 1, False, 0, False
     if isinstance(node, tir.PrimExpr):
-        return (1, *_vector_code(node))
+        return (1, *_vector_code(node), False)
     if isinstance(node, tir.For):
-        inner, vector, shuffles = _scan(node.body, rolled, limit)
+        inner, vector, shuffles, loops = _scan(node.body, rolled, limit)
         trips = node.extent.value * inner if isinstance(node.extent, tir.IntImm) else math.inf
-        innermost_vector = vector and inner == 1
+        if node.kind == "unrolled":
+            return trips, vector, shuffles, loops
+        innermost_vector = vector and not loops
         unrolled_gains = trips <= limit or innermost_vector
         if node.kind in ROLLABLE_KINDS and (not unrolled_gains or shuffles >= SHUFFLE_NETWORK):
             rolled.add(id(node))
-        return trips, False, shuffles
+        return trips, False, shuffles, True
     return _scan(tuple(getattr(node, name) for name in node_fields(type(node))), rolled, limit)
 
 

@@ -81,6 +81,12 @@ def loop(var: tir.Var, extent, body: tir.Stmt, independent: bool = False) -> tir
     return tir.For(var, tir.IntImm(var.dtype, 0), extent, "serial", body, annotations=annotations)
 
 
+def unrolled(var: tir.Var, extent: int, body: tir.Stmt) -> tir.For:
+    """A loop from 0 that LLVM unrolls fully (`llvm.loop.unroll.full`): a register tile's
+    statement for each of its vectors, kept one statement for the TIR passes to walk."""
+    return tir.For(var, tir.IntImm(var.dtype, 0), tir.IntImm(var.dtype, extent), "unrolled", body)
+
+
 def fresh(like: tir.Var, suffix: str) -> tir.Var:
     return tir.Var(f"{like.name}_{suffix}", like.dtype)
 

@@ -32,8 +32,12 @@ constant K and init value, no j-innermost remainder loops; schedule/__init__.py 
 stages without calls only: GELU's erf in every tile slot would double the kernel's code
 for no run-time gain).
 
-The accumulators are a local buffer read and written only as whole vectors at
-constant offsets, which LLVM keeps in registers. Where M is no multiple of the rows, the
+Each of the tile's statements (start, multiply-add, store) is written once, in a loop of
+kind `unrolled` over the tile's slots (rows x vectors: row s // vectors, vector s %
+vectors), which LLVM unrolls fully: the lowering passes and the code generator walk one
+statement where the tile has 12 (AVX2) or 16 (AVX-512). Unrolled, the accumulators are a
+local buffer read and written only as whole vectors at constant offsets, which LLVM keeps
+in registers. Where M is no multiple of the rows, the
 last rows are a few tiles a row shorter (_row_parts), run in the last row block from the
 same panels; the last columns (N % width) are register_tile_edges.py's.
 Within a k block each element of C adds its terms in the order k = 0, 1, ... as the
@@ -51,10 +55,13 @@ tolerance).
                 for j_tile in range(4):
                     for i_tile in range(42):
                         acc = T.alloc_local((96,))               # 6 rows x 2 vectors of 8
-                        acc[0:8] = T.Broadcast(0, 8) ...
+                        for s in T.unroll(12): acc[s * 8:s * 8 + 8] = T.Broadcast(0, 8)
                         for k in range(256):
-                            acc[0:8] = T.fma(T.Broadcast(A[i0, k0 + k], 8), panels[(j_tile * 256 + k) * 16:...], acc[0:8]) ...
-                        C[i0, j0:j0 + 8] = acc[0:8] if k_outer == 0 else C[i0, j0:j0 + 8] + acc[0:8] ...
+                            for s in T.unroll(12):               # row s // 2, vector s % 2
+                                acc[s * 8:...] = T.fma(T.Broadcast(A[i0 + s // 2, k0 + k], 8),
+                                                       panels[(j_tile * 256 + k) * 16 + s % 2 * 8:...], acc[s * 8:...])
+                        for s in T.unroll(12):
+                            C[i0 + s // 2, j0 + s % 2 * 8:...] = acc[s * 8:...] if k_outer == 0 else C[...] + acc[s * 8:...]
                     if block == 4:                               # 1024 rows = 169 x 6 + 2 x 5
                         for i_short in range(2): <the tile of 5 rows i0 .. i0 + 5>
     <columns N // 16 * 16 .. N: register_tile_edges.py>
@@ -71,7 +78,7 @@ from ..convert_blocks_to_loops import allocation
 from . import reduction_order
 from .cpu import CpuInfo
 from .matmul_operands import matmul_operands, packed_width
-from .nest import Nest, fresh, loop, seq
+from .nest import Nest, fresh, loop, seq, unrolled
 from .register_tile_edges import binder, finish, local_buffers, narrow, narrow_fits, remainder, uniform_init
 from .tile_shape import TileShape, blocking, register_tile_shape
 from .vector_exprs import broadcast, ramp
@@ -171,7 +178,7 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
 
     # vector v of k step k in the panel of column tile `tile` (0: the only panel)
     panel_at = lambda tile, k, v: (ramp((tile * const(sizes.k_steps) + k_tiles.offset(k)) * const(width)  # noqa: E731
-                                        + const(v * lanes), lanes),)
+                                        + _times(v, lanes, const), lanes),)
     # whole-vector copies of B's k-th row (free of i), from `first_column` on, into the panel of `tile`
     copies = lambda tile, first_column, k: tir.SeqStmt(tuple(tir.BufferStore(  # noqa: E731
         panel, at(y, const(0), ramp(first_column + const(v * lanes), lanes), k), panel_at(tile, k, v))
@@ -183,8 +190,8 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         if prepacked:  # packed[j0 // W, k, j0 % W + lanes v ..]: the tile is one panel, or part of one
             tile, offset = ((column_tile, const(0)) if prepacked == width else
                             (tir.FloorDiv(j0, const(prepacked)), tir.FloorMod(j0, const(prepacked))))
-            return tir.BufferLoad(y.buffer, (tile, at(y.indices[1], const(0), j0, k), ramp(offset + const(v * lanes), lanes)))
-        return at(y, const(0), ramp(j0 + const(v * lanes), lanes), k)
+            return tir.BufferLoad(y.buffer, (tile, at(y.indices[1], const(0), j0, k), ramp(offset + _times(v, lanes, const), lanes)))
+        return at(y, const(0), ramp(j0 + _times(v, lanes, const), lanes), k)
 
     # With a constant init value the first k block starts from it in registers, the others
     # from zero (their sums are added to C at their end): one broadcast value, so the tile
@@ -198,37 +205,30 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     def tile(rows_per_tile, i0):
         """The register tile of rows i0 .. i0 + rows_per_tile: its k loop and its stores."""
         acc = local("tile", rows_per_tile * width)
-        slots = [(r, v) for r in range(rows_per_tile) for v in range(vectors)]
-        slot = lambda r, v: (ramp(const((r * vectors + v) * lanes), lanes),)  # noqa: E731
-        # C's indices at row r, vector v (the indices alone: the whole store would be rewritten too)
-        c_row = lambda r, v: at(store.indices, i0 + const(r), ramp(j0 + const(v * lanes), lanes))  # noqa: E731
-        # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
-        # the chunk's column tiles sweep them, so packing them (a transpose into each row
-        # tile's k steps of 8 contiguous elements) would only add copies.
-        a_scalar = lambda k, r: at(x, i0 + const(r), j0, k)  # noqa: E731
-        start = tir.SeqStmt(tuple(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row(r, v))
-                                                  if start_value is None else broadcast(start_value, lanes), slot(r, v))
-                                  for r, v in slots))
+        s = fresh(i_loop.loop_var, "slot")
+        r, v = (s, const(0)) if vectors == 1 else (tir.FloorDiv(s, const(vectors)), tir.FloorMod(s, const(vectors)))
+        slot = (ramp(s * const(lanes), lanes),)
+        c_row = at(store.indices, i0 + r, ramp(j0 + v * const(lanes), lanes))
+
+        def slots(stmt):  # stmt for every vector of every row
+            return unrolled(s, rows_per_tile * vectors, stmt)
+
+        a_scalar = lambda k: at(x, i0 + r, j0, k)  # noqa: E731
+        start = slots(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row)
+                                      if start_value is None else broadcast(start_value, lanes), slot))
 
         def step(k):
-            updates = []
-            for r, v in slots:
-                a = broadcast(a_scalar(k, r), lanes)
-                total = tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (a, b_vector(k, v), tir.BufferLoad(acc, slot(r, v))))
-                updates.append(tir.BufferStore(acc, total, slot(r, v)))
-            return tir.SeqStmt(tuple(updates))
+            a = broadcast(a_scalar(k), lanes)
+            total = tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (a, b_vector(k, v), tir.BufferLoad(acc, slot)))
+            return slots(tir.BufferStore(acc, total, slot))
 
         def saves(first: bool, last: bool) -> tir.Stmt:
-            """The tile's stores after a k block: its sums (plus C's after a later block, when blocks
-            add theirs), through the epilogues after the last."""
-            values = []
-            for r, v in slots:
-                value = tir.BufferLoad(acc, slot(r, v))
-                if blocks_add and not first:
-                    value = tir.Add(tir.BufferLoad(store.buffer, c_row(r, v)), value)
-                values.append(finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + const(r),
-                                     j0 + const(v * lanes), lanes) if last and epilogues else store.with_fields(value=value, indices=c_row(r, v)))
-            return tir.SeqStmt(tuple(values))
+            value = tir.BufferLoad(acc, slot)
+            if blocks_add and not first:
+                value = tir.Add(tir.BufferLoad(store.buffer, c_row), value)
+            return slots(finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + r,
+                                j0 + v * const(lanes), lanes) if last and epilogues
+                         else store.with_fields(value=value, indices=c_row))
 
         ends = _block_ends(k_tiles, k_loop.extent, blocks_add, bool(epilogues), saves)
         return allocation(acc, tir.SeqStmt((start, k_tiles.inner(step), ends)))
@@ -260,6 +260,10 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     init = loop(i_init, const(rows), loop(j_init, chunk_columns * const(width), at(
         nest.block.init, const(row_parts[0][1]) + i_init, chunk * const(chunk_tiles * width) + j_init)))
     return rows_loop if init_value is not None else tir.SeqStmt((init, rows_loop))
+
+
+def _times(v, lanes, const):
+    return const(v * lanes) if isinstance(v, int) else v * const(lanes)
 
 
 def _chunk_panels(packed: bool, chunk_tiles: int, column_tiles: int) -> int:

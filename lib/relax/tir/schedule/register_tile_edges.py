@@ -8,8 +8,11 @@ loops instead.
 
     for k in range(K): narrow_panel[k * 16:k * 16 + 10] = B[k, 32:42]; narrow_panel[k * 16 + 10:...] = 0
     for i_tile in range(M // rows):                     # rows x 1 vector of the target's lanes
-        acc = 0; for k: acc[...] = T.fma(T.Broadcast(A[i0 + r, k], lanes), narrow_panel[k * 16:...], acc[...])
-        C[i0 + r, 32 + c] = acc[r * 16 + c]  (c < 10)
+        for s in T.unroll(rows): acc[s * 16:...] = 0
+        for k: for s in T.unroll(rows): acc[s * 16:...] = T.fma(T.Broadcast(A[i0 + s, k], lanes), narrow_panel[k * 16:...], acc[...])
+        for e in T.unroll(rows * 10): C[i0 + e // 10, 32 + e % 10] = acc[e // 10 * 16 + e % 10]
+
+(the loops of kind `unrolled`: one statement for each slot of the tile, as in register_tile.py)
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ...ir import tir
 from ..convert_blocks_to_loops import allocation
 from ..loop_nests import uses
 from ..rewrite import collect
-from .nest import Nest, fresh, loop
+from .nest import Nest, fresh, loop, unrolled
 from .vector_exprs import broadcast, ramp
 
 NARROW_PANEL_BYTES = 1 << 18  # largest zero-padded panel of B's last columns (whole K x the padded width)
@@ -102,25 +105,22 @@ def narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_pe
 
     def tile(i0, rows):
         acc = local("narrow_tile", rows * width)
-        slots = [(r, v) for r in range(rows) for v in range(vectors)]
-
-        def slot(r, v):
-            return (ramp(const((r * vectors + v) * lanes), lanes),)
-
+        s, e = fresh(i_loop.loop_var, "slot"), fresh(i_loop.loop_var, "element")
+        r, v = (s, const(0)) if vectors == 1 else (tir.FloorDiv(s, const(vectors)), tir.FloorMod(s, const(vectors)))
+        slot = (ramp(s * const(lanes), lanes),)
         step_k = fresh(k_loop.loop_var, "narrow")
-        updates = []
-        for r, v in slots:
-            a = broadcast(at(x, i0 + const(r), const(j_start), step_k), lanes)
-            b = tir.BufferLoad(panel, (ramp(step_k * const(width) + const(v * lanes), lanes),))
-            total = tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (a, b, tir.BufferLoad(acc, slot(r, v))))
-            updates.append(tir.BufferStore(acc, total, slot(r, v)))
-        zeros = [tir.BufferStore(acc, broadcast(init_value, lanes), slot(r, v)) for r, v in slots]
-        saves = [finish(nest, outer_values, i_iter, j_iter, epilogues, tir.BufferLoad(acc, (const(r * width + c),)),
-                        i0 + const(r), const(j_start + c), 1) if epilogues else
-                 store.with_fields(value=tir.BufferLoad(acc, (const(r * width + c),)),
-                                   indices=at(store.indices, i0 + const(r), const(j_start + c)))
-                 for r in range(rows) for c in range(columns)]
-        return allocation(acc, tir.SeqStmt((*zeros, loop(step_k, const(depth), tir.SeqStmt(tuple(updates))), *saves)))
+        a = broadcast(at(x, i0 + r, const(j_start), step_k), lanes)
+        b = tir.BufferLoad(panel, (ramp(step_k * const(width) + v * const(lanes), lanes),))
+        total = tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (a, b, tir.BufferLoad(acc, slot)))
+        update = unrolled(s, rows * vectors, tir.BufferStore(acc, total, slot))
+        zeros = unrolled(s, rows * vectors, tir.BufferStore(acc, broadcast(init_value, lanes), slot))
+        # element e of the columns that exist: row e // columns, column e % columns
+        row, column = tir.FloorDiv(e, const(columns)), tir.FloorMod(e, const(columns))
+        value = tir.BufferLoad(acc, (row * const(width) + column,))
+        save = (finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + row, const(j_start) + column, 1)
+                if epilogues else store.with_fields(value=value, indices=at(store.indices, i0 + row, const(j_start) + column)))
+        saves = unrolled(e, rows * columns, save)
+        return allocation(acc, tir.SeqStmt((zeros, loop(step_k, const(depth), update), saves)))
 
     i_tile = fresh(i_loop.loop_var, "narrow")
     parts = [pack]
