@@ -70,6 +70,22 @@ def test_innermost_vector_loops_stay_llvms_choice_their_outer_loops_not():
     assert rolled_loops(func.body) == {id(outer)}
 
 
+def test_a_loop_around_an_unrolled_tile_is_an_innermost_vector_loop():
+    """A register tile's statement in an unrolled loop over its 4 slots, in a 300-step k loop:
+    the k loop stays LLVM's choice, as the micro-kernel's k loop with the slots written out
+    did; the loop around it, 4 x 300 x 4 copies, is rolled."""
+    width, steps, slots = 16, 300, 4
+    a, b = param("A", "float32", (4 * steps * slots * width,)), param("B", "float32", (4 * steps * slots * width,))
+    t, k, s = tir.Var("t", "int64"), tir.Var("k", "int64"), tir.Var("s", "int64")
+    base = tir.Mul(tir.Add(tir.Mul(tir.Add(tir.Mul(t, i64(steps)), k), i64(slots)), s), i64(width))
+    ramp = tir.Ramp(base, i64(1), width)
+    slot = loop(s, i64(slots), tir.BufferStore(b[1], tir.Add(tir.BufferLoad(a[1], (ramp,)), tir.Broadcast(f32(1.0), width)),
+                                               (ramp,)), "unrolled")
+    k_loop = loop(k, i64(steps), slot)
+    outer = loop(t, i64(4), k_loop)
+    assert rolled_loops(kernel([a, b], outer).body) == {id(outer)}
+
+
 def test_loop_kinds_with_their_own_hints_are_left_alone():
     for kind in ("vectorized", "unrolled"):
         func, outer, inner = copy_nest(2, 300, inner_kind=kind)
