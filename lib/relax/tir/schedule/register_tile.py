@@ -79,7 +79,9 @@ from . import reduction_order
 from .cpu import CpuInfo
 from .matmul_operands import matmul_operands, packed_width
 from .nest import Nest, fresh, loop, seq, unrolled
-from .register_tile_edges import binder, finish, local_buffers, narrow, narrow_fits, remainder, uniform_init
+from .register_tile_edges import (
+    binder, finish, local_buffers, narrow, narrow_fits, remainder, slot_position, uniform_init,
+)
 from .tile_shape import TileShape, blocking, register_tile_shape
 from .vector_exprs import broadcast, ramp
 
@@ -206,13 +208,17 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         """The register tile of rows i0 .. i0 + rows_per_tile: its k loop and its stores."""
         acc = local("tile", rows_per_tile * width)
         s = fresh(i_loop.loop_var, "slot")
-        r, v = (s, const(0)) if vectors == 1 else (tir.FloorDiv(s, const(vectors)), tir.FloorMod(s, const(vectors)))
+        r, v = slot_position(s, vectors, const)
         slot = (ramp(s * const(lanes), lanes),)
+        # C's indices at row r, vector v (the indices alone: the whole store would be rewritten too)
         c_row = at(store.indices, i0 + r, ramp(j0 + v * const(lanes), lanes))
 
         def slots(stmt):  # stmt for every vector of every row
             return unrolled(s, rows_per_tile * vectors, stmt)
 
+        # A is read where it is: the row block's rows (256 x k block, 256 KiB) stay in L2 while
+        # the chunk's column tiles sweep them, so packing them (a transpose into each row
+        # tile's k steps of 8 contiguous elements) would only add copies.
         a_scalar = lambda k: at(x, i0 + r, j0, k)  # noqa: E731
         start = slots(tir.BufferStore(acc, tir.BufferLoad(store.buffer, c_row)
                                       if start_value is None else broadcast(start_value, lanes), slot))
@@ -262,7 +268,8 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     return rows_loop if init_value is not None else tir.SeqStmt((init, rows_loop))
 
 
-def _times(v, lanes, const):
+def _times(v, lanes: int, const) -> tir.PrimExpr:
+    """The offset of vector `v` (a number, or a tile slot's expression) in lanes."""
     return const(v * lanes) if isinstance(v, int) else v * const(lanes)
 
 

@@ -48,6 +48,13 @@ def local_buffers(store, const):
     return local
 
 
+def slot_position(s: tir.Var, vectors: int, const) -> tuple[tir.PrimExpr, tir.PrimExpr]:
+    """(row, vector) of slot `s` of a tile of `vectors` vectors a row, the slots row after row."""
+    if vectors == 1:
+        return s, const(0)
+    return tir.FloorDiv(s, const(vectors)), tir.FloorMod(s, const(vectors))
+
+
 def uniform_init(nest: Nest):
     """The init value when it is the same for every element (a constant), else None."""
     value = nest.block.init.value
@@ -106,7 +113,7 @@ def narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_pe
     def tile(i0, rows):
         acc = local("narrow_tile", rows * width)
         s, e = fresh(i_loop.loop_var, "slot"), fresh(i_loop.loop_var, "element")
-        r, v = (s, const(0)) if vectors == 1 else (tir.FloorDiv(s, const(vectors)), tir.FloorMod(s, const(vectors)))
+        r, v = slot_position(s, vectors, const)
         slot = (ramp(s * const(lanes), lanes),)
         step_k = fresh(k_loop.loop_var, "narrow")
         a = broadcast(at(x, i0 + r, const(j_start), step_k), lanes)
@@ -153,4 +160,4 @@ def remainder(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, rows, colu
 
 
 __all__ = ["NARROW_PANEL_BYTES", "binder", "finish", "local_buffers", "narrow", "narrow_fits", "ramp", "remainder",
-           "uniform_init"]
+           "slot_position", "uniform_init"]
