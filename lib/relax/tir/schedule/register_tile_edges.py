@@ -48,11 +48,12 @@ def local_buffers(store, const):
     return local
 
 
-def slot_position(s: tir.Var, vectors: int, const) -> tuple[tir.PrimExpr, tir.PrimExpr]:
-    """(row, vector) of slot `s` of a tile of `vectors` vectors a row, the slots row after row."""
-    if vectors == 1:
+def slot_position(s: tir.Var, per_row: int, const) -> tuple[tir.PrimExpr, tir.PrimExpr]:
+    """(row, place in the row) of slot `s` of a tile, `per_row` slots a row (its vectors, or
+    its elements), the slots row after row."""
+    if per_row == 1:
         return s, const(0)
-    return tir.FloorDiv(s, const(vectors)), tir.FloorMod(s, const(vectors))
+    return tir.FloorDiv(s, const(per_row)), tir.FloorMod(s, const(per_row))
 
 
 def uniform_init(nest: Nest):
@@ -121,8 +122,7 @@ def narrow(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, x, y, rows_pe
         total = tir.Call(dt.with_lanes("float32", lanes), "tir.fma", (a, b, tir.BufferLoad(acc, slot)))
         update = unrolled(s, rows * vectors, tir.BufferStore(acc, total, slot))
         zeros = unrolled(s, rows * vectors, tir.BufferStore(acc, broadcast(init_value, lanes), slot))
-        # element e of the columns that exist: row e // columns, column e % columns
-        row, column = tir.FloorDiv(e, const(columns)), tir.FloorMod(e, const(columns))
+        row, column = slot_position(e, columns, const)  # element e of the columns that exist
         value = tir.BufferLoad(acc, (row * const(width) + column,))
         save = (finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + row, const(j_start) + column, 1)
                 if epilogues else store.with_fields(value=value, indices=at(store.indices, i0 + row, const(j_start) + column)))
@@ -159,5 +159,5 @@ def remainder(nest: Nest, outer_values: dict, i_iter, j_iter, k_iter, rows, colu
     return loop(i, tir.IntImm(index, i_stop - i_start), body, independent=True)
 
 
-__all__ = ["NARROW_PANEL_BYTES", "binder", "finish", "local_buffers", "narrow", "narrow_fits", "ramp", "remainder",
+__all__ = ["NARROW_PANEL_BYTES", "binder", "finish", "local_buffers", "narrow", "narrow_fits", "remainder",
            "slot_position", "uniform_init"]
