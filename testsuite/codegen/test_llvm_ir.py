@@ -237,3 +237,48 @@ def test_shared_constants_keep_equal_keys_apart():
     assert constant("int32", 7) is constant("int32", 7)
     assert constant("int32", 1) is not constant("int32", True)
     assert str(constant("float32x4", 2.0)).startswith("<4 x float>")
+
+
+def _function_text(text: str, name: str) -> str:
+    return re.search(rf"define [^\n]*@\"?{re.escape(name)}\"?\(.*?\n}}", text, re.S).group(0)
+
+
+def test_constant_divisors_and_constant_operands_are_emitted_bare():
+    """Integer division guards its divisor (0 and, when signed, -1 would trap), but a
+    constant divisor that is neither cannot: it is divided by as it is. Arithmetic on two
+    constants (a loop from 0, a tile's offsets) is folded before LLVM sees it. The
+    guarded cases still give numpy's answers."""
+    import numpy as np
+    from codegen_tir import i64, kernel, load, loop, param, store
+
+    from relax.codegen import build_host_library
+
+    a, c = param("A", "int64", (8,)), param("C", "int64", (8,))
+    i = tir.Var("i", "int64")
+
+    def divide(op, divisor):
+        return kernel([a, c], loop(i, tir.Add(i64(3), i64(5)), store(c[1], i, op(load(a[1], i), i64(divisor)))))
+
+    funcs = {"div3": divide(tir.Div, 3), "mod_neg4": divide(tir.Mod, -4), "div0": divide(tir.Div, 0),
+             "div_neg1": divide(tir.Div, -1)}
+    text = emit_llvm_ir(funcs, optimized=False)
+    for name, op in (("div3", "sdiv i64 %.9, 3"), ("mod_neg4", "srem i64 %.9, -4")):
+        body = _function_text(text, f"{name}.impl")
+        assert op in body and "select" not in body and "icmp eq i64 %.9" not in body, body
+        assert "icmp slt i64 %i, 8" in body and "add i64 3, 5" not in body and "add i64 0," not in body, body
+    for name in ("div0", "div_neg1"):
+        assert "select" in _function_text(text, f"{name}.impl")
+    lib = build_host_library(funcs)
+    low, high = -(1 << 63), (1 << 63) - 1
+    values = [-7, 7, -8, 8, 0, -1, low, high]
+
+    def truncated(a, b):  # C's division, in Python integers
+        quotient = abs(a) // abs(b)
+        return -quotient if (a < 0) != (b < 0) else quotient
+
+    expected = {"div3": [truncated(v, 3) for v in values], "mod_neg4": [v - truncated(v, -4) * -4 for v in values],
+                "div0": [0] * 8, "div_neg1": [low if v == low else -v for v in values]}  # MIN / -1 gives MIN
+    for name, want in expected.items():
+        out = np.zeros(8, np.int64)
+        lib.get_function(name)(np.array(values, np.int64), out)
+        assert out.tolist() == want, name

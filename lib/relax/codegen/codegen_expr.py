@@ -76,6 +76,10 @@ class ExprCodegen:
         return result
 
     def _int_op(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
+        folded = fold_constants(op, a, b, is_signed(dtype))
+        if folded is not None:
+            return folded
+
         def build():
             result = getattr(self.builder, op)(a, b)
             # As TVM: signed arithmetic of 32 and 64 bits does not wrap (lets LLVM widen indices).
@@ -120,7 +124,11 @@ class ExprCodegen:
 
     def safe_divisor(self, a: ir.Value, b: ir.Value, dtype: str):
         """(divisor, is_zero): integer division must never trap, so x / 0 divides by 1 and
-        the caller makes the result 0 (numpy's answer); MIN / -1 divides by 1 too (gives MIN)."""
+        the caller makes the result 0 (numpy's answer); MIN / -1 divides by 1 too (gives MIN).
+        A constant divisor that can do neither is used as it is, and is_zero is None."""
+        divisor = constant_int(b)
+        if divisor is not None and divisor != 0 and not (divisor == -1 and is_signed(dtype)):
+            return b, None
         zero, one = ir.Constant(b.type, None), constant(dt.with_lanes(dt.element(dtype), 1), 1)
         if isinstance(b.type, ir.VectorType):
             one = ir.Constant(b.type, [one] * b.type.count)
@@ -137,7 +145,7 @@ class ExprCodegen:
     def _int_divide(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         divisor, is_zero = self.safe_divisor(a, b, dtype)
         result = getattr(self.builder, op)(a, divisor)
-        return self.builder.select(is_zero, ir.Constant(a.type, None), result)
+        return result if is_zero is None else self.builder.select(is_zero, ir.Constant(a.type, None), result)
 
     def expr_Div(self, node):
         a, b = self.operands(node)
@@ -166,7 +174,7 @@ class ExprCodegen:
         signs_differ = self.builder.icmp_signed("<", self.builder.xor(remainder, b), zero)
         adjust = self.builder.and_(inexact, signs_differ)
         result = self.builder.sub(quotient, self.builder.zext(adjust, a.type))
-        return self.builder.select(is_zero, zero, result)
+        return result if is_zero is None else self.builder.select(is_zero, zero, result)
 
     def expr_FloorMod(self, node):
         a, b = self.operands(node)
@@ -182,7 +190,7 @@ class ExprCodegen:
         signs_differ = self.builder.icmp_signed("<", self.builder.xor(remainder, b), zero)
         adjust = self.builder.and_(inexact, signs_differ)
         result = self.builder.select(adjust, self.builder.add(remainder, b), remainder)
-        return self.builder.select(is_zero, zero, result)
+        return result if is_zero is None else self.builder.select(is_zero, zero, result)
 
     def _compare(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         if dt.is_float(dtype):
@@ -394,3 +402,28 @@ def _int_width(llvm_type: ir.Type) -> int:
     """The bits of an integer type or of a vector of integers; 0 for anything else."""
     element = llvm_type.element if isinstance(llvm_type, ir.VectorType) else llvm_type
     return element.width if isinstance(element, ir.IntType) else 0
+
+
+def constant_int(value: ir.Value) -> int | None:
+    """The value of a scalar integer constant, or None."""
+    if isinstance(value, ir.Constant) and isinstance(value.type, ir.IntType) and isinstance(value.constant, int):
+        return value.constant
+    return None
+
+
+_FOLDS = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}
+
+
+def fold_constants(op: str, a: ir.Value, b: ir.Value, signed: bool) -> ir.Constant | None:
+    """`a op b` as a constant when both are scalar integer constants and the result fits
+    the type without wrapping (where it would wrap, LLVM's own folding decides), else None.
+    Schedules leave such operations (a loop from 0, a tile's constant offsets), and each
+    one folded here is one instruction less to print, parse and combine."""
+    x, y = constant_int(a), constant_int(b)
+    if x is None or y is None or op not in _FOLDS:
+        return None
+    result = _FOLDS[op](x, y)
+    half = 1 << (a.type.width - 1)
+    if not (-half if signed else 0) <= result < half:
+        return None
+    return ir.Constant(a.type, result)
