@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -103,6 +102,8 @@ def _capture_stderr(function):
 @lru_cache(maxsize=None)
 def rejected(triple: str, cpu: str, features: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(unknown CPUs, unknown features) among `cpu` and `features` for `triple`."""
+    if (triple, cpu, features) == (host_triple(), host_cpu(), host_features()):
+        return (), ()  # LLVM's own description of this host
     llvm_target = _binding().Target.from_triple(triple)
     _, text = _capture_stderr(
         lambda: llvm_target.create_target_machine(cpu=cpu, features=",".join(features))
@@ -138,6 +139,8 @@ def processor_tables(triple: str) -> dict[str, tuple[str, ...]]:
     """{"cpus": (...), "features": (...)} that LLVM knows for `triple` (empty if unknown)."""
     if not is_known_triple(triple):
         return {"cpus": (), "features": ()}
+    import subprocess  # here, not at the top: only an error message or a listing needs the tables
+
     try:
         done = subprocess.run(
             [sys.executable, os.path.abspath(__file__), triple],
