@@ -88,6 +88,27 @@ def test_functions_that_differ_are_not_grouped():
     assert identical_kernels({"mul": mul, "add": add, "add16": add16, "d": double(), "e": loop_named_j}) == {}
 
 
+def test_constants_count_as_written():
+    """0.0 and -0.0 compare equal, 1 and 1.0 and True too; as constants they are different code."""
+    def plus(constant):
+        return elementwise(64, ["float32"], "float32", lambda a: tir.Add(a, constant))
+
+    keys = {body_key(plus(tir.FloatImm("float32", value))) for value in (0.0, -0.0, float("nan"), 1.0)}
+    assert len(keys) == 4
+    assert body_key(plus(tir.FloatImm("float32", float("nan")))) == body_key(plus(tir.FloatImm("float32", float("nan"))))
+    assert identical_kernels({"a": plus(tir.FloatImm("float32", 0.0)), "b": plus(tir.FloatImm("float32", -0.0))}) == {}
+
+
+def test_shared_nodes_count():
+    """A node used twice and two equal nodes are different IR (one load or two): not one body."""
+    a, c = param("A", "float32", (64,)), param("C", "float32", (64,))
+    i = tir.Var("i", "int64")
+    shared = load(a[1], i)
+    once = kernel([a, c], loop(i, i64(64), tir.BufferStore(c[1], tir.Add(shared, shared), (i,))))
+    twice = kernel([a, c], loop(i, i64(64), tir.BufferStore(c[1], tir.Add(load(a[1], i), load(a[1], i)), (i,))))
+    assert body_key(once) != body_key(twice)
+
+
 def test_source_spans_do_not_count():
     """The same function at two places of a source: equal up to spans."""
     first = parse(TWO_ADDS, "one.relax")

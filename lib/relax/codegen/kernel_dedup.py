@@ -18,34 +18,79 @@ names of their buffer parameters (the parameter, its buffer and the buffer's dat
 variable): those names reach only the kernels' metadata, which each name gets from
 its own PrimFunc, never the code. Every other name counts: scalar parameters and
 symbolic sizes are in the metadata's shapes, and a local buffer's name is in its
-allocation's failure message. The comparison is on the IR's JSON document
-(relax.ir.json, deterministic) with the spans and the table of source files taken
-out and the buffer parameters renamed by position, and only between kernels whose
+allocation's failure message. The comparison is on a flat list of tokens (each
+node's type and fields in order, a node met before by its number, the spans left
+out, the buffer parameters renamed by position), and only between kernels whose
 parameters agree.
 """
 
 from __future__ import annotations
 
-import json
+import numpy as np
 
 from ..ir import tir
-from ..ir.json import to_json
+from ..ir.node import FrozenDict, Node, field_names
 
 
-def body_key(func: tir.PrimFunc) -> str:
-    """A text that two PrimFuncs share exactly when they are equal up to source spans and
+def body_key(func: Node) -> tuple:
+    """A key that two PrimFuncs share exactly when they are equal up to source spans and
     the names of their buffer parameters (any other node: up to source spans)."""
-    document = json.loads(to_json(func))
-    document["sources"] = []
-    nodes = document["nodes"]
-    for node in nodes:
-        node.pop("span", None)
-    root = nodes[document["root"]["ref"]]["fields"]
-    for position, pair in enumerate(root.get("buffer_map", {}).get("tuple", ())):
-        param, buffer = (nodes[item["ref"]]["fields"] for item in pair["tuple"])
-        param["name"] = buffer["name"] = f"%buffer{position}"
-        nodes[buffer["data"]["ref"]]["fields"]["name"] = f"%data{position}"
-    return json.dumps(document)
+    renamed = {}
+    for position, (param, buffer) in enumerate(getattr(func, "buffer_map", ())):
+        renamed[id(param)] = renamed[id(buffer)] = f"%buffer{position}"
+        renamed[id(buffer.data)] = f"%data{position}"
+    return tuple(_Tokens(renamed).node(func))
+
+
+class _Tokens:
+    """A node as a flat list of tokens: its type and fields in order, a node met before as
+    ("ref", its number), so that sharing counts as it does in the IR; spans are left out."""
+
+    def __init__(self, renamed: dict[int, str]):
+        self.renamed = renamed
+        self.numbers: dict[int, int] = {}
+        self.alive: list = []  # keeps numbered nodes alive so their ids stay unique
+        self.tokens: list = []
+
+    def node(self, node: Node) -> list:
+        self.value(node)
+        return self.tokens
+
+    def value(self, value) -> None:
+        tokens = self.tokens
+        if isinstance(value, Node):
+            number = self.numbers.get(id(value))
+            if number is not None:
+                tokens.append(("ref", number))
+                return
+            self.numbers[id(value)] = len(self.numbers)
+            self.alive.append(value)
+            cls = type(value)
+            tokens.append(cls)
+            new_name = self.renamed.get(id(value))
+            for name in field_names(cls):
+                if name == "name" and new_name is not None:
+                    tokens.append(new_name)
+                else:
+                    self.value(getattr(value, name))
+        elif value is None or isinstance(value, (bool, int, str)):
+            tokens.append((value.__class__, value))
+        elif isinstance(value, float):
+            tokens.append((float, repr(value)))  # repr: -0.0 and 0.0, and every NaN, compare as written
+        elif isinstance(value, (tuple, list)):
+            tokens.append((value.__class__, len(value)))
+            for item in value:
+                self.value(item)
+        elif isinstance(value, (FrozenDict, dict)):
+            tokens.append((value.__class__, len(value)))
+            for key, item in value.items():
+                self.value(key)
+                self.value(item)
+        elif isinstance(value, (np.ndarray, np.generic)):
+            array = np.asarray(value)
+            tokens.append((np.ndarray, str(array.dtype), array.shape, array.tobytes()))
+        else:
+            raise TypeError(f"cannot compare a value of type {type(value).__name__}")
 
 
 def _signature(func: tir.PrimFunc) -> tuple:
