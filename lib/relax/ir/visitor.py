@@ -17,7 +17,6 @@ Relax and TIR, so `StmtExprVisitor` and `StmtExprMutator` are the same classes.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -170,7 +169,7 @@ class Mutator:
             new = self.mutate_field(node, name, old)
             if new is not old:
                 changes[name] = new
-        return dataclasses.replace(node, **changes) if changes else node
+        return node.with_fields(**changes) if changes else node
 
     def mutate_field(self, node: Node, name: str, value: Any) -> Any:
         return self.mutate_value(value)
@@ -276,7 +275,7 @@ class ExprMutator(Mutator):
         var = self.mutate_definitions(binding.var)
         if value is binding.value and var is binding.var:
             return binding
-        return dataclasses.replace(binding, var=var, value=value)
+        return binding.with_fields(var=var, value=value)
 
     def visit_MatchCast(self, binding: rx.MatchCast) -> rx.MatchCast:
         value = self.visit(binding.value)
@@ -284,7 +283,7 @@ class ExprMutator(Mutator):
         var = self.mutate_definitions(binding.var)
         if value is binding.value and info is binding.struct_info and var is binding.var:
             return binding
-        return dataclasses.replace(binding, var=var, value=value, struct_info=info)
+        return binding.with_fields(var=var, value=value, struct_info=info)
 
     def visit_Var(self, var: rx.Var) -> rx.Expr:
         return self.visit_var_use(var)
