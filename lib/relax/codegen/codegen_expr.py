@@ -1,9 +1,6 @@
 """TIR expressions to LLVM values (a mixin of FunctionCodegen).
 
-Arithmetic follows TVM: integer Div/Mod truncate as C does, FloorDiv/FloorMod
-floor as Python does, float Div is exact and float FloorDiv is floor(a / b).
-Integer division never traps (TVM leaves it undefined): a zero divisor gives 0,
-as numpy does, and MIN / -1 gives MIN.
+Arithmetic follows TVM (division: codegen_division.py).
 Comparisons give i1 (vectors of i1); float comparisons are ordered except `!=`,
 which is true for NaN as in C and numpy. Min/Max are selects, as TVM emits them.
 """
@@ -15,6 +12,7 @@ import llvmlite.ir as ir
 from ..diagnostics import UserError
 from ..ir import dtype as dt
 from ..ir import tir
+from .constant_fold import fold_constants
 from .llvm_types import I1, I32, I64, alignment, constant, is_signed, memory_type, splat_mask, undef_vector, value_type
 from .value_numbering import numbered, value_key
 
@@ -121,76 +119,6 @@ class ExprCodegen:
 
     def expr_Mul(self, node):
         return self._binary(node, "fmul", "mul")
-
-    def safe_divisor(self, a: ir.Value, b: ir.Value, dtype: str):
-        """(divisor, is_zero): integer division must never trap, so x / 0 divides by 1 and
-        the caller makes the result 0 (numpy's answer); MIN / -1 divides by 1 too (gives MIN).
-        A constant divisor that can do neither is used as it is, and is_zero is None."""
-        divisor = constant_int(b)
-        if divisor is not None and divisor != 0 and not (divisor == -1 and is_signed(dtype)):
-            return b, None
-        zero, one = ir.Constant(b.type, None), constant(dt.with_lanes(dt.element(dtype), 1), 1)
-        if isinstance(b.type, ir.VectorType):
-            one = ir.Constant(b.type, [one] * b.type.count)
-        is_zero = self.builder.icmp_unsigned("==", b, zero)
-        trap = is_zero
-        if is_signed(dtype):
-            bits = dt.bits(dtype)
-            minimum = constant(dtype, -(1 << (bits - 1)))
-            overflow = self.builder.and_(self.builder.icmp_signed("==", a, minimum),
-                                         self.builder.icmp_signed("==", b, constant(dtype, -1)))
-            trap = self.builder.or_(is_zero, overflow)
-        return self.builder.select(trap, one, b), is_zero
-
-    def _int_divide(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
-        divisor, is_zero = self.safe_divisor(a, b, dtype)
-        result = getattr(self.builder, op)(a, divisor)
-        return result if is_zero is None else self.builder.select(is_zero, ir.Constant(a.type, None), result)
-
-    def expr_Div(self, node):
-        a, b = self.operands(node)
-        if dt.is_float(node.dtype):
-            return self.builder.fdiv(a, b)
-        return self._int_divide("sdiv" if is_signed(node.dtype) else "udiv", a, b, node.dtype)
-
-    def expr_Mod(self, node):
-        a, b = self.operands(node)
-        if dt.is_float(node.dtype):
-            return self.builder.frem(a, b)
-        return self._int_divide("srem" if is_signed(node.dtype) else "urem", a, b, node.dtype)
-
-    def expr_FloorDiv(self, node):
-        a, b = self.operands(node)
-        if dt.is_float(node.dtype):
-            return self.call_llvm_intrinsic("llvm.floor", [self.builder.fdiv(a, b)])
-        if not is_signed(node.dtype):
-            return self._int_divide("udiv", a, b, node.dtype)
-        b, is_zero = self.safe_divisor(a, b, node.dtype)
-        quotient, remainder = self.builder.sdiv(a, b), self.builder.srem(a, b)
-        zero = ir.Constant(a.type, None)
-        # The truncated quotient is one too big when the remainder is non-zero and
-        # its sign differs from the divisor's.
-        inexact = self.builder.icmp_signed("!=", remainder, zero)
-        signs_differ = self.builder.icmp_signed("<", self.builder.xor(remainder, b), zero)
-        adjust = self.builder.and_(inexact, signs_differ)
-        result = self.builder.sub(quotient, self.builder.zext(adjust, a.type))
-        return result if is_zero is None else self.builder.select(is_zero, zero, result)
-
-    def expr_FloorMod(self, node):
-        a, b = self.operands(node)
-        if dt.is_float(node.dtype):
-            floored = self.call_llvm_intrinsic("llvm.floor", [self.builder.fdiv(a, b)])
-            return self.builder.fsub(a, self.builder.fmul(floored, b))
-        if not is_signed(node.dtype):
-            return self._int_divide("urem", a, b, node.dtype)
-        b, is_zero = self.safe_divisor(a, b, node.dtype)
-        remainder = self.builder.srem(a, b)
-        zero = ir.Constant(a.type, None)
-        inexact = self.builder.icmp_signed("!=", remainder, zero)
-        signs_differ = self.builder.icmp_signed("<", self.builder.xor(remainder, b), zero)
-        adjust = self.builder.and_(inexact, signs_differ)
-        result = self.builder.select(adjust, self.builder.add(remainder, b), remainder)
-        return result if is_zero is None else self.builder.select(is_zero, zero, result)
 
     def _compare(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         if dt.is_float(dtype):
@@ -402,28 +330,3 @@ def _int_width(llvm_type: ir.Type) -> int:
     """The bits of an integer type or of a vector of integers; 0 for anything else."""
     element = llvm_type.element if isinstance(llvm_type, ir.VectorType) else llvm_type
     return element.width if isinstance(element, ir.IntType) else 0
-
-
-def constant_int(value: ir.Value) -> int | None:
-    """The value of a scalar integer constant, or None."""
-    if isinstance(value, ir.Constant) and isinstance(value.type, ir.IntType) and isinstance(value.constant, int):
-        return value.constant
-    return None
-
-
-_FOLDS = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}
-
-
-def fold_constants(op: str, a: ir.Value, b: ir.Value, signed: bool) -> ir.Constant | None:
-    """`a op b` as a constant when both are scalar integer constants and the result fits
-    the type without wrapping (where it would wrap, LLVM's own folding decides), else None.
-    Schedules leave such operations (a loop from 0, a tile's constant offsets), and each
-    one folded here is one instruction less to print, parse and combine."""
-    x, y = constant_int(a), constant_int(b)
-    if x is None or y is None or op not in _FOLDS:
-        return None
-    result = _FOLDS[op](x, y)
-    half = 1 << (a.type.width - 1)
-    if not (-half if signed else 0) <= result < half:
-        return None
-    return ir.Constant(a.type, result)

@@ -16,7 +16,7 @@ import llvmlite.ir as ir
 from ..ir import dtype as dt
 from ..ir import tir
 from ..runtime.kernels import abi
-from .codegen_expr import fold_constants
+from .constant_fold import fold_constants
 from .loop_hints import LOOP_HINTS, loop_hint
 from .nontemporal import NONTEMPORAL
 from .llvm_types import I32, I64, POINTER, memory_type, opaque

@@ -25,6 +25,7 @@ from ..runtime.kernels import abi
 from ..runtime.kernels.kernel_signatures import DIGEST_BYTES, signature_digest, signature_symbol
 from ..runtime.kernels.metadata import KernelInfo, ParamInfo
 from ..tir.loop_nests import statements
+from .codegen_division import DivisionCodegen
 from .codegen_expr import ExprCodegen
 from .codegen_intrin import IntrinsicCodegen
 from .codegen_stmt import StmtCodegen
@@ -41,7 +42,7 @@ CONTEXT_TYPE = ir.LiteralStructType([{"i32": I32, "i64": I64, "ptr": POINTER}[t]
 DEFAULT_FLOAT_FLAGS = ("reassoc",)
 
 
-class FunctionCodegen(ExprCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodegen, NontemporalCodegen):
+class FunctionCodegen(ExprCodegen, DivisionCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodegen, NontemporalCodegen):
     """Emits one LLVM function body from TIR; `child` makes one for an outlined worker."""
 
     def __init__(self, module: ir.Module, kernel_name: str, function: ir.Function, context: ir.Value,

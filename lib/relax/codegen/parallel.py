@@ -47,7 +47,7 @@ from ..ir.node import Node
 from ..runtime.kernels import abi
 from ..runtime.kernels.thread_pool import POOL_LAUNCH
 from ..tir.rewrite import node_fields, walk
-from .codegen_expr import fold_constants
+from .constant_fold import fold_constants
 from .llvm_types import I1, I8, I32, I64, POINTER, opaque
 
 LAUNCHER = "__relax_parallel_launch"  # the per-object launcher of objects built before the pool
