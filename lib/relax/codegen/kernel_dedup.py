@@ -88,7 +88,7 @@ class _Tokens:
                 self.value(item)
         elif isinstance(value, (np.ndarray, np.generic)):
             array = np.asarray(value)
-            tokens.append((np.ndarray, str(array.dtype), array.shape, array.tobytes()))
+            tokens.append((value.__class__, str(array.dtype), array.shape, array.tobytes()))
         else:
             raise TypeError(f"cannot compare a value of type {type(value).__name__}")
 
