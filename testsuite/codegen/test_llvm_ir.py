@@ -282,3 +282,37 @@ def test_constant_divisors_and_constant_operands_are_emitted_bare():
         out = np.zeros(8, np.int64)
         lib.get_function(name)(np.array(values, np.int64), out)
         assert out.tolist() == want, name
+
+
+def test_an_unrolled_loop_reads_and_writes_from_bases_computed_before_it():
+    """A register tile's slots access buffer[tile base + slot offset]: the tile base is the
+    same for every slot, so its address is computed once, before the unrolled loop
+    (hoisted_bases.py), and each slot adds its own offset. A base whose slot offsets do not
+    start at 0 would not be an element the loop accesses: that index stays whole."""
+    import numpy as np
+    from codegen_tir import i64, kernel, load, loop, param, store
+
+    from relax.codegen import build_host_library
+
+    a, c = param("A", "float32", (64,)), param("C", "float32", (64,))
+    t, s = tir.Var("t", "int64"), tir.Var("s", "int64")
+    index = tir.Add(tir.Mul(t, i64(16)), tir.Mul(s, i64(2)))
+    shifted = tir.Add(tir.Mul(t, i64(16)), tir.Mul(tir.Add(s, i64(1)), i64(2)))  # 2 at s = 0
+    body = tir.SeqStmt((store(c[1], index, tir.Mul(load(a[1], index), tir.FloatImm("float32", 3.0))),
+                        store(c[1], shifted, load(a[1], shifted))))
+    funcs = {"tile": kernel([a, c], loop(t, i64(4), loop(s, i64(7), body, kind="unrolled")))}
+    text = emit_llvm_ir(funcs, optimized=False)
+    tile = re.search(r"\nfor_t_body:.*?\n\n", text, re.S).group(0)
+    slot = re.search(r"\nfor_s_body:.*?\n\n", text, re.S).group(0)
+    assert tile.count("getelementptr inbounds float") == 2, tile  # &A[16t] and &C[16t]
+    assert slot.count("mul nsw i64 %t, 16") == 1, slot  # only the shifted index's
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    build_host_library(funcs).get_function("tile")(x, out)
+    expected = np.zeros(64, np.float32)
+    for tile_index in range(4):
+        for slot_index in range(7):
+            position = 16 * tile_index + 2 * slot_index
+            expected[position] = 3 * x[position]
+            expected[position + 2] = x[position + 2]
+    np.testing.assert_array_equal(out, expected)

@@ -249,6 +249,14 @@ class ExprCodegen:
         return numbered(self, ("gep", id(base), str(element), value_key(index)),
                         lambda: self.builder.gep(base, [index], inbounds=True, source_etype=element))
 
+    def access_pointer(self, buffer: tir.Buffer, start: tir.PrimExpr) -> ir.Value:
+        """The address of `buffer[start]` (a scalar index): from a base hoisted out of an
+        unrolled loop where there is one (hoisted_bases.py)."""
+        pointer = self.hoisted_pointer(buffer, start) if self.hoisted else None
+        if pointer is None:
+            pointer = self.element_pointer(buffer, self._index64(self.emit(start), start.dtype))
+        return pointer
+
     def _single_index(self, buffer: tir.Buffer, indices) -> tir.PrimExpr:
         if len(indices) != 1:
             raise self.error(f"buffer '{buffer.name}' is accessed with {len(indices)} indices; "
@@ -259,9 +267,8 @@ class ExprCodegen:
         buffer, index = node.buffer, self._single_index(node.buffer, node.indices)
         element, lanes = buffer.dtype, dt.lanes(node.dtype)
         if lanes > 1 and self._contiguous_ramp(index):
-            start = self._index64(self.emit(index.base), index.base.dtype)
             vector = ir.VectorType(memory_type(element), lanes)
-            value = self.builder.load(self.element_pointer(buffer, start), typ=vector, align=alignment(element))
+            value = self.builder.load(self.access_pointer(buffer, index.base), typ=vector, align=alignment(element))
         elif lanes > 1:
             offsets = self._index64(self.emit(index), index.dtype)
             value = undef_vector(ir.VectorType(memory_type(element), lanes))
@@ -271,8 +278,7 @@ class ExprCodegen:
                                          align=alignment(element))
                 value = self.builder.insert_element(value, item, ir.Constant(I32, lane))
         else:
-            offset = self._index64(self.emit(index), index.dtype)
-            value = self.builder.load(self.element_pointer(buffer, offset), typ=memory_type(element),
+            value = self.builder.load(self.access_pointer(buffer, index), typ=memory_type(element),
                                       align=alignment(element))
         return self.as_bool(value) if dt.is_bool(element) else value
 
@@ -285,8 +291,7 @@ class ExprCodegen:
             value = self.builder.zext(value, target)
         lanes = value.type.count if isinstance(value.type, ir.VectorType) else 1
         if lanes > 1 and self._contiguous_ramp(index):
-            start = self._index64(self.emit(index.base), index.base.dtype)
-            self.store_contiguous(buffer, index, self.element_pointer(buffer, start), value, alignment(element))
+            self.store_contiguous(buffer, index, self.access_pointer(buffer, index.base), value, alignment(element))
         elif lanes > 1:
             offsets = self._index64(self.emit(index), index.dtype)
             for lane in range(lanes):
@@ -294,8 +299,7 @@ class ExprCodegen:
                 item = self.builder.extract_element(value, ir.Constant(I32, lane))
                 self.builder.store(item, self.element_pointer(buffer, offset), align=alignment(element))
         else:
-            offset = self._index64(self.emit(index), index.dtype)
-            self.builder.store(value, self.element_pointer(buffer, offset), align=alignment(element))
+            self.builder.store(value, self.access_pointer(buffer, index), align=alignment(element))
 
     # -- calls ---------------------------------------------------------------------
 

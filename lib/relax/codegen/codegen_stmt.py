@@ -137,8 +137,11 @@ class StmtCodegen:
             self.emit_stmt(loop.body)
 
         kind = "rolled" if id(loop) in self.rolled_loops else loop.kind  # unroll_policy.py
+        hoisted = self.hoist_bases(loop) if kind == "unrolled" else ()  # hoisted_bases.py
         self.counted_loop(begin, end, body, signed=dt.kind(loop.loop_var.dtype) == "int",
                           name=loop.loop_var.name, kind=kind)
+        for key in hoisted:
+            del self.hoisted[key]
 
     def counted_loop(self, begin: ir.Value, end: ir.Value, body, signed: bool = True, name: str = "i",
                      kind: str = "serial") -> None:

@@ -27,6 +27,7 @@ from ..runtime.kernels.metadata import KernelInfo, ParamInfo
 from ..tir.loop_nests import statements
 from .codegen_division import DivisionCodegen
 from .codegen_expr import ExprCodegen
+from .hoisted_bases import HoistedBases
 from .codegen_intrin import IntrinsicCodegen
 from .codegen_stmt import StmtCodegen
 from .llvm_types import I32, I64, POINTER, alignment, scalar_type
@@ -42,7 +43,8 @@ CONTEXT_TYPE = ir.LiteralStructType([{"i32": I32, "i64": I64, "ptr": POINTER}[t]
 DEFAULT_FLOAT_FLAGS = ("reassoc",)
 
 
-class FunctionCodegen(ExprCodegen, DivisionCodegen, IntrinsicCodegen, StmtCodegen, ParallelCodegen, NontemporalCodegen):
+class FunctionCodegen(ExprCodegen, DivisionCodegen, HoistedBases, IntrinsicCodegen, StmtCodegen, ParallelCodegen,
+                      NontemporalCodegen):
     """Emits one LLVM function body from TIR; `child` makes one for an outlined worker."""
 
     def __init__(self, module: ir.Module, kernel_name: str, function: ir.Function, context: ir.Value,
@@ -61,6 +63,7 @@ class FunctionCodegen(ExprCodegen, DivisionCodegen, IntrinsicCodegen, StmtCodege
         self.vars: dict = {}
         self.workspace_offsets: dict = {}
         self.int_values: dict = {}  # value_numbering.py
+        self.hoisted: dict = {}  # hoisted_bases.py
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
 
     @property
