@@ -245,17 +245,22 @@ class ExprCodegen:
         return isinstance(index, tir.Ramp) and isinstance(index.stride, tir.IntImm) and index.stride.value == 1
 
     def element_pointer(self, buffer: tir.Buffer, index: ir.Value) -> ir.Value:
-        base, element = self.buffer_pointer(buffer), memory_type(buffer.dtype)
+        return self.pointer_at(self.buffer_pointer(buffer), memory_type(buffer.dtype), index)
+
+    def pointer_at(self, base: ir.Value, element: ir.Type, index: ir.Value) -> ir.Value:
+        """`base` plus `index` elements of `element`, built once per block (value_numbering.py)."""
         return numbered(self, ("gep", id(base), str(element), value_key(index)),
                         lambda: self.builder.gep(base, [index], inbounds=True, source_etype=element))
+
+    def index_pointer(self, buffer: tir.Buffer, index: tir.PrimExpr) -> ir.Value:
+        """The address of `buffer[index]` (a scalar index expression)."""
+        return self.element_pointer(buffer, self._index64(self.emit(index), index.dtype))
 
     def access_pointer(self, buffer: tir.Buffer, start: tir.PrimExpr) -> ir.Value:
         """The address of `buffer[start]` (a scalar index): from a base hoisted out of an
         unrolled loop where there is one (hoisted_bases.py)."""
         pointer = self.hoisted_pointer(buffer, start) if self.hoisted else None
-        if pointer is None:
-            pointer = self.element_pointer(buffer, self._index64(self.emit(start), start.dtype))
-        return pointer
+        return pointer if pointer is not None else self.index_pointer(buffer, start)
 
     def _single_index(self, buffer: tir.Buffer, indices) -> tir.PrimExpr:
         if len(indices) != 1:

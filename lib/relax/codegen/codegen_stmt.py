@@ -16,7 +16,7 @@ import llvmlite.ir as ir
 from ..ir import dtype as dt
 from ..ir import tir
 from ..runtime.kernels import abi
-from .constant_fold import fold_constants
+from .constant_fold import fold_or_build
 from .loop_hints import LOOP_HINTS, loop_hint
 from .nontemporal import NONTEMPORAL
 from .llvm_types import I32, I64, POINTER, memory_type, opaque
@@ -125,9 +125,7 @@ class StmtCodegen:
         extent = self.emit(loop.extent)
         begin = self.cast(begin, loop.min.dtype, loop.loop_var.dtype)
         extent = self.cast(extent, loop.extent.dtype, loop.loop_var.dtype)
-        end = fold_constants("add", begin, extent, signed=False)
-        if end is None:
-            end = self.builder.add(begin, extent)
+        end = fold_or_build(self.builder, "add", begin, extent, signed=False)
         if loop.kind == "parallel" and not self.in_parallel:
             self.emit_parallel_for(loop, begin, end)
             return

@@ -32,3 +32,9 @@ def fold_constants(op: str, a: ir.Value, b: ir.Value, signed: bool) -> ir.Consta
     if not (-half if signed else 0) <= result < half:
         return None
     return ir.Constant(a.type, result)
+
+
+def fold_or_build(builder: ir.IRBuilder, op: str, a: ir.Value, b: ir.Value, signed: bool) -> ir.Value:
+    """`a op b`: folded when fold_constants can, else the builder's instruction (no flags)."""
+    folded = fold_constants(op, a, b, signed)
+    return folded if folded is not None else getattr(builder, op)(a, b)

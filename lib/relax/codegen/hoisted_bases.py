@@ -20,10 +20,9 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ..ir import tir
-from ..tir import semantics
+from ..tir.arith.bounds import Interval, bound
 from ..tir.rewrite import collect
 from .llvm_types import memory_type
-from .value_numbering import numbered, value_key
 
 
 def _terms(expr: tir.PrimExpr) -> list[tir.PrimExpr]:
@@ -75,8 +74,7 @@ class HoistedBases:
             if split is None:
                 continue
             invariant, rest = split
-            base = self.element_pointer(access.buffer, self._index64(self.emit(invariant), invariant.dtype))
-            self.hoisted[key] = (base, rest)
+            self.hoisted[key] = (self.index_pointer(access.buffer, invariant), rest)
             added.append(key)
         return added
 
@@ -86,10 +84,7 @@ class HoistedBases:
         if found is None:
             return None
         base, rest = found
-        offset = self._index64(self.emit(rest), rest.dtype)
-        element = memory_type(buffer.dtype)
-        return numbered(self, ("gep", id(base), str(element), value_key(offset)),
-                        lambda: self.builder.gep(base, [offset], inbounds=True, source_etype=element))
+        return self.pointer_at(base, memory_type(buffer.dtype), self._index64(self.emit(rest), rest.dtype))
 
 
 def _bound_var(node) -> tir.Var:
@@ -98,7 +93,7 @@ def _bound_var(node) -> tir.Var:
     return node.buffer_var if isinstance(node, tir.Allocate) else node.var
 
 
-def _split(start: tir.PrimExpr, loop: tir.For, inner: set, bound: dict):
+def _split(start: tir.PrimExpr, loop: tir.For, inner: set, defined: dict):
     """(invariant terms' sum, the other terms' sum) of `start`, or None when it cannot be split:
     terms of another width, no non-constant invariant term, no term that varies, a term that
     loads or calls, a varying term over a variable other than the loop's own, or the varying
@@ -115,7 +110,7 @@ def _split(start: tir.PrimExpr, loop: tir.For, inner: set, bound: dict):
             if any(var is not loop.loop_var for var in leaves):
                 return None
             varying.append(term)
-        elif all(var in bound for var in leaves):
+        elif all(var in defined for var in leaves):
             invariant.append(term)
             hoists_a_variable = hoists_a_variable or bool(leaves)
         else:
@@ -123,20 +118,7 @@ def _split(start: tir.PrimExpr, loop: tir.For, inner: set, bound: dict):
     if not varying or not hoists_a_variable or not isinstance(loop.min, tir.IntImm):
         return None
     rest = _sum(varying)
-    if _value(rest, loop.loop_var, loop.min.value) != 0:
+    if bound(rest, {loop.loop_var: Interval(loop.min.value, loop.min.value)}) != Interval(0, 0):
         return None
     return _sum(invariant), rest
 
-
-def _value(expr, var: tir.Var, value: int) -> int | None:
-    """`expr` (integer arithmetic over `var` and constants) at var = value, or None."""
-    if isinstance(expr, tir.IntImm):
-        return expr.value
-    if expr is var:
-        return value
-    if isinstance(expr, (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Mod, tir.FloorDiv, tir.FloorMod)):
-        a, b = _value(expr.a, var, value), _value(expr.b, var, value)
-        if a is None or b is None or (b == 0 and not isinstance(expr, (tir.Add, tir.Sub, tir.Mul))):
-            return None
-        return semantics.binary(type(expr).__name__, a, b, expr.dtype)
-    return None

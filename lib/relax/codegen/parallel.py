@@ -47,7 +47,7 @@ from ..ir.node import Node
 from ..runtime.kernels import abi
 from ..runtime.kernels.thread_pool import POOL_LAUNCH
 from ..tir.rewrite import node_fields, walk
-from .constant_fold import fold_constants
+from .constant_fold import fold_or_build
 from .llvm_types import I1, I8, I32, I64, POINTER, opaque
 
 LAUNCHER = "__relax_parallel_launch"  # the per-object launcher of objects built before the pool
@@ -207,9 +207,7 @@ class ParallelCodegen:
         b = self.builder
         status_slot = self.entry_alloca(I32, "parallel_status")
         begin64, end64 = (b.sext(begin, I64), b.sext(end, I64)) if begin.type != I64 else (begin, end)
-        total = fold_constants("sub", end64, begin64, signed=True)
-        if total is None:
-            total = b.sub(end64, begin64)
+        total = fold_or_build(b, "sub", end64, begin64, signed=True)
         threads = b.sext(self.load_context("num_threads"), I64)
         threads = self._min(self._min(threads, total), ir.Constant(I64, abi.MAX_THREADS))
         small = b.icmp_signed("<", total, ir.Constant(I64, -(-SERIAL_WORK // cost)))
