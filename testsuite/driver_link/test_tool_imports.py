@@ -1,6 +1,7 @@
 """The tools start with what their command needs: printing the parsed IR, assembling a
 .vms and linking an artifact load neither LLVM nor the virtual machine (their imports
-are most of a short command's time); building kernels and running an artifact do."""
+are most of a short command's time); building kernels and running an artifact do. A CPU
+build leaves the GPU schedules out."""
 
 import os
 import pathlib
@@ -18,7 +19,8 @@ tool, args = sys.argv[1], sys.argv[2:]
 cli = importlib.import_module(f"{tool}.cli")
 from relax.driver.runner import run_command
 code = run_command(cli.command, tool, args)
-loaded = [name for name in ("llvmlite.binding", "relax.vm.machine.virtual_machine", "relax.tir.pipeline")
+loaded = [name for name in ("llvmlite.binding", "relax.vm.machine.virtual_machine", "relax.tir.pipeline",
+                            "relax.tir.gpu_schedule")
           if name in sys.modules]
 print("exit", code, "loaded", *loaded, file=sys.stderr)
 """
@@ -54,6 +56,12 @@ def test_assembling_loads_no_llvm_and_no_machine(built, tmp_path):
 
 def test_linking_loads_no_llvm_and_no_machine(built, tmp_path):
     assert _loaded("relaxld", built / "mlp.vmo", built / "mlp.ko", "-o", tmp_path / "mlp.vmx") == []
+
+
+def test_building_cpu_kernels_loads_no_gpu_schedule(tmp_path):
+    loaded = _loaded("relaxc", "--emit", "kernels", MLP, "-o", tmp_path / "mlp.ko")
+    assert "llvmlite.binding" in loaded and "relax.tir.pipeline" in loaded
+    assert "relax.tir.gpu_schedule" not in loaded
 
 
 def test_the_probe_sees_what_running_loads(built, tmp_path):

@@ -15,13 +15,9 @@ from ..ir.pass_infra import PassContext
 from .annotate_storage import AnnotateStorage
 from .convert_blocks_to_loops import ConvertBlocksToLoops
 from .default_cpu_schedule import DefaultCPUSchedule
-from .gpu_schedule import GPUSchedule
 from .flatten_buffers import FlattenBuffers
 from .lower_attr_stmts import LowerAttrStmts
 from .narrow_division import NarrowDivision
-from .gpu_schedule import rules_enabled as gpu_rules_enabled
-from .gpu_schedule import tile_of as matmul_tile_of
-from .gpu_schedule.matmul_mma import enabled as tensor_cores_enabled
 from .schedule import schedule_for_codegen
 from .simplify import Simplify
 from .split_divided_loops import SplitDividedLoops
@@ -31,7 +27,11 @@ from .verify_lowered import VerifyLowered
 def passes(target=None, context: PassContext | None = None) -> list:
     context = context if context is not None else PassContext.current()
     if getattr(target, "kind", "llvm") == "cuda":
-        # gpu_schedule/: its rules, else the default GPU schedule
+        # gpu_schedule/: its rules, else the default GPU schedule (imported here: a CPU
+        # build never loads the GPU schedules)
+        from .gpu_schedule import GPUSchedule, rules_enabled as gpu_rules_enabled, tile_of as matmul_tile_of
+        from .gpu_schedule.matmul_mma import enabled as tensor_cores_enabled
+
         schedule = [GPUSchedule(target.max_threads_per_block, rules=gpu_rules_enabled(context),
                                 matmul_tile=matmul_tile_of(context),
                                 tensor_cores=tensor_cores_enabled(context, target))]
