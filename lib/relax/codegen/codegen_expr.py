@@ -19,6 +19,11 @@ from .value_numbering import numbered, value_key
 _ICMP = {tir.EQ: "==", tir.NE: "!=", tir.LT: "<", tir.LE: "<=", tir.GT: ">", tir.GE: ">="}
 
 
+def contiguous_ramp(index: tir.PrimExpr) -> bool:
+    """Whether `index` is a vector index of consecutive elements (a ramp of stride 1)."""
+    return isinstance(index, tir.Ramp) and isinstance(index.stride, tir.IntImm) and index.stride.value == 1
+
+
 class ExprCodegen:
     """Needs from its host class: builder, module, vars, float_flags, buffer_pointer(), store_contiguous()."""
 
@@ -240,10 +245,6 @@ class ExprCodegen:
         target = I64 if not isinstance(index.type, ir.VectorType) else ir.VectorType(I64, index.type.count)
         return self.builder.sext(index, target) if is_signed(dtype) else self.builder.zext(index, target)
 
-    @staticmethod
-    def _contiguous_ramp(index: tir.PrimExpr) -> bool:
-        return isinstance(index, tir.Ramp) and isinstance(index.stride, tir.IntImm) and index.stride.value == 1
-
     def element_pointer(self, buffer: tir.Buffer, index: ir.Value) -> ir.Value:
         return self.pointer_at(self.buffer_pointer(buffer), memory_type(buffer.dtype), index)
 
@@ -271,7 +272,7 @@ class ExprCodegen:
     def expr_BufferLoad(self, node: tir.BufferLoad):
         buffer, index = node.buffer, self._single_index(node.buffer, node.indices)
         element, lanes = buffer.dtype, dt.lanes(node.dtype)
-        if lanes > 1 and self._contiguous_ramp(index):
+        if lanes > 1 and contiguous_ramp(index):
             vector = ir.VectorType(memory_type(element), lanes)
             value = self.builder.load(self.access_pointer(buffer, index.base), typ=vector, align=alignment(element))
         elif lanes > 1:
@@ -295,7 +296,7 @@ class ExprCodegen:
                 target = ir.VectorType(target, value.type.count)
             value = self.builder.zext(value, target)
         lanes = value.type.count if isinstance(value.type, ir.VectorType) else 1
-        if lanes > 1 and self._contiguous_ramp(index):
+        if lanes > 1 and contiguous_ramp(index):
             self.store_contiguous(buffer, index, self.access_pointer(buffer, index.base), value, alignment(element))
         elif lanes > 1:
             offsets = self._index64(self.emit(index), index.dtype)

@@ -22,6 +22,7 @@ import llvmlite.ir as ir
 from ..ir import tir
 from ..tir.arith.bounds import Interval, bound
 from ..tir.rewrite import collect
+from .codegen_expr import contiguous_ramp
 from .llvm_types import memory_type
 
 
@@ -42,8 +43,7 @@ def _sum(terms: list[tir.PrimExpr]) -> tir.PrimExpr:
 def _start(index: tir.PrimExpr) -> tir.PrimExpr | None:
     """The scalar index of a scalar access, or the first element of a contiguous vector one."""
     if isinstance(index, tir.Ramp):
-        stride = index.stride
-        return index.base if isinstance(stride, tir.IntImm) and stride.value == 1 else None
+        return index.base if contiguous_ramp(index) else None
     return index
 
 
