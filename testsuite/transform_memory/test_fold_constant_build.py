@@ -9,8 +9,10 @@ import numpy as np
 import relax.codegen.build_kernels as build_kernels
 from relax.driver.compile import parse_source
 from relax.ir import expr as rx
+from relax.ir import tir
 from relax.ir.visitor import pre_order
 from relax.script import parse
+from relax.tir.rewrite import collect
 from relax.transform.fold_constant import FOLD_TARGET
 from relax.ir.pass_infra import PassContext, run_passes
 from test_fold_constant_models import SAMPLES, bind_weights
@@ -76,3 +78,67 @@ def test_folding_kernels_are_built_plain_and_unoptimized(monkeypatch):
     for array in weights.values():
         if array.ndim == 2:
             assert np.ascontiguousarray(array.T).tobytes() in transposed
+
+
+TRANSPOSE = """
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1024), dtype="float32"), w: R.Tensor((512, 1024), dtype="float32")) -> R.Tensor((1, 512), dtype="float32"):
+        with R.dataflow():
+            wt: R.Tensor((1024, 512), dtype="float32") = R.permute_dims(w, axes=[1, 0])
+            gv: R.Tensor((1, 512), dtype="float32") = R.matmul(x, wt, out_dtype="float32")
+            R.output(gv)
+        return gv
+"""
+
+
+def test_folding_kernels_run_on_one_thread_without_the_thread_pool(monkeypatch):
+    """A folding kernel runs once: compiling the kernel thread pool for it (an LLVM build
+    of its own) costs more than more threads save on a weight's loop. A transpose big
+    enough for the default CPU schedule's parallel loop is folded by a plain nest."""
+    import relax.runtime.kernels.library as library
+
+    pool_builds = []
+    monkeypatch.setattr(library, "ensure_pool", lambda: pool_builds.append(1))
+    lowered = []
+    real = build_kernels.build_host_library
+
+    def recording(mod, target=None, prefer="native", context=None):
+        lowered.extend(build_kernels.lower(func, build_kernels._parsed(target), context)
+                       for func in mod.prim_funcs().values())
+        return real(mod, target, prefer, context=context)
+
+    monkeypatch.setattr(build_kernels, "build_host_library", recording)
+    weight = np.random.default_rng(3).standard_normal((512, 1024)).astype(np.float32)
+    with PassContext(opt_level=2):
+        folded = run_passes(bind_weights(parse(TRANSPOSE, "transpose.relax"), {"w": weight}),
+                            ["normalize", "legalize-ops", "fold-constant"])
+    assert lowered and not pool_builds
+    assert not [loop for func in lowered for loop in collect(func.body, tir.For) if loop.kind == "parallel"]
+    assert np.ascontiguousarray(weight.T).tobytes() in {array.tobytes() for array in constants(folded)}
+
+
+def test_large_folds_run_on_every_core_with_the_same_result(monkeypatch):
+    """Past PARALLEL_FOLD_BYTES of buffers a round's kernels get the default CPU
+    schedule's parallel loops; they compute the same bytes."""
+    import relax.transform.fold_constant as fold_constant
+
+    targets = []
+    real = build_kernels.build_host_library
+
+    def recording(mod, target=None, prefer="native", context=None):
+        targets.append(target)
+        return real(mod, target, prefer, context=context)
+
+    monkeypatch.setattr(build_kernels, "build_host_library", recording)
+    monkeypatch.setattr(fold_constant, "PARALLEL_FOLD_BYTES", 512 * 1024 * 4 * 2 - 1)  # the transpose's two buffers
+    weight = np.random.default_rng(5).standard_normal((512, 1024)).astype(np.float32)
+    with PassContext(opt_level=2):
+        folded = run_passes(bind_weights(parse(TRANSPOSE, "transpose.relax"), {"w": weight}),
+                            ["normalize", "legalize-ops", "fold-constant"])
+    assert targets == [fold_constant.PARALLEL_FOLD_TARGET]
+    assert np.ascontiguousarray(weight.T).tobytes() in {array.tobytes() for array in constants(folded)}

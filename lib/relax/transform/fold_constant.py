@@ -6,7 +6,7 @@ becomes
     lv: R.Tensor((2, 2), dtype="float32") = metadata["relax.expr.Constant"][1]   # the transposed array
 
 A `call_tir` is run through the real kernel: its PrimFunc is compiled for this host
-(build_host_library; plain loop nests, no LLVM optimization: FOLD_TARGET) and called in
+(build_host_library; plain loop nests on one thread, no LLVM optimization: FOLD_TARGET) and called in
 destination-passing style on the constant inputs.
 An operator call left after legalization whose operands are constants is legalized
 on the spot and run the same way. Variables bound to constants (or tuples of them)
@@ -19,6 +19,7 @@ folded calls referred to are dropped from the module.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -38,10 +39,16 @@ from ..runtime.allocator import aligned_array
 
 MAX_ROUNDS = 64
 # Folding kernels are built for this host without default schedules (-O0's plain loop
-# nests) and without LLVM optimization: each runs once, so compiling it quickly matters
-# more than running it quickly. The plain nests also make a folded reduction add up in
-# one order, the same on every build host.
-FOLD_TARGET = "llvm -opt-level=0"
+# nests), on one core (no parallel loops: those would need the kernel thread pool, an
+# LLVM build of its own) and without LLVM optimization: each runs once, so compiling it
+# quickly matters more than running it quickly. The plain nests also make a folded
+# reduction add up in one order, the same on every build host.
+FOLD_TARGET = "llvm -opt-level=0 -num-cores=1"
+# ... unless a round's kernels hold more than this in their buffers: then their outer
+# loops run on every core (the default CPU schedule, the same sums), which saves more
+# than the thread pool's build costs.
+PARALLEL_FOLD_TARGET = "llvm -opt-level=0"
+PARALLEL_FOLD_BYTES = 1 << 28
 
 
 def _static_shape(info) -> tuple[int, ...] | None:
@@ -195,13 +202,26 @@ class _KernelRunner:
             # (FOLD_TARGET), costs less to compile than it could ever save in running.
             context = PassContext(opt_level=0, config=PassContext.current().config)
             library = build_host_library(IRModule.from_functions({names[k]: f for k, f in todo.items()}),
-                                         FOLD_TARGET, context=context)
+                                         _fold_target(todo.values()), context=context)
         except Exception:  # a kernel this host cannot compile is simply not folded
             self.failed.update(todo)
             return False
         for key in todo:
             self.compiled[key] = (library, names[key])
         return True
+
+
+def _fold_target(kernels) -> str:
+    """FOLD_TARGET, or PARALLEL_FOLD_TARGET for kernels whose buffers hold more than
+    PARALLEL_FOLD_BYTES (shapes that are not all constants count as large)."""
+    total = 0
+    for func in kernels:
+        for _, buffer in func.buffer_map:
+            dims = [static_value(dim) for dim in buffer.shape]
+            if any(dim is None for dim in dims):
+                return PARALLEL_FOLD_TARGET
+            total += math.prod(dims) * dt.itemsize(buffer.dtype)
+    return PARALLEL_FOLD_TARGET if total > PARALLEL_FOLD_BYTES else FOLD_TARGET
 
 
 @register_pass
