@@ -2,6 +2,7 @@
 
     python bench/compile.py [-O 2] [--samples mlp,cnn,transformer]
     python bench/compile.py --relaxc [--models mlp_b1,mlp_b64,cnn,transformer] [--repeat 3]
+    python bench/compile.py --relaxc --against OTHER_CHECKOUT [--models transformer] [--repeat 12]
 
 For each sample: the time of each pass of the -O pipeline (the table `relaxc
 --time-passes` prints), bytecode generation, and kernel code generation (LLVM), and
@@ -16,7 +17,16 @@ median of --repeat runs each, and checks that the warm artifact is byte-identica
 to the cold one. The header says how many relax modules have no up-to-date .pyc:
 each run compiles those from source (with PYTHONDONTWRITEBYTECODE=1 and no
 __pycache__, all of them: 0.25-0.3 s of every run on the 2-core machine), so
-figures taken with and without .pyc files do not compare.
+figures taken with and without .pyc files do not compare. Beside the wall time it
+prints the CPU time the runs took (user and system, all threads): on a machine whose
+cores are shared it moves less than the wall time. A parallel check before and after
+(bench/fma_peak.py) says whether the second core was shared meanwhile.
+
+--against times this checkout's cold build and another checkout's (a `git worktree`
+of an older commit, say) alternately, round after round, each run on its own tree's
+code with the same Python, and prints both medians and the paired ratios this / other
+(wall and CPU): a change's effect measured side by side, in the same phases of a shared
+machine, where one tree timed now and the other an hour ago would not compare.
 """
 
 from __future__ import annotations
@@ -24,14 +34,16 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
-BENCH = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "bench"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+BENCH = ROOT.parent / "shared" / "bench"
 
 
 def measure(name: str, opt_level: int) -> dict:
@@ -65,22 +77,26 @@ def measure(name: str, opt_level: int) -> dict:
             "kernel_count": len(kernels), "total": total}
 
 
-def time_relaxc(model: str, output: pathlib.Path, environment: dict) -> float:
-    """Seconds of one `relaxc MODEL.relax --params MODEL.params.npz -o output`, process start included."""
+def time_relaxc(model: str, output: pathlib.Path, environment: dict, tree: pathlib.Path = ROOT) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `relaxc MODEL.relax --params MODEL.params.npz -o output` run
+    on `tree`'s code, process start included; CPU is the child's user and system time."""
     command = [sys.executable, "-m", "relaxc", str(BENCH / f"{model}.relax"), "-o", str(output)]
     params = BENCH / f"{model}.params.npz"
     if params.exists():
         command += ["--params", str(params)]
+    environment = dict(environment, PYTHONPATH=os.pathsep.join([str(tree / "lib"), str(tree)]))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, env=environment, check=True)
-    return time.perf_counter() - start
+    subprocess.run(command, env=environment, cwd=tree, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def stale_bytecode() -> tuple[int, int]:
-    """(relax and tool modules without an up-to-date .pyc, all of them)."""
+def stale_bytecode(root: pathlib.Path = ROOT) -> tuple[int, int]:
+    """(relax and tool modules of the checkout at `root` without an up-to-date .pyc, all of them)."""
     import importlib.util
 
-    root = pathlib.Path(__file__).resolve().parent.parent
     sources = sorted((root / "lib" / "relax").rglob("*.py")) + sorted(root.glob("relax*/*.py"))
     stale = 0
     for source in sources:
@@ -101,9 +117,9 @@ def stale_bytecode() -> tuple[int, int]:
 
 def relaxc_table(models: list[str], repeat: int) -> None:
     stale, total = stale_bytecode()
-    print(f"relaxc one-shot wall time in s (median of {repeat}), {BENCH}; "
+    print(f"relaxc one-shot time in s (median of {repeat}: wall, then CPU), {BENCH}; "
           f"{stale} of {total} modules compiled from source each run (no up-to-date .pyc)")
-    print(f"{'model':<14}{'cold':>8}{'warm':>8}  warm == cold")
+    print(f"{'model':<14}{'cold':>8}{'cpu':>7}{'warm':>8}{'cpu':>7}  warm == cold")
     with tempfile.TemporaryDirectory(prefix="relax-compile-bench-") as scratch:
         directory = pathlib.Path(scratch)
         for model in models:
@@ -111,12 +127,53 @@ def relaxc_table(models: list[str], repeat: int) -> None:
             warm_env = dict(os.environ, RELAX_CACHE="1", RELAX_CACHE_DIR=str(directory / f"cache-{model}"))
             # The same output name for every run: the artifact records it.
             output = directory / f"{model}.vmx"
-            cold = statistics.median(time_relaxc(model, output, cold_env) for _ in range(repeat))
+            cold = _medians([time_relaxc(model, output, cold_env) for _ in range(repeat)])
             cold_bytes = output.read_bytes()
             time_relaxc(model, output, warm_env)  # fills the cache
-            warm = statistics.median(time_relaxc(model, output, warm_env) for _ in range(repeat))
+            warm = _medians([time_relaxc(model, output, warm_env) for _ in range(repeat)])
             same = output.read_bytes() == cold_bytes
-            print(f"{model:<14}{cold:>8.2f}{warm:>8.2f}  {'yes' if same else 'NO'}", flush=True)
+            print(f"{model:<14}{cold[0]:>8.2f}{cold[1]:>7.2f}{warm[0]:>8.2f}{warm[1]:>7.2f}  {'yes' if same else 'NO'}",
+                  flush=True)
+
+
+def relaxc_against(models: list[str], rounds: int, other: pathlib.Path) -> None:
+    """Cold builds of this checkout and `other`, alternated: the medians and the paired ratios."""
+    for tree in (ROOT, other):
+        stale, total = stale_bytecode(tree)
+        print(f"# {tree}: {stale} of {total} modules compiled from source each run (no up-to-date .pyc)")
+    print(f"cold relaxc one-shot, {rounds} rounds, the two trees alternated (which goes first alternates too)")
+    print(f"{'model':<14}{'this':>8}{'cpu':>7}{'other':>8}{'cpu':>7}{'wall ratio':>12}{'cpu ratio':>11}  same bytes")
+    environment = dict(os.environ, RELAX_CACHE="0")
+    with tempfile.TemporaryDirectory(prefix="relax-compile-bench-") as scratch:
+        directory = pathlib.Path(scratch)
+        for model in models:
+            # The same output path for both trees: the artifact records it.
+            output = directory / f"{model}.vmx"
+            times: dict[pathlib.Path, list[tuple[float, float]]] = {ROOT: [], other: []}
+            artifacts = {}
+            for index in range(rounds):
+                for tree in (ROOT, other) if index % 2 == 0 else (other, ROOT):
+                    times[tree].append(time_relaxc(model, output, environment, tree))
+                    artifacts[tree] = output.read_bytes()
+            this, that = _medians(times[ROOT]), _medians(times[other])
+            wall = statistics.median(a[0] / b[0] for a, b in zip(times[ROOT], times[other]))
+            cpu = statistics.median(a[1] / b[1] for a, b in zip(times[ROOT], times[other]))
+            same = "yes" if artifacts[ROOT] == artifacts[other] else "no"
+            print(f"{model:<14}{this[0]:>8.2f}{this[1]:>7.2f}{that[0]:>8.2f}{that[1]:>7.2f}{wall:>12.3f}{cpu:>11.3f}"
+                  f"  {same}", flush=True)
+    print("(ratios: medians of the rounds' this / other; under 1: this checkout builds faster)")
+
+
+def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(run[0] for run in runs), statistics.median(run[1] for run in runs)
+
+
+def _parallel_check(when: str) -> None:
+    """bench/fma_peak.py's check whether the second core is the machine's own just now."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from fma_peak import parallel_check
+
+    parallel_check(2, when)
 
 
 def main() -> None:
@@ -126,10 +183,22 @@ def main() -> None:
     parser.add_argument("--relaxc", action="store_true",
                         help="time whole relaxc runs on the bench models with weights, cold and warm")
     parser.add_argument("--models", default="mlp_b1,mlp_b64,cnn,transformer")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per median (with --against: rounds, each one run of either tree)")
+    parser.add_argument("--against", type=pathlib.Path, metavar="CHECKOUT",
+                        help="with --relaxc: alternate cold builds with this other checkout's, side by side")
+    parser.add_argument("--no-parallel-check", action="store_true",
+                        help="with --relaxc: skip the check of the second core before and after")
     args = parser.parse_args()
     if args.relaxc:
-        relaxc_table(args.models.split(","), args.repeat)
+        if not args.no_parallel_check:
+            _parallel_check("before the builds")
+        if args.against is not None:
+            relaxc_against(args.models.split(","), args.repeat, args.against.resolve())
+        else:
+            relaxc_table(args.models.split(","), args.repeat)
+        if not args.no_parallel_check:
+            _parallel_check("after the builds")
         return
     names = args.samples.split(",")
     results = {name: measure(name, args.opt_level) for name in names}

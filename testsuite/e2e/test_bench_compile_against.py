@@ -1,0 +1,37 @@
+"""bench/compile.py --relaxc --against: cold builds of two checkouts alternated, with the
+paired ratios. A checkout against itself builds the same bytes both ways; the table
+has a row per model with both medians (wall and CPU) and the two ratios. Timings
+depend on the machine and are not checked, only that they are there and positive."""
+
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BENCH = ROOT.parent / "shared" / "bench"
+pytestmark = pytest.mark.skipif(not BENCH.is_dir(), reason="shared/bench is not beside the checkout")
+
+
+@pytest.fixture
+def compile_bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import compile as compile_bench
+
+    return compile_bench
+
+
+def test_a_checkout_against_itself_builds_the_same_bytes(compile_bench, capsys):
+    compile_bench.relaxc_against(["mlp_b1"], 2, ROOT)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"# {ROOT}: ") and lines[1].startswith(f"# {ROOT}: ")
+    assert lines[2] == "cold relaxc one-shot, 2 rounds, the two trees alternated (which goes first alternates too)"
+    row = next(line for line in lines if line.startswith("mlp_b1 ")).split()
+    assert len(row) == 8 and row[-1] == "yes"
+    assert all(float(value) > 0 for value in row[1:7])
+
+
+def test_a_run_reports_wall_and_cpu_time_of_the_child(compile_bench, tmp_path):
+    wall, cpu = compile_bench.time_relaxc("mlp_b1", tmp_path / "mlp_b1.vmx", dict(os.environ, RELAX_CACHE="0"))
+    assert (tmp_path / "mlp_b1.vmx").stat().st_size > 0
+    assert wall > 0 and cpu > 0  # the child's own CPU time, not this process's
