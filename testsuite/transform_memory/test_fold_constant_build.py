@@ -5,6 +5,7 @@ a model's folded weights are what numpy computes."""
 import pathlib
 
 import numpy as np
+import pytest
 
 import relax.codegen.build_kernels as build_kernels
 from relax.driver.compile import parse_source
@@ -59,21 +60,27 @@ def test_a_folded_reduction_adds_up_in_loop_order():
     assert result.tobytes() == np.array([sequential], np.float32).tobytes()
 
 
-def test_folding_kernels_are_built_plain_and_unoptimized(monkeypatch):
-    built = []
+@pytest.fixture
+def fold_builds(monkeypatch) -> list:
+    """(module, target, context) of each library fold-constant builds, recorded as it builds them."""
+    builds = []
     real = build_kernels.build_host_library
 
     def recording(mod, target=None, prefer="native", context=None):
-        built.append((target, context.opt_level, sorted(dict(mod.prim_funcs()))))
+        builds.append((mod, target, context))
         return real(mod, target, prefer, context=context)
 
     monkeypatch.setattr(build_kernels, "build_host_library", recording)
+    return builds
+
+
+def test_folding_kernels_are_built_plain_and_unoptimized(fold_builds):
     mod = parse_source(str(SAMPLES / "mlp.relax"))
     weights = dict(np.load(SAMPLES / "data" / "mlp.inputs.npz"))
     weights.pop("x")
     with PassContext(opt_level=2):
         folded = run_passes(bind_weights(mod, weights), ["normalize", "legalize-ops", "fold-constant"])
-    assert built and all(target == FOLD_TARGET and level == 0 for target, level, _ in built)
+    assert fold_builds and all(target == FOLD_TARGET and context.opt_level == 0 for _, target, context in fold_builds)
     transposed = {array.tobytes() for array in constants(folded)}
     for array in weights.values():
         if array.ndim == 2:
@@ -96,7 +103,16 @@ class Module:
 """
 
 
-def test_folding_kernels_run_on_one_thread_without_the_thread_pool(monkeypatch):
+def folds_the_transpose(seed: int) -> bool:
+    """Whether TRANSPOSE with a random 512 x 1024 weight bound folds to the weight's transpose."""
+    weight = np.random.default_rng(seed).standard_normal((512, 1024)).astype(np.float32)
+    with PassContext(opt_level=2):
+        folded = run_passes(bind_weights(parse(TRANSPOSE, "transpose.relax"), {"w": weight}),
+                            ["normalize", "legalize-ops", "fold-constant"])
+    return np.ascontiguousarray(weight.T).tobytes() in {array.tobytes() for array in constants(folded)}
+
+
+def test_folding_kernels_run_on_one_thread_without_the_thread_pool(fold_builds, monkeypatch):
     """A folding kernel runs once: compiling the kernel thread pool for it (an LLVM build
     of its own) costs more than more threads save on a weight's loop. A transpose big
     enough for the default CPU schedule's parallel loop is folded by a plain nest."""
@@ -104,41 +120,18 @@ def test_folding_kernels_run_on_one_thread_without_the_thread_pool(monkeypatch):
 
     pool_builds = []
     monkeypatch.setattr(library, "ensure_pool", lambda: pool_builds.append(1))
-    lowered = []
-    real = build_kernels.build_host_library
-
-    def recording(mod, target=None, prefer="native", context=None):
-        lowered.extend(build_kernels.lower(func, build_kernels._parsed(target), context)
-                       for func in mod.prim_funcs().values())
-        return real(mod, target, prefer, context=context)
-
-    monkeypatch.setattr(build_kernels, "build_host_library", recording)
-    weight = np.random.default_rng(3).standard_normal((512, 1024)).astype(np.float32)
-    with PassContext(opt_level=2):
-        folded = run_passes(bind_weights(parse(TRANSPOSE, "transpose.relax"), {"w": weight}),
-                            ["normalize", "legalize-ops", "fold-constant"])
-    assert lowered and not pool_builds
+    assert folds_the_transpose(seed=3)
+    assert fold_builds and not pool_builds
+    lowered = [build_kernels.lower(func, build_kernels._parsed(target), context)
+               for mod, target, context in fold_builds for func in mod.prim_funcs().values()]
     assert not [loop for func in lowered for loop in collect(func.body, tir.For) if loop.kind == "parallel"]
-    assert np.ascontiguousarray(weight.T).tobytes() in {array.tobytes() for array in constants(folded)}
 
 
-def test_large_folds_run_on_every_core_with_the_same_result(monkeypatch):
+def test_large_folds_run_on_every_core_with_the_same_result(fold_builds, monkeypatch):
     """Past PARALLEL_FOLD_BYTES of buffers a round's kernels get the default CPU
     schedule's parallel loops; they compute the same bytes."""
     import relax.transform.fold_constant as fold_constant
 
-    targets = []
-    real = build_kernels.build_host_library
-
-    def recording(mod, target=None, prefer="native", context=None):
-        targets.append(target)
-        return real(mod, target, prefer, context=context)
-
-    monkeypatch.setattr(build_kernels, "build_host_library", recording)
     monkeypatch.setattr(fold_constant, "PARALLEL_FOLD_BYTES", 512 * 1024 * 4 * 2 - 1)  # the transpose's two buffers
-    weight = np.random.default_rng(5).standard_normal((512, 1024)).astype(np.float32)
-    with PassContext(opt_level=2):
-        folded = run_passes(bind_weights(parse(TRANSPOSE, "transpose.relax"), {"w": weight}),
-                            ["normalize", "legalize-ops", "fold-constant"])
-    assert targets == [fold_constant.PARALLEL_FOLD_TARGET]
-    assert np.ascontiguousarray(weight.T).tobytes() in {array.tobytes() for array in constants(folded)}
+    assert folds_the_transpose(seed=5)
+    assert [target for _, target, _ in fold_builds] == [fold_constant.PARALLEL_FOLD_TARGET]
