@@ -149,16 +149,17 @@ def relaxc_against(models: list[str], rounds: int, other: pathlib.Path) -> None:
         for model in models:
             # The same output path for both trees: the artifact records it.
             output = directory / f"{model}.vmx"
-            times: dict[pathlib.Path, list[tuple[float, float]]] = {ROOT: [], other: []}
-            artifacts = {}
+            trees = (ROOT, other)
+            times: tuple[list, list] = ([], [])  # by position: `other` may be this very checkout
+            artifacts = [b"", b""]
             for index in range(rounds):
-                for tree in (ROOT, other) if index % 2 == 0 else (other, ROOT):
-                    times[tree].append(time_relaxc(model, output, environment, tree))
-                    artifacts[tree] = output.read_bytes()
-            this, that = _medians(times[ROOT]), _medians(times[other])
-            wall = statistics.median(a[0] / b[0] for a, b in zip(times[ROOT], times[other]))
-            cpu = statistics.median(a[1] / b[1] for a, b in zip(times[ROOT], times[other]))
-            same = "yes" if artifacts[ROOT] == artifacts[other] else "no"
+                for side in (0, 1) if index % 2 == 0 else (1, 0):
+                    times[side].append(time_relaxc(model, output, environment, trees[side]))
+                    artifacts[side] = output.read_bytes()
+            this, that = _medians(times[0]), _medians(times[1])
+            wall = statistics.median(a[0] / b[0] for a, b in zip(*times))
+            cpu = statistics.median(a[1] / b[1] for a, b in zip(*times))
+            same = "yes" if artifacts[0] == artifacts[1] else "no"
             print(f"{model:<14}{this[0]:>8.2f}{this[1]:>7.2f}{that[0]:>8.2f}{that[1]:>7.2f}{wall:>12.3f}{cpu:>11.3f}"
                   f"  {same}", flush=True)
     print("(ratios: medians of the rounds' this / other; under 1: this checkout builds faster)")

@@ -35,3 +35,19 @@ def test_a_run_reports_wall_and_cpu_time_of_the_child(compile_bench, tmp_path):
     wall, cpu = compile_bench.time_relaxc("mlp_b1", tmp_path / "mlp_b1.vmx", dict(os.environ, RELAX_CACHE="0"))
     assert (tmp_path / "mlp_b1.vmx").stat().st_size > 0
     assert wall > 0 and cpu > 0  # the child's own CPU time, not this process's
+
+
+def test_the_trees_alternate_and_the_ratios_pair_the_rounds(compile_bench, capsys, monkeypatch, tmp_path):
+    calls = []
+
+    def fake(model, output, environment, tree):
+        calls.append(tree)
+        output.write_bytes(b"same")
+        return (1.0, 2.0) if tree == compile_bench.ROOT else (4.0, 5.0)
+
+    monkeypatch.setattr(compile_bench, "time_relaxc", fake)
+    compile_bench.relaxc_against(["mlp_b1"], 3, tmp_path)
+    this, other = compile_bench.ROOT, tmp_path
+    assert calls == [this, other, other, this, this, other]
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("mlp_b1 ")).split()
+    assert row[1:] == ["1.00", "2.00", "4.00", "5.00", "0.250", "0.400", "yes"]
