@@ -144,12 +144,12 @@ def relaxc_against(models: list[str], rounds: int, other: pathlib.Path) -> None:
     print(f"cold relaxc one-shot, {rounds} rounds, the two trees alternated (which goes first alternates too)")
     print(f"{'model':<14}{'this':>8}{'cpu':>7}{'other':>8}{'cpu':>7}{'wall ratio':>12}{'cpu ratio':>11}  same bytes")
     environment = dict(os.environ, RELAX_CACHE="0")
+    trees = (ROOT, other)
     with tempfile.TemporaryDirectory(prefix="relax-compile-bench-") as scratch:
         directory = pathlib.Path(scratch)
         for model in models:
             # The same output path for both trees: the artifact records it.
             output = directory / f"{model}.vmx"
-            trees = (ROOT, other)
             times: tuple[list, list] = ([], [])  # by position: `other` may be this very checkout
             artifacts = [b"", b""]
             for index in range(rounds):
@@ -171,7 +171,9 @@ def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
 
 def _parallel_check(when: str) -> None:
     """bench/fma_peak.py's check whether the second core is the machine's own just now."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    bench = str(pathlib.Path(__file__).resolve().parent)
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
     from fma_peak import parallel_check
 
     parallel_check(2, when)

@@ -6,8 +6,9 @@ becomes
     lv: R.Tensor((2, 2), dtype="float32") = metadata["relax.expr.Constant"][1]   # the transposed array
 
 A `call_tir` is run through the real kernel: its PrimFunc is compiled for this host
-(build_host_library; plain loop nests on one thread, no LLVM optimization: FOLD_TARGET)
-and called in destination-passing style on the constant inputs.
+(build_host_library; plain loop nests on one thread, on every core past
+PARALLEL_FOLD_BYTES, no LLVM optimization: FOLD_TARGET) and called in
+destination-passing style on the constant inputs.
 An operator call left after legalization whose operands are constants is legalized
 on the spot and run the same way. Variables bound to constants (or tuples of them)
 count as constants, so chains fold in one pass, one kernel compilation per round.
