@@ -26,7 +26,8 @@ class Module:
 def _broken_printer(monkeypatch):
     """A printer that writes a use of an undefined name, as a printer bug would."""
     original = relax.script.script
-    monkeypatch.setattr(relax.script, "script", lambda mod: original(mod).replace("return x", "return q"))
+    monkeypatch.setattr(relax.script, "script",
+                        lambda mod, printed=None: original(mod, printed).replace("return x", "return q"))
 
 
 def test_unreadable_lowered_module_is_an_internal_error(tmp_path, monkeypatch, capsys):

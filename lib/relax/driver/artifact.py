@@ -13,7 +13,13 @@ to the Makefile's:
     relaxld model.vmo model.ko -o model.vmx   (stage 6)
 
 Going through the printed text, rather than straight from the lowered IR, is what
-makes the two agree: both read the same .vms. The intermediates are named after the
+makes the two agree: both generate the bytecode from the same .vms read back, whose
+lines its source locations name. The kernels printed after the default pipeline are
+the kernels read back but for the names printing changes, so the one-shot builds them
+from the lowered module in memory, renamed as the text names them, and reads the
+text's kernels back as signatures only (printed_kernels.py). After --passes, or where
+the printer renamed something inside a kernel, it reads the whole text back and builds
+the kernels from that, as the staged build does. The intermediates are named after the
 source (`models/mlp.relax`: mlp.vms, mlp.vmo, mlp.ko), as a Makefile names them, and
 never after the output: `-o a.vmx`, `-o b.vmx` and `-o -` give the same bytes.
 
@@ -34,6 +40,7 @@ from .compile_steps import (
 )
 from .io import write_bytes, write_text
 from .lowering_check import check_lowered, default_pipeline, reading_lowered
+from .printed_kernels import as_printed, with_kernels
 from .progress import StageProgress
 
 # --emit kind -> number of stages it runs
@@ -49,10 +56,12 @@ def intermediate_stem(options: CompileOptions) -> str:
 
 
 def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: dict | None = None,
-                  target_kind: str | None = None) -> str:
+                  target_kind: str | None = None, keep_kernels: bool = False):
     """Stages 1-3: parse, the -O pipeline (or --passes) for `target_kind`, print: what
     `relaxc -S` writes (with `deferred`, large weights as placeholders:
-    script.array_literals.printing)."""
+    script.array_literals.printing). Returns the text and, with `keep_kernels`, the
+    lowered kernels that read back as themselves, named as the text names them
+    (printed_kernels.as_printed; else {})."""
     from ..script import array_literals, script
     from ..transform.pipeline import for_target_kind, pipeline
 
@@ -67,8 +76,10 @@ def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: di
     if options.emit != "vms" or default_pipeline(options):  # -S after --passes may print any module
         check_lowered(mod, passes, options)
     progress.stage("print .vms")
+    printed_params = {} if keep_kernels else None
     with array_literals.printing(deferred):
-        return script(mod)
+        text = script(mod, printed_params)
+    return text, as_printed(mod, printed_params) if keep_kernels else {}
 
 
 def compile_artifact(options: CompileOptions) -> int:
@@ -84,16 +95,18 @@ def compile_artifact(options: CompileOptions) -> int:
     # The one-shot reads its printed text straight back: large weights need not go through text.
     deferred = {} if options.emit != "vms" else None
     with StageProgress("relaxc", STAGES[options.emit]) as progress:
-        text = lower_to_text(options, progress, deferred, kinds.pop() if len(kinds) == 1 else None)
+        keep_kernels = options.emit == "vmx" and default_pipeline(options)
+        text, printed_kernels = lower_to_text(options, progress, deferred,
+                                              kinds.pop() if len(kinds) == 1 else None, keep_kernels)
         if options.emit == "vms":
             write_text(options.output, text)
         else:
             progress.stage("bytecode" if options.emit == "vmo" else "read .vms")
             with array_literals.reading(deferred), reading_lowered(f"{stem}.vms", default_pipeline(options)):
-                mod = read_vms(text, f"{stem}.vms")
+                mod = read_vms(text, f"{stem}.vms", signatures_only=printed_kernels)
             kernels = None
             if options.emit == "vmx":
-                kernels = _start_kernels(mod, targets, stem, progress, options)
+                kernels = _start_kernels(with_kernels(mod, printed_kernels), targets, stem, progress, options)
                 progress.stage("bytecode")
             try:
                 with reading_lowered(f"{stem}.vms", default_pipeline(options)):

@@ -23,13 +23,14 @@ def vms_location_name(source: str) -> str:
     return os.path.basename(source) if source not in ("-", "<stdin>") else "<stdin>"
 
 
-def read_vms(text: str, source: str):
-    """The IRModule of a .vms text (diagnostics quote `source`)."""
+def read_vms(text: str, source: str, signatures_only=()):
+    """The IRModule of a .vms text (diagnostics quote `source`); the PrimFuncs named in
+    `signatures_only` without their bodies (script.parse), which the bytecode never needs."""
     from ..script import parse
     from ..ir.pass_infra import PassContext, run_passes
 
     SOURCES.add(source, text)
-    mod = parse(text, source)
+    mod = parse(text, source, signatures_only)
     return run_passes(mod, ["normalize"], PassContext())
 
 

@@ -10,16 +10,19 @@ class written in a .py file (python_dialects.py).
 from ..lazy_names import lazy_names
 
 
-def parse(text: str, source_name: str = "<string>"):
+def parse(text: str, source_name: str = "<string>", signatures_only=()):
+    """The IRModule `text` spells. The PrimFuncs named in `signatures_only` are read as
+    their signature and attributes over an empty body: for a reader that needs their
+    kernels no more (the one-shot, which builds them from the module it printed)."""
     from .parser import parse_module
 
-    return parse_module(text, source_name)
+    return parse_module(text, source_name, signatures_only)
 
 
-def script(node) -> str:
+def script(node, printed_params: dict | None = None) -> str:
     from .printer import script as print_script
 
-    return print_script(node)
+    return print_script(node, printed_params)
 
 
 # Loaded on first use: parse() and script() do not need the Python-side dialects.

@@ -65,6 +65,7 @@ class ParseContext:
         self.aliases: dict[str, str] = dict(DEFAULT_ALIASES)
         # placeholder name -> nested list of a long R.const literal (script.array_literals)
         self.array_literals: dict[str, list] = {}
+        self.signatures_only: frozenset[str] = frozenset()  # PrimFuncs read without their bodies
 
     # -- locations -------------------------------------------------------------
     def span(self, node: ast.AST | None) -> Span | None:

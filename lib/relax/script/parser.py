@@ -34,20 +34,21 @@ _DIALECT_MODULES = {"ir": "ir", "relax": "relax", "tir": "tir", "tirx": "tir"}
 _OWN_DIALECTS = {"I": "ir", "R": "relax", "T": "tir", "ir": "ir", "relax": "relax", "tir": "tir"}
 
 
-def parse_module(text: str, source_name: str = "<string>") -> ir.IRModule:
+def parse_module(text: str, source_name: str = "<string>", signatures_only=()) -> ir.IRModule:
     # The syntax tree of a large file holds millions of objects and parsing creates
     # no garbage cycles: the cyclic collector would only traverse them again and again.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _parse_module(text, source_name)
+        return _parse_module(text, source_name, signatures_only)
     finally:
         if collecting:
             gc.enable()
 
 
-def _parse_module(text: str, source_name: str) -> ir.IRModule:
+def _parse_module(text: str, source_name: str, signatures_only) -> ir.IRModule:
     ctx = ParseContext(source_name, text)
+    ctx.signatures_only = frozenset(signatures_only)
     ast_text, ctx.array_literals = array_literals.extract(text)
     try:
         # Python's own warnings (such as "invalid escape sequence") are not ours to print.

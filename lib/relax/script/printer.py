@@ -25,9 +25,14 @@ from .printer_tir import TirPrinter
 from .printer_values import indent
 
 
-def script(node) -> str:
-    """`node` as TVMScript text, ending with a newline."""
+def script(node, printed_params: dict | None = None) -> str:
+    """`node` as TVMScript text, ending with a newline. `printed_params`, when given, is
+    filled with each PrimFunc's name -> the names its parameters print as (a buffer
+    parameter under its buffer's), or None for one whose printing gave a variable or
+    buffer another name than its own (names clashing in a scope, or not identifiers):
+    what the text reads back as, for a reader that keeps the IR it printed."""
     ctx = PrintContext()
+    ctx.printed_params = printed_params
     if isinstance(node, ir.IRModule):
         body = _module(ctx, node)
     elif isinstance(node, (ir.Function, tir.PrimFunc)):

@@ -33,6 +33,9 @@ class PrintContext:
         self.module_name: str | None = None
         self.module_alias_printed = False
         self.in_module = False
+        self.renames = 0  # names printed other than their hint, or shared by two variables
+        # PrimFunc name -> its parameters' printed names, None where it renamed something (script())
+        self.printed_params: dict[str, tuple[str, ...] | None] | None = None
 
     # -- dialect prefixes ------------------------------------------------------
     def relax(self, attr: str) -> str:
@@ -51,6 +54,8 @@ class PrintContext:
     def define(self, node: object, hint: str) -> str:
         """Gives `node` a unique name in the innermost scope."""
         name = fresh_name(_NOT_IDENTIFIER.sub("_", hint or "v"), self.taken, separator="_")
+        if name != hint:
+            self.renames += 1
         self.names[node] = name
         self.scopes[-1].append(node)
         return name

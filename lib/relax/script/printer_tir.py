@@ -25,12 +25,15 @@ class TirPrinter(BlockPrinting):
         self.signature = PrimExprPrinter(ctx, "int32", on_free_var=self._free_var)
         self.loops: dict[object, tir.For] = {}
         self.declared: list | None = None  # the (name, var)s that the current declaration line declares
+        self.type_vars: dict[str, tir.Var] = {}  # the current function's, by name
 
     def _free_var(self, var: tir.Var) -> str:
         """An undefined variable: an int64 size is a module-level TypeVar (which parses back
         as int64); another dtype is declared at the top of the function's body, so it keeps
         its dtype and stays the function's own."""
         if var.dtype == "int64" or self.declared is None:
+            if self.type_vars.setdefault(var.name, var) is not var or var.name in self.ctx.taken:
+                self.ctx.renames += 1  # it reads back as another variable of that name
             return self.ctx.add_type_var(var, var.name)
         name = self.ctx.define(var, var.name)
         self.declared.append((name, var))
@@ -42,9 +45,11 @@ class TirPrinter(BlockPrinting):
     # -- the function ---------------------------------------------------------------
     def prim_func(self, func: tir.PrimFunc, name: str) -> list[str]:
         ctx = self.ctx
+        renames, self.type_vars = ctx.renames, {}
         with ctx.signature_vars(), ctx.scope():
             declarations: list[str] = []
             params = [self._declaring(declarations, self._param, func, param) for param in func.params]
+            names = tuple(param.split(":", 1)[0] for param in params)
             body: list[str] = []
             attrs = {k: v for k, v in func.attrs.items()
                      if not (k == "global_symbol" and v == name) and k != "s_tir"}
@@ -55,6 +60,8 @@ class TirPrinter(BlockPrinting):
             ret = f" -> {ctx.tir(func.ret_type)}" if func.ret_type not in (None, "void") else ""
             decorator = self._decorator(func)
             header = f"def {name}({', '.join(params)}){ret}:"
+        if ctx.printed_params is not None:
+            ctx.printed_params[name] = names if ctx.renames == renames else None
         return [decorator, header] + indent(body or ["pass"])
 
     def _declaring(self, declarations: list[str], method, *args):

@@ -72,12 +72,14 @@ class _FunctionParser:
 
     def parse(self, func_def: ast.FunctionDef) -> tir.PrimFunc:
         options = self.decorator_options(func_def)
-        stmts = StmtParser(self.ctx, BlockFrame("root", legacy=_uses_legacy_blocks(func_def)),
-                           self.return_type(func_def))
+        reads_body = func_def.name not in self.ctx.signatures_only
+        statements = func_def.body if reads_body else self.attribute_statements(func_def)
+        legacy = reads_body and _uses_legacy_blocks(func_def)
+        stmts = StmtParser(self.ctx, BlockFrame("root", legacy=legacy), self.return_type(func_def))
         self.declare_header_vars(func_def, stmts)
         self.declare_signature_vars(func_def)
         params, buffer_map = self.parameters(func_def)
-        body = stmts.body(func_def.body, self.scope)
+        body = stmts.body(statements, self.scope)
         body = self.with_root_block(body, stmts)
         buffer_map.update(self.matched_buffers(stmts))
         attrs = dict(stmts.func_attrs)
@@ -108,6 +110,11 @@ class _FunctionParser:
             if decorator.args:
                 self.ctx.error("T.prim_func takes only keyword options", decorator.args[0])
         return options
+
+    def attribute_statements(self, func_def: ast.FunctionDef) -> list[ast.stmt]:
+        """The body's `T.func_attr({...})` statements: all of a body read as a signature."""
+        return [stmt for stmt in func_def.body if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                and self.ctx.dialect_of(stmt.value.func) == ("tir", "func_attr")]
 
     def return_type(self, func_def: ast.FunctionDef) -> str | None:
         if func_def.returns is None:

@@ -1,0 +1,178 @@
+"""The one-shot builds its kernels from the lowered module it printed and reads the text
+back for the bytecode with those kernels as signatures only (driver/printed_kernels.py,
+script.parse's signatures_only). Its kernel objects and bytecode must be the bytes the
+staged build makes from the whole text read back."""
+
+import pathlib
+
+import pytest
+
+from relax.codegen.backends import start_kernels
+from relax.driver import assemble
+from relax.driver.assemble import generate_bytecode, read_vms
+from relax.driver.compile import CompileOptions, compile_main
+from relax.driver.compile_steps import check_module, parse_source, run_pipeline
+from relax.driver.printed_kernels import as_printed, with_kernels
+from relax.ir import tir
+from relax.ir.pass_infra import PassContext
+from relax.ir.structural import assert_structural_equal
+from relax.script import array_literals, parse, script
+from relax.target import host_target
+from relax.transform.pipeline import pipeline
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+# Sources whose kernels' buffer parameters are handles named other than their buffers
+# (fold-constant's `a`, the symbolic ones' `var_A`), and a hand-written kernel.
+SOURCES = [
+    "testsuite/transform/fold-constant.relax",
+    "testsuite/transform/static-plan-symbolic.relax",
+    "testsuite/script_tir/symbolic-tuple-declarations.relax",
+    "samples/custom_kernel.relax",
+]
+
+# avg_pool2d's kernel allocates a buffer named as its output, pool_avg: printed, it is
+# pool_avg_1. The add's kernel prints under its own names.
+POOL_AND_ADD = '''
+from tvm.script import relax as R
+
+@R.function
+def main(x: R.Tensor((1, 2, 8, 8), "float32"), y: R.Tensor((1, 2, 4, 4), "float32")):
+    with R.dataflow():
+        p = R.nn.avg_pool2d(x, pool_size=(2, 2), strides=(2, 2))
+        s = R.add(y, y)
+        R.output(p, s)
+    return (p, s)
+'''
+
+TWO_KERNELS = '''
+from tvm.script import ir as I
+from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def scale(a: T.handle, s: T.float32):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        T.func_attr({"tirx.noalias": True, "op_pattern": 0})
+        for i in range(n):
+            A[i] = A[i] * s
+
+    @T.prim_func(private=True)
+    def copy(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            B[i] = A[i]
+'''
+
+
+def _lowered(path: pathlib.Path):
+    mod = parse_source(str(path))
+    check_module(mod)
+    return run_pipeline(mod, CompileOptions(source=str(path)), tuple(pipeline(2)))
+
+
+def _objects(mod) -> list[bytes]:
+    parts = start_kernels(mod, [host_target()], None, PassContext(opt_level=2))
+    return [part.result() for part in parts]
+
+
+def test_signatures_only_reads_the_named_kernels_without_their_bodies():
+    whole = parse(TWO_KERNELS, "m.vms")
+    read = parse(TWO_KERNELS, "m.vms", signatures_only={"scale"})
+    assert_structural_equal(read["copy"], whole["copy"])
+    scale, full = read["scale"], whole["scale"]
+    assert [(p.name, p.dtype) for p in scale.params] == [(p.name, p.dtype) for p in full.params]
+    assert dict(scale.attrs) == dict(full.attrs) == {"tirx.noalias": True, "op_pattern": 0}
+    assert isinstance(scale.body, tir.Evaluate)
+    assert not isinstance(full.body, tir.Evaluate)
+
+
+def test_the_printer_reports_the_names_parameters_print_as():
+    printed = {}
+    text = script(parse(TWO_KERNELS, "m.relax"), printed)
+    # `a` is the handle of buffer A: the text declares it as `A: T.Buffer(...)`.
+    assert printed == {"copy": ("A", "B"), "scale": ("A", "s")}
+    assert [p.name for p in parse(text, "m.vms")["scale"].params] == ["A", "s"]
+
+
+def _pool_and_add(tmp_path) -> pathlib.Path:
+    path = tmp_path / "model.relax"
+    path.write_text(POOL_AND_ADD)
+    return path
+
+
+def test_a_kernel_printed_under_other_names_is_read_back_whole(tmp_path):
+    lowered = _lowered(_pool_and_add(tmp_path))
+    printed = {}
+    script(lowered, printed)
+    assert printed == {"add": ("A", "B", "T_add"), "avg_pool2d": None}
+    assert set(as_printed(lowered, printed)) == {"add"}
+
+
+@pytest.mark.parametrize("source", [*SOURCES, "pool-and-add"])
+def test_kernels_from_memory_are_the_kernels_read_back(source, tmp_path, monkeypatch):
+    monkeypatch.setenv("RELAX_CACHE", "0")
+    lowered = _lowered(_pool_and_add(tmp_path) if source == "pool-and-add" else ROOT / source)
+    deferred, printed = {}, {}
+    with array_literals.printing(deferred):
+        text = script(lowered, printed)
+    kept = as_printed(lowered, printed)
+    assert kept
+    with array_literals.reading(deferred):
+        whole = read_vms(text, "model.vms")
+        signatures = read_vms(text, "model.vms", signatures_only=kept)
+    assert generate_bytecode(signatures, "model.vms").save_to_bytes() == \
+        generate_bytecode(whole, "model.vms").save_to_bytes()
+    assert _objects(with_kernels(signatures, kept)) == _objects(whole)
+
+
+def test_parameters_named_as_printed_are_what_keeps_the_bytes():
+    lowered = _lowered(ROOT / "testsuite/transform/static-plan-symbolic.relax")
+    printed = {}
+    text = script(lowered, printed)
+    whole = read_vms(text, "model.vms")
+    kept = as_printed(lowered, printed)
+    unrenamed = {name: lowered[name] for name in kept}
+    assert _objects(with_kernels(whole, unrenamed)) != _objects(whole)
+
+
+@pytest.mark.parametrize("explicit_passes", [False, True], ids=["default", "passes"])
+def test_the_one_shot_reads_back_only_what_it_did_not_build_from_memory(explicit_passes, tmp_path, monkeypatch):
+    monkeypatch.setenv("RELAX_CACHE", "0")
+    reads = []
+    original = assemble.read_vms
+
+    def recording(text, source, signatures_only=()):
+        reads.append(set(signatures_only))
+        return original(text, source, signatures_only)
+
+    monkeypatch.setattr(assemble, "read_vms", recording)
+    source = _pool_and_add(tmp_path)
+    # --passes naming the whole pipeline still reads every kernel back: it may name any passes.
+    passes = tuple(pipeline(2)) if explicit_passes else None
+    options = CompileOptions(source=str(source), emit="vmx", output=str(tmp_path / "m.vmx"), passes=passes)
+    assert compile_main(options) == 0
+    assert reads == [set() if explicit_passes else {"add"}]
+
+
+def test_two_sizes_of_one_name_read_back_as_one_variable():
+    from relax.tir.rewrite import substitute
+
+    func = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(a: T.handle, b: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    T.evaluate(0)
+''', "f.relax")["f"]
+    (a, buffer_a), (b, buffer_b) = func.buffer_map
+    n = buffer_b.shape[0]
+    other_n = substitute(buffer_b, {n: tir.Var("n", "int64")})
+    printed = {}
+    script(func, printed)
+    assert printed == {"f": ("A", "B")}
+    script(func.with_fields(buffer_map=((a, buffer_a), (b, other_n))), printed)
+    assert printed == {"f": None}
