@@ -1,6 +1,7 @@
-"""relaxc's one-shot starts the kernels before the bytecode (driver/artifact.py): the artifact
-is the one the staged tools make, -v shows the stages in their new order, and errors
-come in the order of the stages (a bytecode error before a held kernel error)."""
+"""relaxc's one-shot starts the kernels before the bytecode, and before it reads the text back
+when they all come from memory (driver/artifact.py): the artifact is the one the staged
+tools make, -v shows the stages in their new order, and errors come in the order of the
+stages (a bytecode error before a held kernel error)."""
 
 import pathlib
 
@@ -29,7 +30,7 @@ def test_stages_in_order(tmp_path, capsys, monkeypatch):
     stages = [line.split(":")[1].strip() for line in capsys.readouterr().err.splitlines()
               if line.startswith("relaxc: ") and line.endswith(" s")]
     names = [stage.split(" for ")[0] for stage in stages]
-    assert names[-5:] == ["read .vms", "kernels", "bytecode", "LLVM", "link"]
+    assert names[-5:] == ["kernels", "read .vms", "bytecode", "LLVM", "link"]
     assert _one_shot(tmp_path / "tiny.vmx") == first
 
 
@@ -68,6 +69,26 @@ def test_bytecode_error_cancels_the_kernels(tmp_path, monkeypatch):
     monkeypatch.setattr(artifact._PendingKernels, "cancel", cancel)
     monkeypatch.setattr(assemble, "generate_bytecode", bytecode_fails)
     with pytest.raises(UserError, match="bytecode failed"):
+        _one_shot(tmp_path / "tiny.vmx")
+    assert cancelled == [True]
+    assert not (tmp_path / "tiny.vmx").exists()
+
+
+def test_a_failed_read_back_cancels_the_kernels_started_before_it(tmp_path, monkeypatch):
+    cancelled = []
+    original = artifact._PendingKernels.cancel
+
+    def cancel(self):
+        cancelled.append(True)
+        original(self)
+
+    def unreadable(*args, **kwargs):
+        raise UserError("read back failed")
+
+    monkeypatch.setenv("RELAX_CACHE", "0")
+    monkeypatch.setattr(artifact._PendingKernels, "cancel", cancel)
+    monkeypatch.setattr(assemble, "read_vms", unreadable)
+    with pytest.raises(UserError, match="read back failed"):
         _one_shot(tmp_path / "tiny.vmx")
     assert cancelled == [True]
     assert not (tmp_path / "tiny.vmx").exists()

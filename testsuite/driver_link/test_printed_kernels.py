@@ -137,7 +137,8 @@ def test_parameters_named_as_printed_are_what_keeps_the_bytes():
 
 
 @pytest.mark.parametrize("explicit_passes", [False, True], ids=["default", "passes"])
-def test_the_one_shot_reads_back_only_what_it_did_not_build_from_memory(explicit_passes, tmp_path, monkeypatch):
+def test_the_one_shot_reads_back_only_what_it_did_not_build_from_memory(explicit_passes, tmp_path, monkeypatch,
+                                                                        capsys):
     monkeypatch.setenv("RELAX_CACHE", "0")
     reads = []
     original = assemble.read_vms
@@ -150,9 +151,14 @@ def test_the_one_shot_reads_back_only_what_it_did_not_build_from_memory(explicit
     source = _pool_and_add(tmp_path)
     # --passes naming the whole pipeline still reads every kernel back: it may name any passes.
     passes = tuple(pipeline(2)) if explicit_passes else None
-    options = CompileOptions(source=str(source), emit="vmx", output=str(tmp_path / "m.vmx"), passes=passes)
+    options = CompileOptions(source=str(source), emit="vmx", output=str(tmp_path / "m.vmx"), passes=passes,
+                             verbose=1)
     assert compile_main(options) == 0
     assert reads == [set() if explicit_passes else {"add"}]
+    # avg_pool2d's kernel comes from the text: the kernels start once it is read back.
+    stages = [line.split(":")[1].strip().split(" for ")[0] for line in capsys.readouterr().err.splitlines()
+              if line.startswith("relaxc: ") and line.endswith(" s")]
+    assert stages[-5:] == ["read .vms", "kernels", "bytecode", "LLVM", "link"]
 
 
 def test_two_sizes_of_one_name_read_back_as_one_variable():

@@ -23,10 +23,11 @@ the kernels from that, as the staged build does. The intermediates are named aft
 source (`models/mlp.relax`: mlp.vms, mlp.vmo, mlp.ko), as a Makefile names them, and
 never after the output: `-o a.vmx`, `-o b.vmx` and `-o -` give the same bytes.
 
-The one-shot starts the CPU kernels before it generates the bytecode: once Python
-has lowered and generated them, LLVM compiles them on worker threads
-(codegen/object_parts.py) while the bytecode is generated, and the link waits for
-them (the "LLVM" stage of -v). Errors come in the order of the stages above: a
+The one-shot starts the CPU kernels before it generates the bytecode, and before it
+reads the text back when all of them come from memory: once Python has lowered and
+generated them, LLVM compiles them on worker threads (codegen/object_parts.py) while
+the text is read back and the bytecode generated, and the link waits for them (the
+"LLVM" stage of -v). Errors come in the order of the stages above: a
 kernel's is held until the bytecode is done, and a bytecode error wins.
 """
 
@@ -59,9 +60,9 @@ def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: di
                   target_kind: str | None = None, keep_kernels: bool = False):
     """Stages 1-3: parse, the -O pipeline (or --passes) for `target_kind`, print: what
     `relaxc -S` writes (with `deferred`, large weights as placeholders:
-    script.array_literals.printing). Returns the text and, with `keep_kernels`, the
+    script.array_literals.printing). Returns the text, and with `keep_kernels` the
     lowered kernels that read back as themselves, named as the text names them
-    (printed_kernels.as_printed; else {})."""
+    (printed_kernels.as_printed), and whether they are all of its kernels."""
     from ..script import array_literals, script
     from ..transform.pipeline import for_target_kind, pipeline
 
@@ -79,13 +80,14 @@ def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: di
     printed_params = {} if keep_kernels else None
     with array_literals.printing(deferred):
         text = script(mod, printed_params)
-    return text, as_printed(mod, printed_params) if keep_kernels else {}
+    if not keep_kernels:
+        return text, {}, False
+    kernels = as_printed(mod, printed_params)
+    return text, kernels, len(kernels) == len(printed_params)
 
 
 def compile_artifact(options: CompileOptions) -> int:
     """`relaxc -S`, `--emit vmo` and the one-shot `-o model.vmx`."""
-    from ..script import array_literals
-    from .assemble import generate_bytecode, read_vms
     from .link import read_signing_key
 
     key = read_signing_key(options.sign) if options.emit == "vmx" else None  # a bad key fails before the build
@@ -96,25 +98,13 @@ def compile_artifact(options: CompileOptions) -> int:
     deferred = {} if options.emit != "vms" else None
     with StageProgress("relaxc", STAGES[options.emit]) as progress:
         keep_kernels = options.emit == "vmx" and default_pipeline(options)
-        text, printed_kernels = lower_to_text(options, progress, deferred,
-                                              kinds.pop() if len(kinds) == 1 else None, keep_kernels)
+        text, in_memory, every_kernel = lower_to_text(options, progress, deferred,
+                                                      kinds.pop() if len(kinds) == 1 else None, keep_kernels)
         if options.emit == "vms":
             write_text(options.output, text)
         else:
-            progress.stage("bytecode" if options.emit == "vmo" else "read .vms")
-            with array_literals.reading(deferred), reading_lowered(f"{stem}.vms", default_pipeline(options)):
-                mod = read_vms(text, f"{stem}.vms", signatures_only=printed_kernels)
-            kernels = None
-            if options.emit == "vmx":
-                kernels = _start_kernels(with_kernels(mod, printed_kernels), targets, stem, progress, options)
-                progress.stage("bytecode")
-            try:
-                with reading_lowered(f"{stem}.vms", default_pipeline(options)):
-                    bytecode = generate_bytecode(mod, f"{stem}.vms").save_to_bytes()
-            except BaseException:
-                if kernels is not None:
-                    kernels.cancel()
-                raise
+            kernels = _start_kernels(in_memory, targets, stem, progress, options) if every_kernel else None
+            bytecode, kernels = _bytecode(options, text, deferred, in_memory, kernels, targets, stem, progress)
             if options.emit == "vmo":
                 write_bytes(options.output, bytecode, "a bytecode object")
             else:
@@ -122,6 +112,30 @@ def compile_artifact(options: CompileOptions) -> int:
     if options.verbose:
         sys.stderr.write(progress.report())
     return 0
+
+
+def _bytecode(options: CompileOptions, text: str, deferred, in_memory: dict, kernels, targets, stem: str, progress):
+    """Stage 4: the text read back, the kernels `in_memory` as signatures only, and its
+    bytecode; the one-shot's kernels started after the read-back unless `kernels` (all
+    from memory) already were, so that LLVM compiles them while the text is read."""
+    from ..script import array_literals
+    from .assemble import generate_bytecode, read_vms
+
+    default = default_pipeline(options)
+    try:
+        progress.stage("bytecode" if options.emit == "vmo" else "read .vms")
+        with array_literals.reading(deferred), reading_lowered(f"{stem}.vms", default):
+            mod = read_vms(text, f"{stem}.vms", signatures_only=in_memory)
+        if options.emit == "vmx":
+            if kernels is None:
+                kernels = _start_kernels(with_kernels(mod, in_memory), targets, stem, progress, options)
+            progress.stage("bytecode")
+        with reading_lowered(f"{stem}.vms", default):
+            return generate_bytecode(mod, f"{stem}.vms").save_to_bytes(), kernels
+    except BaseException:
+        if kernels is not None:
+            kernels.cancel()
+        raise
 
 
 class _PendingKernels:
