@@ -69,3 +69,15 @@ def test_a_given_pattern_is_kept():
     marked = once.with_function("kernel", once["kernel"].with_fields(attrs=once["kernel"].attrs.updated(op_pattern=8)))
     assert get_pass("annotate-tir-op-pattern").run(marked)["kernel"].attrs["op_pattern"] == 8
     assert "op_pattern" not in mod["kernel"].attrs  # the input module is left as it was
+
+
+def test_analysis_leaves_no_visitor_classes_behind():
+    # A visitor class made per call stayed in the visitors' handler cache for good.
+    from relax.ir import visitor
+
+    kernel = parse(HEADER + GATHER, "gather.relax")["kernel"]
+    analyze_op_pattern(kernel)
+    cached = len(visitor._HANDLER_NAMES)
+    for _ in range(3):
+        analyze_op_pattern(kernel)
+    assert len(visitor._HANDLER_NAMES) == cached

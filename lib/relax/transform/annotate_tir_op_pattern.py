@@ -27,6 +27,7 @@ from ..ir.module import IRModule
 from ..ir.structural import structural_equal
 from ..ir.visitor import Visitor
 from ..ir.pass_infra import Pass, register_pass
+from ..tir.loop_nests import statements
 
 # TVM's OpPatternKind values, indexed by the registry's pattern names.
 ELEMWISE, BROADCAST, INJECTIVE, COMM_REDUCE, OUT_EWISE_FUSABLE, TUPLE, OPAQUE = 0, 1, 2, 3, 4, 7, 8
@@ -56,17 +57,9 @@ class _BodyAccesses(Visitor):
 
 
 def _blocks(func: tir.PrimFunc) -> list[tir.Block]:
-    """The blocks of a kernel other than the root, in program order."""
-    found: list[tir.Block] = []
-
-    class _Finder(Visitor):
-        def visit_Block(self, block: tir.Block) -> None:
-            if block.name_hint != "root":
-                found.append(block)
-            self.generic_visit(block)
-
-    _Finder().visit(func.body)
-    return found
+    """The blocks of a kernel other than the root, in program order (blocks are statements:
+    the expressions need no search)."""
+    return [stmt for stmt in statements(func.body) if isinstance(stmt, tir.Block) and stmt.name_hint != "root"]
 
 
 def _same_index(a: tir.PrimExpr, b: tir.PrimExpr) -> bool:
@@ -100,15 +93,21 @@ def _is_broadcast(store: tir.BufferStore, load: tir.BufferLoad) -> bool:
     return True
 
 
+class _Vars(Visitor):
+    """The variables of an expression, each occurrence."""
+
+    def __init__(self) -> None:
+        self.found: list[tir.Var] = []
+
+    def visit_tir_Var(self, var: tir.Var) -> None:
+        self.found.append(var)
+
+
 def _vars_of(expr: tir.PrimExpr) -> list[tir.Var]:
-    found: list[tir.Var] = []
-
-    class _Vars(Visitor):
-        def visit_tir_Var(self, var: tir.Var) -> None:
-            found.append(var)
-
-    _Vars().visit(expr)
-    return found
+    # One class for every call: the visitor's handler cache is kept per class.
+    visitor = _Vars()
+    visitor.visit(expr)
+    return visitor.found
 
 
 def _store_vars(store: tir.BufferStore) -> set[int] | None:
