@@ -108,7 +108,8 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
-# The modules that register operators, one per family; importing one registers it.
+# The modules that register operators, one per family; importing one registers it. get()
+# imports only the family of the name it is asked for (family_index.py), the others all.
 FAMILY_MODULES = (
     "binary",
     "unary",
@@ -167,8 +168,25 @@ def _load_families() -> None:
 
 
 def get(name: str) -> OpDef | None:
-    _load_families()
-    return REGISTRY.get(name)
+    op = REGISTRY.get(name)
+    if op is None and not _families_loaded:
+        _load_family_of(name)
+        op = REGISTRY.get(name)
+    return op
+
+
+def _load_family_of(name: str) -> None:
+    """Imports the family that registers `name` (family_index.py); every family when the
+    index names none that does: an unknown name, or an index behind the families."""
+    from .family_index import FAMILY_OF
+
+    family = FAMILY_OF.get(name)
+    if family is not None:
+        import importlib
+
+        importlib.import_module(f"{__package__}.{family}")
+    if name not in REGISTRY:
+        _load_families()
 
 
 def all_ops() -> list[OpDef]:
