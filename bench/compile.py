@@ -20,7 +20,10 @@ __pycache__, all of them: 0.25-0.3 s of every run on the 2-core machine), so
 figures taken with and without .pyc files do not compare. Beside the wall time it
 prints the CPU time the runs took (user and system, all threads): on a machine whose
 cores are shared it moves less than the wall time. A parallel check before and after
-(bench/fma_peak.py) says whether the second core was shared meanwhile.
+(bench/fma_peak.py) says whether the second core was shared meanwhile, and a pure-Python
+loop timed before and after (best of 3) how fast one core runs Python just then: a
+virtual machine's core can run at half its speed with both cores its own, and relaxc
+is mostly Python, so figures from two sessions compare only beside their loop times.
 
 --against times this checkout's cold build and another checkout's (a `git worktree`
 of an older commit, say) alternately, round after round, each run on its own tree's
@@ -169,6 +172,20 @@ def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(run[0] for run in runs), statistics.median(run[1] for run in runs)
 
 
+PYTHON_LOOP = 3_000_000  # iterations of python_loop_seconds's loop
+
+
+def python_loop_seconds(repeat: int = 3) -> float:
+    """The best of `repeat` timings of a plain Python loop: one core's speed at Python now."""
+    best = float("inf")
+    for _ in range(repeat):
+        start, total = time.perf_counter(), 0
+        for i in range(PYTHON_LOOP):
+            total += i * i
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def _parallel_check(when: str) -> None:
     """bench/fma_peak.py's check whether the second core is the machine's own just now."""
     bench = str(pathlib.Path(__file__).resolve().parent)
@@ -177,6 +194,8 @@ def _parallel_check(when: str) -> None:
     from fma_peak import parallel_check
 
     parallel_check(2, when)
+    print(f"# one core {when}: a Python loop of {PYTHON_LOOP:,} iterations took {python_loop_seconds():.3f} s"
+          " (best of 3)", flush=True)
 
 
 def main() -> None:

@@ -51,3 +51,10 @@ def test_the_trees_alternate_and_the_ratios_pair_the_rounds(compile_bench, capsy
     assert calls == [this, other, other, this, this, other]
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("mlp_b1 ")).split()
     assert row[1:] == ["1.00", "2.00", "4.00", "5.00", "0.250", "0.400", "yes"]
+
+
+def test_the_python_loop_reference_is_the_best_of_its_timings(compile_bench, monkeypatch):
+    ticks = iter([0.0, 2.0, 10.0, 11.5, 20.0, 23.0])
+    monkeypatch.setattr(compile_bench, "PYTHON_LOOP", 10)
+    monkeypatch.setattr(compile_bench.time, "perf_counter", lambda: next(ticks))
+    assert compile_bench.python_loop_seconds() == 1.5
