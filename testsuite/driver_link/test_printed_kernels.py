@@ -18,6 +18,7 @@ from relax.ir.pass_infra import PassContext
 from relax.ir.structural import assert_structural_equal
 from relax.script import array_literals, parse, script
 from relax.target import host_target
+from relax.tir.rewrite import collect
 from relax.transform.pipeline import pipeline
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -43,6 +44,30 @@ def main(x: R.Tensor((1, 2, 8, 8), "float32"), y: R.Tensor((1, 2, 4, 4), "float3
         R.output(p, s)
     return (p, s)
 '''
+
+# A hand-written kernel whose inner loop variable shadows the outer one: printed, the
+# inner one is i_1, a renaming the one-shot leaves to the text read back.
+SHADOWED = '''
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def shadowed(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+        for i in range(4):
+            for i in range(4):
+                B[i, i] = A[i, i]
+
+    @R.function
+    def main(x: R.Tensor((4, 4), "float32"), y: R.Tensor((4, 4), "float32")):
+        cls = Module
+        a = R.call_tir(cls.shadowed, (x,), out_sinfo=R.Tensor((4, 4), "float32"))
+        s = R.add(a, y)
+        return s
+'''
+
 
 TWO_KERNELS = '''
 from tvm.script import ir as I
@@ -91,28 +116,40 @@ def test_the_printer_reports_the_names_parameters_print_as():
     printed = {}
     text = script(parse(TWO_KERNELS, "m.relax"), printed)
     # `a` is the handle of buffer A: the text declares it as `A: T.Buffer(...)`.
-    assert printed == {"copy": ("A", "B"), "scale": ("A", "s")}
+    assert printed == {"copy": (("A", "B"), ()), "scale": (("A", "s"), ())}
     assert [p.name for p in parse(text, "m.vms")["scale"].params] == ["A", "s"]
 
 
-def _pool_and_add(tmp_path) -> pathlib.Path:
+def _source(tmp_path, text: str) -> pathlib.Path:
     path = tmp_path / "model.relax"
-    path.write_text(POOL_AND_ADD)
+    path.write_text(text)
     return path
 
 
-def test_a_kernel_printed_under_other_names_is_read_back_whole(tmp_path):
-    lowered = _lowered(_pool_and_add(tmp_path))
+def test_buffers_printed_under_other_names_are_renamed_in_memory(tmp_path):
+    lowered = _lowered(_source(tmp_path, POOL_AND_ADD))
     printed = {}
     script(lowered, printed)
-    assert printed == {"add": ("A", "B", "T_add"), "avg_pool2d": None}
+    params, renamed = printed["avg_pool2d"]
+    assert [(buffer.name, name) for buffer, name in renamed] == [("pool_avg", "pool_avg_1")]
+    kernel = as_printed(lowered, printed)["avg_pool2d"]
+    names = {block.alloc_buffers[0].name for block in collect(kernel.body, tir.Block) if block.alloc_buffers}
+    assert names == {"pool_avg_1"}
+
+
+def test_a_kernel_printed_under_other_names_is_read_back_whole(tmp_path):
+    lowered = _lowered(_source(tmp_path, SHADOWED))
+    printed = {}
+    script(lowered, printed)
+    assert printed["shadowed"] is None and printed["add"] == (("A", "B", "T_add"), ())
     assert set(as_printed(lowered, printed)) == {"add"}
 
 
-@pytest.mark.parametrize("source", [*SOURCES, "pool-and-add"])
+@pytest.mark.parametrize("source", [*SOURCES, "pool-and-add", "shadowed"])
 def test_kernels_from_memory_are_the_kernels_read_back(source, tmp_path, monkeypatch):
     monkeypatch.setenv("RELAX_CACHE", "0")
-    lowered = _lowered(_pool_and_add(tmp_path) if source == "pool-and-add" else ROOT / source)
+    inline = {"pool-and-add": POOL_AND_ADD, "shadowed": SHADOWED}
+    lowered = _lowered(_source(tmp_path, inline[source]) if source in inline else ROOT / source)
     deferred, printed = {}, {}
     with array_literals.printing(deferred):
         text = script(lowered, printed)
@@ -148,14 +185,14 @@ def test_the_one_shot_reads_back_only_what_it_did_not_build_from_memory(explicit
         return original(text, source, signatures_only)
 
     monkeypatch.setattr(assemble, "read_vms", recording)
-    source = _pool_and_add(tmp_path)
+    source = _source(tmp_path, SHADOWED)
     # --passes naming the whole pipeline still reads every kernel back: it may name any passes.
     passes = tuple(pipeline(2)) if explicit_passes else None
     options = CompileOptions(source=str(source), emit="vmx", output=str(tmp_path / "m.vmx"), passes=passes,
                              verbose=1)
     assert compile_main(options) == 0
     assert reads == [set() if explicit_passes else {"add"}]
-    # avg_pool2d's kernel comes from the text: the kernels start once it is read back.
+    # The shadowed kernel comes from the text: the kernels start once it is read back.
     stages = [line.split(":")[1].strip().split(" for ")[0] for line in capsys.readouterr().err.splitlines()
               if line.startswith("relaxc: ") and line.endswith(" s")]
     assert stages[-5:] == ["read .vms", "kernels", "bytecode", "LLVM", "link"]
@@ -179,6 +216,6 @@ def f(a: T.handle, b: T.handle):
     other_n = substitute(buffer_b, {n: tir.Var("n", "int64")})
     printed = {}
     script(func, printed)
-    assert printed == {"f": ("A", "B")}
+    assert printed == {"f": (("A", "B"), ())}
     script(func.with_fields(buffer_map=((a, buffer_a), (b, other_n))), printed)
     assert printed == {"f": None}

@@ -27,10 +27,11 @@ from .printer_values import indent
 
 def script(node, printed_params: dict | None = None) -> str:
     """`node` as TVMScript text, ending with a newline. `printed_params`, when given, is
-    filled with each PrimFunc's name -> the names its parameters print as (a buffer
-    parameter under its buffer's), or None for one whose printing gave a variable or
-    buffer another name than its own (names clashing in a scope, or not identifiers):
-    what the text reads back as, for a reader that keeps the IR it printed."""
+    filled with each PrimFunc's name -> (the names its parameters print as, a buffer
+    parameter under its buffer's; the (buffer, name)s of the buffers printed under another
+    name than their own, where names clash in a scope or are not identifiers), or None
+    for one where something else printed under another name: what the text reads back
+    as, for a reader that keeps the IR it printed (driver/printed_kernels.py)."""
     ctx = PrintContext()
     ctx.printed_params = printed_params
     if isinstance(node, ir.IRModule):

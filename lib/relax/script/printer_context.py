@@ -33,9 +33,11 @@ class PrintContext:
         self.module_name: str | None = None
         self.module_alias_printed = False
         self.in_module = False
-        self.renames = 0  # names printed other than their hint, or shared by two variables
-        # PrimFunc name -> its parameters' printed names, None where it renamed something (script())
-        self.printed_params: dict[str, tuple[str, ...] | None] | None = None
+        # (node, name) of each node printed under another name than its hint, or under the
+        # name of another variable (two sizes of one name)
+        self.renamed: list[tuple[object, str]] = []
+        # PrimFunc name -> what it printed as (TirPrinter.prim_func, script())
+        self.printed_params: dict | None = None
 
     # -- dialect prefixes ------------------------------------------------------
     def relax(self, attr: str) -> str:
@@ -55,7 +57,7 @@ class PrintContext:
         """Gives `node` a unique name in the innermost scope."""
         name = fresh_name(_NOT_IDENTIFIER.sub("_", hint or "v"), self.taken, separator="_")
         if name != hint:
-            self.renames += 1
+            self.renamed.append((node, name))
         self.names[node] = name
         self.scopes[-1].append(node)
         return name

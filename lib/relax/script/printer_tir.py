@@ -33,7 +33,7 @@ class TirPrinter(BlockPrinting):
         its dtype and stays the function's own."""
         if var.dtype == "int64" or self.declared is None:
             if self.type_vars.setdefault(var.name, var) is not var or var.name in self.ctx.taken:
-                self.ctx.renames += 1  # it reads back as another variable of that name
+                self.ctx.renamed.append((var, var.name))  # it reads back as another variable of that name
             return self.ctx.add_type_var(var, var.name)
         name = self.ctx.define(var, var.name)
         self.declared.append((name, var))
@@ -45,7 +45,7 @@ class TirPrinter(BlockPrinting):
     # -- the function ---------------------------------------------------------------
     def prim_func(self, func: tir.PrimFunc, name: str) -> list[str]:
         ctx = self.ctx
-        renames, self.type_vars = ctx.renames, {}
+        renames, self.type_vars = len(ctx.renamed), {}
         with ctx.signature_vars(), ctx.scope():
             declarations: list[str] = []
             params = [self._declaring(declarations, self._param, func, param) for param in func.params]
@@ -61,7 +61,7 @@ class TirPrinter(BlockPrinting):
             decorator = self._decorator(func)
             header = f"def {name}({', '.join(params)}){ret}:"
         if ctx.printed_params is not None:
-            ctx.printed_params[name] = names if ctx.renames == renames else None
+            ctx.printed_params[name] = _printed_as(names, ctx.renamed[renames:])
         return [decorator, header] + indent(body or ["pass"])
 
     def _declaring(self, declarations: list[str], method, *args):
@@ -328,3 +328,16 @@ def _uses_var(expr, var) -> bool:
     if isinstance(expr, tuple):
         return any(_uses_var(v, var) for v in expr)
     return False
+
+
+def _printed_as(params: tuple[str, ...], renamed: list) -> tuple | None:
+    """(parameter names, ((buffer, name), ...) for the buffers printed under other names) of
+    a PrimFunc, as its text reads back: each such buffer under that name, over a handle of
+    that name. None when something else printed under another name, or a buffer whose
+    handle is not its own name's (the text would not read back as a plain renaming)."""
+    for node, _ in renamed:
+        if not (isinstance(node, tir.Buffer) and node.data is not None and node.data.name == node.name
+                and node.data.dtype == "handle"):
+            return None
+    return params, tuple(renamed)
+
