@@ -54,7 +54,9 @@ def test_kernel_error_waits_for_the_bytecode(tmp_path, monkeypatch):
         _one_shot(tmp_path / "tiny.vmx")
 
 
-def test_bytecode_error_cancels_the_kernels(tmp_path, monkeypatch):
+# The kernels start before the bytecode, and before the read-back when all come from memory.
+@pytest.mark.parametrize("failing", ["generate_bytecode", "read_vms"])
+def test_a_failed_bytecode_or_read_back_cancels_the_kernels(failing, tmp_path, monkeypatch):
     cancelled = []
     original = artifact._PendingKernels.cancel
 
@@ -62,33 +64,13 @@ def test_bytecode_error_cancels_the_kernels(tmp_path, monkeypatch):
         cancelled.append(True)
         original(self)
 
-    def bytecode_fails(*args, **kwargs):
-        raise UserError("bytecode failed")
+    def fails(*args, **kwargs):
+        raise UserError(f"{failing} failed")
 
     monkeypatch.setenv("RELAX_CACHE", "0")
     monkeypatch.setattr(artifact._PendingKernels, "cancel", cancel)
-    monkeypatch.setattr(assemble, "generate_bytecode", bytecode_fails)
-    with pytest.raises(UserError, match="bytecode failed"):
-        _one_shot(tmp_path / "tiny.vmx")
-    assert cancelled == [True]
-    assert not (tmp_path / "tiny.vmx").exists()
-
-
-def test_a_failed_read_back_cancels_the_kernels_started_before_it(tmp_path, monkeypatch):
-    cancelled = []
-    original = artifact._PendingKernels.cancel
-
-    def cancel(self):
-        cancelled.append(True)
-        original(self)
-
-    def unreadable(*args, **kwargs):
-        raise UserError("read back failed")
-
-    monkeypatch.setenv("RELAX_CACHE", "0")
-    monkeypatch.setattr(artifact._PendingKernels, "cancel", cancel)
-    monkeypatch.setattr(assemble, "read_vms", unreadable)
-    with pytest.raises(UserError, match="read back failed"):
+    monkeypatch.setattr(assemble, failing, fails)
+    with pytest.raises(UserError, match=f"{failing} failed"):
         _one_shot(tmp_path / "tiny.vmx")
     assert cancelled == [True]
     assert not (tmp_path / "tiny.vmx").exists()
