@@ -17,11 +17,12 @@ makes the two agree: both generate the bytecode from the same .vms read back, wh
 lines its source locations name. The kernels printed after the default pipeline are
 the kernels read back but for the names printing changes, so the one-shot builds them
 from the lowered module in memory, renamed as the text names them, and reads the
-text's kernels back as signatures only (printed_kernels.py). After --passes, or where
-the printer renamed something inside a kernel, it reads the whole text back and builds
-the kernels from that, as the staged build does. The intermediates are named after the
-source (`models/mlp.relax`: mlp.vms, mlp.vmo, mlp.ko), as a Makefile names them, and
-never after the output: `-o a.vmx`, `-o b.vmx` and `-o -` give the same bytes.
+text's kernels back as signatures only (printed_kernels.py); a kernel where printing
+renamed more than buffers is read back whole and built from the text. After --passes
+the whole text is read back and every kernel built from it, as the staged build does.
+The intermediates are named after the source (`models/mlp.relax`: mlp.vms, mlp.vmo,
+mlp.ko), as a Makefile names them, and never after the output: `-o a.vmx`, `-o b.vmx`
+and `-o -` give the same bytes.
 
 The one-shot starts the CPU kernels before it generates the bytecode, and before it
 reads the text back when all of them come from memory: once Python has lowered and

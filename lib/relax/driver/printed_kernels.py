@@ -22,7 +22,7 @@ signatures only (script.parse's signatures_only): kernel bodies are most of the 
 from __future__ import annotations
 
 from ..ir import tir
-from ..tir.rewrite import Rewriter
+from ..tir.rewrite import Rewriter, walk
 
 
 def as_printed(lowered, printed_params: dict) -> dict:
@@ -62,8 +62,6 @@ def _renamed(func: tir.PrimFunc, names: tuple[str, ...]) -> tir.PrimFunc | None:
 
 def _used_in(func: tir.PrimFunc, param: tir.Var) -> bool:
     """Whether the body names the parameter's handle itself (not through its buffer)."""
-    from ..tir.rewrite import walk
-
     found = []
     walk(func.body, lambda var: found.append(var) if var is param else None, tir.Var)
     return bool(found)
