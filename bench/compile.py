@@ -186,8 +186,9 @@ def python_loop_seconds(repeat: int = 3) -> float:
     return best
 
 
-def _parallel_check(when: str) -> None:
-    """bench/fma_peak.py's check whether the second core is the machine's own just now."""
+def _machine_checks(when: str) -> None:
+    """bench/fma_peak.py's check whether the second core is the machine's own just now, and
+    how fast one core runs Python."""
     bench = str(pathlib.Path(__file__).resolve().parent)
     if bench not in sys.path:
         sys.path.insert(0, bench)
@@ -214,13 +215,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.relaxc:
         if not args.no_parallel_check:
-            _parallel_check("before the builds")
+            _machine_checks("before the builds")
         if args.against is not None:
             relaxc_against(args.models.split(","), args.repeat, args.against.resolve())
         else:
             relaxc_table(args.models.split(","), args.repeat)
         if not args.no_parallel_check:
-            _parallel_check("after the builds")
+            _machine_checks("after the builds")
         return
     names = args.samples.split(",")
     results = {name: measure(name, args.opt_level) for name in names}

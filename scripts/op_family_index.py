@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -42,9 +43,9 @@ FAMILY_OPS = {
 
 def registered_families() -> dict[str, list[str]]:
     """{family module: the operators its import registers}, from a fresh interpreter."""
-    env_path = str(ROOT / "lib")
+    environment = dict(os.environ, PYTHONPATH=str(ROOT / "lib"))
     result = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True,
-                            env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})
+                            env=environment)
     return json.loads(result.stdout)
 
 

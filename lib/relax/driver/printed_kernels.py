@@ -22,7 +22,8 @@ signatures only (script.parse's signatures_only): kernel bodies are most of the 
 from __future__ import annotations
 
 from ..ir import tir
-from ..tir.rewrite import Rewriter, walk
+from ..tir.loop_nests import uses
+from ..tir.rewrite import Rewriter
 
 
 def as_printed(lowered, printed_params: dict) -> dict:
@@ -44,27 +45,20 @@ def with_kernels(read_back, kernels: dict):
 
 
 def _renamed(func: tir.PrimFunc, names: tuple[str, ...]) -> tir.PrimFunc | None:
-    """`func` with its buffer parameters named `names`; None if a scalar parameter printed
-    under another name (it would need renaming in the body too)."""
+    """`func` with its buffer parameters named `names`; None if a scalar parameter, or a
+    handle its body names, printed under another name."""
     if all(param.name == name for param, name in zip(func.params, names)):
         return func
-    buffers = dict(func.buffer_map)
     params, handles = [], {}
     for param, name in zip(func.params, names):
         if param.name != name:
-            if param not in buffers or _used_in(func, param):
+            # A scalar, or a handle the body names itself, would need renaming in the body.
+            if func.buffer_of(param) is None or uses(func.body, param):
                 return None
             handles[param] = tir.Var(name, param.dtype, span=param.span)
         params.append(handles.get(param, param))
     buffer_map = tuple((handles.get(param, param), buffer) for param, buffer in func.buffer_map)
     return func.with_fields(params=tuple(params), buffer_map=buffer_map)
-
-
-def _used_in(func: tir.PrimFunc, param: tir.Var) -> bool:
-    """Whether the body names the parameter's handle itself (not through its buffer)."""
-    found = []
-    walk(func.body, lambda var: found.append(var) if var is param else None, tir.Var)
-    return bool(found)
 
 
 class _BufferRenamer(Rewriter):
