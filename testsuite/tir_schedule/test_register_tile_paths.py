@@ -21,7 +21,7 @@ from relax.codegen.build_kernels import build_host_library
 from relax.ir import tir
 from relax.tir.loop_nests import top_level
 from relax.tir.rewrite import collect
-from relax.tir.schedule import default_cpu_schedule, register_tile
+from relax.tir.schedule import default_cpu_schedule, register_tile, register_tile_rows
 from relax.tir.schedule.cpu import CpuInfo
 from relax.tir.schedule.tile_shape import Blocking, register_tile_shape
 from relax.tir.schedule.nest import match_nest
@@ -138,6 +138,9 @@ def test_every_block_boundary_crossed(monkeypatch, cpu):
     shape = register_tile_shape(cpu)
     _check(shape.rows * 13 + 5, 50, shape.width * 5 + 7)
     _check(shape.rows * 13 + 5, 50, shape.width * 5 + 7, epilogue=True)
+    # K in one k block: the last row tile overlaps, and joins the last row block (of 2 or 3 tiles)
+    for m in (shape.rows * 12 + 5, shape.rows * 13 + 5):
+        _check(m, 12, shape.width * 5 + 7)
 
 
 def test_k_blocks_of_panels_kept_in_l2(monkeypatch):
@@ -165,14 +168,72 @@ def _fma_count(stmt) -> int:
 
 @pytest.mark.parametrize("m, tiles", [(13, [(6, 2), (1, 1)]), (64, [(6, 9), (5, 2)]), (25, [(5, 5)]), (12, [(6, 2)])])
 def test_last_rows_take_tiles_a_row_shorter(m, tiles):
-    """M no multiple of the tile's 6 rows (AVX2): the last tiles are a row shorter (64 = 9 x 6
-    + 2 x 5), or, where M is too small for that, one tile takes the rows left (13 = 2 x 6 + 1).
-    Each tile height is one loop body of rows x 2 fma; no scalar row loop."""
-    assert register_tile._row_parts(m, 6) == [(rows, sum(r * c for r, c in tiles[:i]), count)
+    """M no multiple of the tile's 6 rows (AVX2), K cut into k blocks: the last tiles are a
+    row shorter (64 = 9 x 6 + 2 x 5), or, where M is too small for that, one tile takes the
+    rows left (13 = 2 x 6 + 1). Each tile height is one loop body of rows x 2 fma; no scalar
+    row loop."""
+    assert register_tile_rows.row_parts(m, 6) == [(rows, sum(r * c for r, c in tiles[:i]), count)
                                               for i, (rows, count) in enumerate(tiles)]
-    stmt = _scheduled_matmul(m, 64, 64, AVX2)
+    stmt = _scheduled_matmul(m, 2100, 64, AVX2)
     assert _fma_count(stmt) == sum(rows * 2 for rows, _ in tiles)
     assert not any("rest" in loop.loop_var.name for loop in collect(stmt, tir.For))
+    assert not _overlap_starts(stmt, m)
+
+
+@pytest.mark.parametrize("m, heights", [(64, [6]), (128, [6]), (1023, [6]), (13, [6, 1]), (25, [5])])
+def test_one_k_block_overlaps_the_last_row_tile(m, heights):
+    """K in one k block (each tile stored once): where M is no multiple of the 6 rows, the
+    last tile starts M - 6 rows down instead (128 rows: 22 tiles, the last from row 122),
+    recomputing at most M / 16 rows, so one tile height is generated; 13 rows (5 of 18
+    recomputed) keep a 1-row tile."""
+    stmt = _scheduled_matmul(m, 64, 64, AVX2)
+    assert _fma_count(stmt) == sum(rows * 2 for rows in heights)
+    assert bool(_overlap_starts(stmt, m)) == (heights == [6] and m % 6 != 0)
+
+
+def _overlap_starts(stmt, m: int) -> list:
+    """The tile starts held at M - 6 (an overlapping last tile of 6 rows)."""
+    return [node for node in collect(stmt, tir.Min) if isinstance(node.b, tir.IntImm) and node.b.value == m - 6]
+
+
+@pytest.mark.parametrize("m,k,n", [(128, 64, 48), (64, 256, 40), (1023, 13, 45)])
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_overlapping_last_row_tile_matches_numpy(m, k, n, epilogue, schedule_target):
+    _check(m, k, n, epilogue=epilogue, target=schedule_target)
+
+
+_IN_PLACE = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def kernel(a: T.Buffer((64, 64), "float32"), b: T.Buffer((64, 32), "float32"), r: T.Buffer((64, 32), "float32")):
+        c = T.alloc_buffer((64, 32))
+        for i, j, k in T.grid(64, 32, 64):
+            with T.block("c"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    c[vi, vj] = T.float32(0.0)
+                c[vi, vj] = c[vi, vj] + a[vi, vk] * b[vk, vj]
+        for i, j in T.grid(64, 32):
+            with T.block("r"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                r[vi, vj] = c[vi, vj] + r[vi, vj]
+"""
+
+
+def test_a_tile_that_updates_its_input_in_place_is_not_computed_twice(monkeypatch):
+    """r += a @ b, r a parameter the epilogue reads and stores: a row tile computed twice
+    would add the product twice, so the last rows keep their shorter tiles."""
+    from relax.script import parse
+
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: AVX2)
+    (func,) = parse(_IN_PLACE).prim_funcs().values()
+    assert _fma_count(default_cpu_schedule(func).body) == (6 + 5) * 2
+    rng = np.random.default_rng(5)
+    a, b, r = (rng.standard_normal(shape).astype("float32") for shape in ((64, 64), (64, 32), (64, 32)))
+    out = r.copy()
+    build_host_library({"kernel": func}).get_function("kernel")(a, b, out)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b + r, **TOLERANCE)
 
 
 @pytest.mark.parametrize("cpu, lanes, ten, six", [(AVX512, 16, [8], [8]), (AVX2, 8, [6, 4], [8])], ids=["avx512", "avx2"])
@@ -184,9 +245,9 @@ def test_narrow_columns_take_tiles_of_the_targets_vectors(cpu, lanes, ten, six):
     assert _fma_count(stmt) == sum(ten) * -(-10 // lanes)
     assert {call.dtype for call in collect(stmt, tir.Call) if call.op == "tir.fma"} == {f"float32x{lanes}"}
     assert not any("rest" in loop.loop_var.name for loop in collect(stmt, tir.For))
-    # a full tile and 6 columns more: the full tiles of each height, then the narrow rows.
+    # a full tile and 6 columns more: the full tiles' heights, then the narrow rows.
     shape = register_tile_shape(cpu)
-    full = sum(rows * shape.vectors for rows, _, _ in register_tile._row_parts(64, shape.rows))
+    full = _fma_count(_scheduled_matmul(64, 512, shape.width, cpu))
     assert _fma_count(_scheduled_matmul(64, 512, shape.width + 6, cpu)) == full + sum(six)
 
 

@@ -37,9 +37,11 @@ kind `unrolled` over the tile's slots (rows x vectors: row s // vectors, vector 
 vectors), which LLVM unrolls fully: the lowering passes and the code generator walk one
 statement where the tile has 12 (AVX2) or 16 (AVX-512). Unrolled, the accumulators are a
 local buffer read and written only as whole vectors at constant offsets, which LLVM keeps
-in registers. Where M is no multiple of the rows, the
-last rows are a few tiles a row shorter (_row_parts), run in the last row block from the
-same panels; the last columns (N % width) are register_tile_edges.py's.
+in registers. Where M is no multiple of the rows, the last tile
+ends at row M, overlapping the one before, if K is one k block (C stored once) and no
+read buffer is stored to; else the last rows are a few tiles a row shorter, run in the
+last row block from the same panels (register_tile_rows.py). The last columns (N %
+width) are register_tile_edges.py's.
 Within a k block each element of C adds its terms in the order k = 0, 1, ... as the
 plain nest does, the fused multiply-add rounding once per term instead of twice; the
 blocks' sums are then added in block order (terms grouped by k block, within float32
@@ -75,7 +77,7 @@ from ...ir import dtype as dt
 from ...ir import tir
 from ...records import record
 from ..convert_blocks_to_loops import allocation
-from . import reduction_order
+from . import reduction_order, register_tile_rows
 from .cpu import CpuInfo
 from .matmul_operands import matmul_operands, packed_width
 from .nest import Nest, fresh, loop, seq, unrolled
@@ -130,6 +132,8 @@ def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, 
     k_extent = nest.loop_of(operands[3]).extent
     sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not prepacked,
                      k_extent=k_extent.value if isinstance(k_extent, tir.IntImm) else None)
+    if isinstance(k_extent, tir.IntImm) and k_extent.value <= sizes.k_steps and register_tile_rows.recomputable(nest, operands[4], operands[5], epilogues):
+        row_parts = register_tile_rows.overlapping(row_parts)
     j_loop = nest.loop_of(operands[2])
     column_tiles = j_loop.extent.value // shape.width
     chunk_tiles = min(sizes.chunk_tiles, -(-column_tiles // MIN_CHUNKS))
@@ -141,7 +145,7 @@ def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, 
 
 def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_values: dict, i_iter, j_iter, k_iter, x, y,
                  row_parts: list, prepacked: int | None, epilogues=()) -> tir.Stmt:
-    """One chunk's tiles of every part of the rows (rows per tile, first row, tiles: _row_parts):
+    """One chunk's tiles of every part of the rows (rows per tile, first row, tiles: register_tile_rows.py):
     the first part's in row blocks, the others' (a few shorter tiles) after the last block,
     from the same packed B panels.
 
@@ -155,7 +159,8 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     chunk, chunk_tiles, column_tiles = chunks
     main_tiles = row_parts[0][2]
     block_tiles = min(main_tiles, sizes.row_block_tiles)
-    row_blocks = -(-main_tiles // block_tiles)
+    overlaps = row_parts[0][0] * main_tiles > i_loop.extent.value  # an overlapping last tile
+    row_blocks = register_tile_rows.row_blocks(main_tiles, block_tiles, overlaps)
     j_tile, row_block = fresh(j_loop.loop_var, "tile"), fresh(i_loop.loop_var, "block")
 
     def count(total, per, outer):  # iterations of a tile loop: `per`, fewer in the last tile
@@ -243,9 +248,12 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         """A part's row tiles: in the row block `blocked`, the first part's; else all of them."""
         i_tile = fresh(i_loop.loop_var, "tile")
         local_row = row_block * const(block_tiles) + i_tile if blocked and row_blocks > 1 else i_tile
-        extent = count(tiles, block_tiles, row_block) if blocked else const(tiles)
-        return loop(i_tile, extent, tile(rows_per_tile, const(i_start) + local_row * const(rows_per_tile)),
-                    independent=True)
+        extent = (register_tile_rows.tiles_in_block(tiles, block_tiles, row_blocks, row_block, const)
+                  if blocked else const(tiles))
+        i0 = const(i_start) + local_row * const(rows_per_tile)
+        if overlaps and blocked:  # the last tile ends at row M
+            i0 = tir.Min(i0, const(i_loop.extent.value - rows_per_tile))
+        return loop(i_tile, extent, tile(rows_per_tile, i0), independent=True)
 
     # The shorter tiles run in the last row block, after the full ones, from the same panels.
     shorter = [row_tiles(*part, False) for part in row_parts[1:]]
@@ -312,19 +320,6 @@ def _narrow_rows(cpu, shape: TileShape, columns: int) -> int:
     return rows
 
 
-def _row_parts(m: int, rows: int) -> list[tuple[int, int, int]]:
-    """(rows per tile, first row, tiles) covering M rows: tiles of `rows`, the last ones a row
-    shorter where M is no multiple of it (64 = 9 x 6 + 2 x 5: no tile much shorter than the
-    rest, whose registers would sit idle), or one shorter tile where M is too small for that
-    (13 = 2 x 6 + 1)."""
-    short = (rows - m % rows) % rows  # tiles of rows - 1
-    full = (m - short * (rows - 1)) // rows
-    if short and rows > 1 and full >= 0:
-        return ([(rows, 0, full)] if full else []) + [(rows - 1, full * rows, short)]
-    whole = m // rows * rows
-    return [(rows, 0, m // rows)] + ([(m - whole, whole, 1)] if whole < m else [])
-
-
 def _start_value(init_value, k_tiles) -> tir.PrimExpr:
     """What the accumulators of a k block start from when blocks add their sums to C: the init
     value in the first block, zero in the others (one scalar, broadcast)."""
@@ -381,7 +376,7 @@ def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
     rows = min(i_end, shape.rows)
     j_full = j_end // shape.width * shape.width
     operands = (outer_vars, i_iter, j_iter, reduce[0], x, y)
-    parts = [_tiles(nest, cpu, shape, operands, _row_parts(i_end, rows), epilogues)] if j_full else []
+    parts = [_tiles(nest, cpu, shape, operands, register_tile_rows.row_parts(i_end, rows), epilogues)] if j_full else []
     if j_full < j_end and narrow_fits(nest, j_iter, reduce[0], j_full, shape.lanes):
         narrow_rows = min(i_end, _narrow_rows(cpu if cpu is not None else CpuInfo(), shape, j_end - j_full))
         parts.append(narrow(nest, *operands, narrow_rows, j_full, shape.lanes, epilogues))
