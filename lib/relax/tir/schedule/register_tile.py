@@ -132,7 +132,8 @@ def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, 
     k_extent = nest.loop_of(operands[3]).extent
     sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not prepacked,
                      k_extent=k_extent.value if isinstance(k_extent, tir.IntImm) else None)
-    if isinstance(k_extent, tir.IntImm) and k_extent.value <= sizes.k_steps and register_tile_rows.recomputable(nest, operands[4], operands[5], epilogues):
+    one_k_block = isinstance(k_extent, tir.IntImm) and k_extent.value <= sizes.k_steps  # each tile stored once
+    if one_k_block and register_tile_rows.recomputable(nest, operands[4], operands[5], epilogues):
         row_parts = register_tile_rows.overlapping(row_parts)
     j_loop = nest.loop_of(operands[2])
     column_tiles = j_loop.extent.value // shape.width
@@ -376,7 +377,8 @@ def apply(nest: Nest, cpu=None, epilogues=()) -> tir.Stmt:
     rows = min(i_end, shape.rows)
     j_full = j_end // shape.width * shape.width
     operands = (outer_vars, i_iter, j_iter, reduce[0], x, y)
-    parts = [_tiles(nest, cpu, shape, operands, register_tile_rows.row_parts(i_end, rows), epilogues)] if j_full else []
+    row_parts = register_tile_rows.row_parts(i_end, rows)
+    parts = [_tiles(nest, cpu, shape, operands, row_parts, epilogues)] if j_full else []
     if j_full < j_end and narrow_fits(nest, j_iter, reduce[0], j_full, shape.lanes):
         narrow_rows = min(i_end, _narrow_rows(cpu if cpu is not None else CpuInfo(), shape, j_end - j_full))
         parts.append(narrow(nest, *operands, narrow_rows, j_full, shape.lanes, epilogues))

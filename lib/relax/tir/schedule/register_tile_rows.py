@@ -33,16 +33,16 @@ def row_parts(m: int, rows: int) -> list[tuple[int, int, int]]:
     return [(rows, 0, m // rows)] + ([(m - whole, whole, 1)] if whole < m else [])
 
 
-def overlapping(row_parts: list) -> list:
-    """The rows of `row_parts` as tiles of the first part's height only, the last one moved up
-    to end at M (128 rows: 22 tiles of 6, the last from row 122), where that recomputes at
-    most 1 / OVERLAP_WASTE of M: one tile loop instead of two, each with its tile written
-    out by LLVM's unrolling, for a few more multiply-adds. Else `row_parts`."""
-    if len(row_parts) < 2:
-        return row_parts
-    rows, m = row_parts[0][0], sum(height * tiles for height, _, tiles in row_parts)
+def overlapping(parts: list) -> list:
+    """The rows of `parts` (row_parts') as tiles of the first part's height only, the last one
+    moved up to end at M (128 rows: 22 tiles of 6, the last from row 122), where that
+    recomputes at most 1 / OVERLAP_WASTE of M: one tile loop instead of two, each with its
+    tile written out by LLVM's unrolling, for a few more multiply-adds. Else `parts`."""
+    if len(parts) < 2:
+        return parts
+    rows, m = parts[0][0], sum(height * tiles for height, _, tiles in parts)
     tiles = -(-m // rows)
-    return [(rows, 0, tiles)] if (tiles * rows - m) * OVERLAP_WASTE <= m else row_parts
+    return [(rows, 0, tiles)] if (tiles * rows - m) * OVERLAP_WASTE <= m else parts
 
 
 def recomputable(nest: Nest, x, y, epilogues) -> bool:
