@@ -164,9 +164,6 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     row_blocks = register_tile_rows.row_blocks(main_tiles, block_tiles, overlaps)
     j_tile, row_block = fresh(j_loop.loop_var, "tile"), fresh(i_loop.loop_var, "block")
 
-    def count(total, per, outer):  # iterations of a tile loop: `per`, fewer in the last tile
-        return const(per) if total % per == 0 else tir.Min(const(per), const(total) - outer * const(per))
-
     in_matrix = lambda tile: chunk * const(chunk_tiles) + tile  # noqa: E731 - a column tile of the chunk, of C
     column_tile = in_matrix(j_tile)
     j0 = column_tile * const(width)
@@ -261,7 +258,7 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     if shorter and row_blocks > 1:
         shorter = [tir.IfThenElse(tir.EQ(row_block, const(row_blocks - 1)), seq(shorter), None)]
     block_body = seq([row_tiles(*row_parts[0], True)] + shorter)
-    chunk_columns = count(column_tiles, chunk_tiles, chunk)
+    chunk_columns = register_tile_rows.loop_count(column_tiles, chunk_tiles, chunk, const)
     blocks = _RowBlocks(row_block, const(row_blocks), j_tile, chunk_columns)
     if shared_panels:  # k block: pack the chunk's panels; row blocks: column tiles: row tiles
         j_pack = fresh(j_loop.loop_var, "pack")

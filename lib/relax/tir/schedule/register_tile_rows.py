@@ -65,14 +65,19 @@ def row_blocks(tiles: int, block_tiles: int, overlaps: bool) -> int:
     return -(-(tiles - overlaps) // block_tiles)
 
 
+def loop_count(total: int, per: int, outer: tir.Var, const) -> tir.PrimExpr:
+    """The iterations of a loop over `total` items in groups of `per`, in group `outer` (a
+    loop variable): `per`, fewer in the last group."""
+    return const(per) if total % per == 0 else tir.Min(const(per), const(total) - outer * const(per))
+
+
 def tiles_in_block(tiles: int, block_tiles: int, blocks: int, block: tir.Var, const) -> tir.PrimExpr:
     """The row tiles of row block `block` (a loop variable; none when `blocks` is 1):
-    `block_tiles`, fewer in the last block, or one more there (an overlapping last tile)."""
+    `block_tiles`, fewer in the last block (loop_count), or one more there (an overlapping
+    last tile)."""
     if blocks == 1:
         return const(tiles)
     last = tiles - (blocks - 1) * block_tiles
-    if last == block_tiles:
-        return const(block_tiles)
-    if last < block_tiles:
-        return tir.Min(const(block_tiles), const(tiles) - block * const(block_tiles))
+    if last <= block_tiles:
+        return loop_count(tiles, block_tiles, block, const)
     return tir.Select(tir.EQ(block, const(blocks - 1)), const(last), const(block_tiles))
