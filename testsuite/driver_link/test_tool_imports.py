@@ -20,7 +20,7 @@ cli = importlib.import_module(f"{tool}.cli")
 from relax.driver.runner import run_command
 code = run_command(cli.command, tool, args)
 loaded = [name for name in ("llvmlite.binding", "relax.vm.machine.virtual_machine", "relax.tir.pipeline",
-                            "relax.tir.gpu_schedule")
+                            "relax.tir.gpu_schedule", "relax.codegen.build_kernels")
           if name in sys.modules]
 print("exit", code, "loaded", *loaded, file=sys.stderr)
 """
@@ -48,6 +48,14 @@ def built(tmp_path_factory):
 
 def test_printing_the_ir_loads_no_lowering_and_no_llvm():
     assert _loaded("relaxc", "--emit", "ir", MLP) == []
+
+
+def test_lowering_a_module_with_nothing_to_fold_loads_no_code_generator(tmp_path):
+    """fold-constant imports the code generator (and the kernel loader) for a round that has
+    kernels to build; the MLP sample, weights as parameters, has none. (The CPU model the
+    weight packing asks for still loads LLVM.)"""
+    loaded = _loaded("relaxc", "-S", MLP, "-o", tmp_path / "mlp.vms")
+    assert "relax.codegen.build_kernels" not in loaded and "relax.tir.pipeline" not in loaded
 
 
 def test_assembling_loads_no_llvm_and_no_machine(built, tmp_path):
