@@ -167,28 +167,41 @@ def _fma_count(stmt) -> int:
 
 
 @pytest.mark.parametrize("m, tiles", [(13, [(6, 2), (1, 1)]), (64, [(6, 9), (5, 2)]), (25, [(5, 5)]), (12, [(6, 2)])])
-def test_last_rows_take_tiles_a_row_shorter(m, tiles):
-    """M no multiple of the tile's 6 rows (AVX2), K cut into k blocks: the last tiles are a
-    row shorter (64 = 9 x 6 + 2 x 5), or, where M is too small for that, one tile takes the
-    rows left (13 = 2 x 6 + 1). Each tile height is one loop body of rows x 2 fma; no scalar
-    row loop."""
+def test_row_parts_take_tiles_a_row_shorter(m, tiles):
+    """M no multiple of the tile's 6 rows (AVX2): row_parts' last tiles are a row shorter
+    (64 = 9 x 6 + 2 x 5), or, where M is too small for that, one tile takes the rows left
+    (13 = 2 x 6 + 1)."""
     assert register_tile_rows.row_parts(m, 6) == [(rows, sum(r * c for r, c in tiles[:i]), count)
                                               for i, (rows, count) in enumerate(tiles)]
-    stmt = _scheduled_matmul(m, 2100, 64, AVX2)
-    assert _fma_count(stmt) == sum(rows * 2 for rows, _ in tiles)
-    assert not any("rest" in loop.loop_var.name for loop in collect(stmt, tir.For))
-    assert not _overlap_starts(stmt, m)
 
 
-@pytest.mark.parametrize("m, heights", [(64, [6]), (128, [6]), (1023, [6]), (13, [6, 1]), (25, [5])])
-def test_one_k_block_overlaps_the_last_row_tile(m, heights):
-    """K in one k block (each tile stored once): where M is no multiple of the 6 rows, the
-    last tile starts M - 6 rows down instead (128 rows: 22 tiles, the last from row 122),
-    recomputing at most M / 16 rows, so one tile height is generated; 13 rows (5 of 18
-    recomputed) keep a 1-row tile."""
-    stmt = _scheduled_matmul(m, 64, 64, AVX2)
+@pytest.mark.parametrize("k", [64, 2100], ids=["one-k-block", "k-blocks"])
+@pytest.mark.parametrize("m, heights", [(64, [6]), (128, [6]), (1023, [6]), (13, [6, 1]), (25, [5]), (12, [6])])
+def test_the_last_row_tile_overlaps(m, heights, k):
+    """Where M is no multiple of the 6 rows, the last tile starts M - 6 rows down instead
+    (128 rows: 22 tiles, the last from row 122), recomputing at most M / 16 rows, so one
+    tile height is generated, whether K is one k block or cut into blocks; 13 rows (5 of
+    18 recomputed) keep a 1-row tile. Each height is one loop body of rows x 2 fma; no
+    scalar row loop."""
+    stmt = _scheduled_matmul(m, k, 64, AVX2)
     assert _fma_count(stmt) == sum(rows * 2 for rows in heights)
     assert bool(_overlap_starts(stmt, m)) == (heights == [6] and m % 6 != 0)
+    assert not any("rest" in loop.loop_var.name for loop in collect(stmt, tir.For))
+
+
+def _kept_rows(stmt) -> list:
+    """The stores an overlapping tile makes of its recomputed rows' own values."""
+    return [node for node in collect(stmt, tir.Select) if isinstance(node.false_value, tir.BufferLoad)]
+
+
+@pytest.mark.parametrize("m, kept", [(64, True), (66, False), (13, False)])
+def test_in_k_blocks_the_overlapping_tile_keeps_the_rows_before(m, kept):
+    """In k blocks, C += each block's sums: the overlapping tile stores the rows it
+    recomputes as they are (a select on the row, no branch), or they would be added twice.
+    A single k block stores each tile once (the recomputed rows get the same values), and
+    tiles that do not overlap store every row."""
+    assert bool(_kept_rows(_scheduled_matmul(m, 2100, 64, AVX2))) == kept
+    assert not _kept_rows(_scheduled_matmul(m, 64, 64, AVX2))
 
 
 def _overlap_starts(stmt, m: int) -> list:
@@ -196,7 +209,7 @@ def _overlap_starts(stmt, m: int) -> list:
     return [node for node in collect(stmt, tir.Min) if isinstance(node.b, tir.IntImm) and node.b.value == m - 6]
 
 
-@pytest.mark.parametrize("m,k,n", [(128, 64, 48), (64, 256, 40), (1023, 13, 45)])
+@pytest.mark.parametrize("m,k,n", [(128, 64, 48), (64, 256, 40), (1023, 13, 45), (64, 2100, 40), (128, 1100, 48)])
 @pytest.mark.parametrize("epilogue", [False, True])
 def test_overlapping_last_row_tile_matches_numpy(m, k, n, epilogue, schedule_target):
     _check(m, k, n, epilogue=epilogue, target=schedule_target)
@@ -206,28 +219,35 @@ _IN_PLACE = """
 @I.ir_module
 class Module:
     @T.prim_func
-    def kernel(a: T.Buffer((64, 64), "float32"), b: T.Buffer((64, 32), "float32"), r: T.Buffer((64, 32), "float32")):
-        c = T.alloc_buffer((64, 32))
-        for i, j, k in T.grid(64, 32, 64):
+    def kernel(a: T.Buffer(({m}, {k}), "float32"), b: T.Buffer(({k}, {n}), "float32"), r: T.Buffer(({m}, {n}), "float32")):
+        c = T.alloc_buffer(({m}, {n}))
+        for i, j, k in T.grid({m}, {n}, {k}):
             with T.block("c"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     c[vi, vj] = T.float32(0.0)
                 c[vi, vj] = c[vi, vj] + a[vi, vk] * b[vk, vj]
-        for i, j in T.grid(64, 32):
+        for i, j in T.grid({m}, {n}):
             with T.block("r"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 r[vi, vj] = c[vi, vj] + r[vi, vj]
 """
 
 
+def _in_place(m: int, k: int, n: int) -> tir.PrimFunc:
+    """r += a @ b: the kernel's product and the epilogue that adds it to r, a parameter."""
+    from relax.script import parse
+
+    text = _IN_PLACE.format(m=m, k=k, n=n)
+    (func,) = parse(text).prim_funcs().values()
+    return func
+
+
 def test_a_tile_that_updates_its_input_in_place_is_not_computed_twice(monkeypatch):
     """r += a @ b, r a parameter the epilogue reads and stores: a row tile computed twice
     would add the product twice, so the last rows keep their shorter tiles."""
-    from relax.script import parse
-
     monkeypatch.setattr(schedule, "cpu_info", lambda target: AVX2)
-    (func,) = parse(_IN_PLACE).prim_funcs().values()
+    func = _in_place(64, 64, 32)
     assert _fma_count(default_cpu_schedule(func).body) == (6 + 5) * 2
     rng = np.random.default_rng(5)
     a, b, r = (rng.standard_normal(shape).astype("float32") for shape in ((64, 64), (64, 32), (64, 32)))
@@ -341,12 +361,13 @@ def test_a_chunks_panels_are_shared_with_one_row_block_too():
 
 
 @pytest.mark.parametrize("cpu, m", [(AVX2, 1024), (AVX512, 1022)], ids=["avx2", "avx512"])
-def test_the_shorter_row_tiles_read_the_full_tiles_panels(cpu, m):
+def test_the_shorter_row_tiles_read_the_full_tiles_panels(monkeypatch, cpu, m):
     """Rows that are no multiple of the tile's (1024 = 169 x 6 + 2 x 5 on AVX2, 1022 = 254 x 4
-    + 2 x 3 on AVX-512) end in a few shorter tiles. They run in the last row block, inside the
-    full tiles' column-tile loop, from the same packed panels: the last rows do not pack B
-    again."""
-    stmt = _scheduled_matmul(m, 1024, 1024, cpu)
+    + 2 x 3 on AVX-512) in a kernel whose tiles may not be computed twice (r += a @ b) end in
+    a few shorter tiles. They run in the last row block, inside the full tiles' column-tile
+    loop, from the same packed panels: the last rows do not pack B again."""
+    monkeypatch.setattr(schedule, "cpu_info", lambda target: cpu)
+    stmt = default_cpu_schedule(_in_place(m, 1024, 1024)).body
     assert len(_panel_sizes(stmt)) == 1
     tile_loops = [loop for loop in collect(stmt, tir.For) if loop.loop_var.name.endswith("_tile")]
     columns = tile_loops[0]  # the column tiles' loop holds the row tiles of both sizes

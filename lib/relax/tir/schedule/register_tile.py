@@ -133,7 +133,7 @@ def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, 
     sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not prepacked,
                      k_extent=k_extent.value if isinstance(k_extent, tir.IntImm) else None)
     one_k_block = isinstance(k_extent, tir.IntImm) and k_extent.value <= sizes.k_steps  # each tile stored once
-    if one_k_block and register_tile_rows.recomputable(nest, operands[4], operands[5], epilogues):
+    if isinstance(k_extent, tir.IntImm) and register_tile_rows.recomputable(nest, *operands[4:], epilogues):
         row_parts = register_tile_rows.overlapping(row_parts)
     j_loop = nest.loop_of(operands[2])
     column_tiles = j_loop.extent.value // shape.width
@@ -207,8 +207,9 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
     blocks_add = init_value is not None and not k_tiles.whole  # later blocks add their sums to C
     start_value = _start_value(init_value, k_tiles) if blocks_add else init_value
 
-    def tile(rows_per_tile, i0):
-        """The register tile of rows i0 .. i0 + rows_per_tile: its k loop and its stores."""
+    def tile(rows_per_tile, i0, skipped=None):
+        """The register tile of rows i0 .. i0 + rows_per_tile: its k loop and its stores; its
+        first `skipped` rows (an expression) keep the values they have."""
         acc = local("tile", rows_per_tile * width)
         s = fresh(i_loop.loop_var, "slot")
         r, v = slot_position(s, vectors, const)
@@ -235,9 +236,12 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
             value = tir.BufferLoad(acc, slot)
             if blocks_add and not first:
                 value = tir.Add(tir.BufferLoad(store.buffer, c_row), value)
-            return slots(finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + r,
-                                j0 + v * const(lanes), lanes) if last and epilogues
-                         else store.with_fields(value=value, indices=c_row))
+            stored = (finish(nest, outer_values, i_iter, j_iter, epilogues, value, i0 + r, j0 + v * const(lanes), lanes)
+                      if last and epilogues else store.with_fields(value=value, indices=c_row))
+            if skipped is not None:  # the skipped rows' elements stored again as they are
+                stored = stored.with_fields(value=tir.Select(tir.GE(r, skipped), stored.value,
+                                                             tir.BufferLoad(stored.buffer, stored.indices)))
+            return slots(stored)
 
         ends = _block_ends(k_tiles, k_loop.extent, blocks_add, bool(epilogues), saves)
         return allocation(acc, tir.SeqStmt((start, k_tiles.inner(step), ends)))
@@ -248,10 +252,13 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         local_row = row_block * const(block_tiles) + i_tile if blocked and row_blocks > 1 else i_tile
         extent = (register_tile_rows.tiles_in_block(tiles, block_tiles, row_blocks, row_block, const)
                   if blocked else const(tiles))
-        i0 = const(i_start) + local_row * const(rows_per_tile)
+        i0 = first = const(i_start) + local_row * const(rows_per_tile)
         if overlaps and blocked:  # the last tile ends at row M
-            i0 = tir.Min(i0, const(i_loop.extent.value - rows_per_tile))
-        return loop(i_tile, extent, tile(rows_per_tile, i0), independent=True)
+            i0 = tir.Min(first, const(i_loop.extent.value - rows_per_tile))
+        # In k blocks, C += each block's sums: the rows an overlapping tile recomputes would be
+        # added twice, so it stores them as they are (a select, no branch).
+        skipped = first - i0 if overlaps and blocked and not k_tiles.whole else None
+        return loop(i_tile, extent, tile(rows_per_tile, i0, skipped), independent=True)
 
     # The shorter tiles run in the last row block, after the full ones, from the same panels.
     shorter = [row_tiles(*part, False) for part in row_parts[1:]]

@@ -49,7 +49,8 @@ def recomputable(nest: Nest, x, y, epilogues) -> bool:
     """Whether a row tile may be computed twice (overlapping) with the same result: its
     accumulators start from a constant (not from C) and no buffer it reads (A, B, the
     epilogues' other operands) is the one it stores to (a kernel updating a parameter in
-    place). The caller checks that K is one k block, so the tile stores once."""
+    place). Where K is cut into k blocks, later blocks add their sums to C: register_tile.py
+    keeps the recomputed rows' values there, so that they are not added twice."""
     if uniform_init(nest) is None:
         return False
     stored = epilogues[-1].buffer if epilogues else nest.block.body.buffer
