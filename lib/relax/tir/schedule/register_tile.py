@@ -38,9 +38,10 @@ vectors), which LLVM unrolls fully: the lowering passes and the code generator w
 statement where the tile has 12 (AVX2) or 16 (AVX-512). Unrolled, the accumulators are a
 local buffer read and written only as whole vectors at constant offsets, which LLVM keeps
 in registers. Where M is no multiple of the rows, the last tile
-ends at row M, overlapping the one before, if K is one k block (C stored once) and no
-read buffer is stored to; else the last rows are a few tiles a row shorter, run in the
-last row block from the same panels (register_tile_rows.py). The last columns (N %
+ends at row M, overlapping the one before, if no read buffer is stored to (in k blocks
+it stores the rows it recomputes as they are, or C would add their sums twice); else the
+last rows are a few tiles a row shorter, run in the last row block from the same panels
+(register_tile_rows.py). The last columns (N %
 width) are register_tile_edges.py's.
 Within a k block each element of C adds its terms in the order k = 0, 1, ... as the
 plain nest does, the fused multiply-add rounding once per term instead of twice; the
@@ -132,7 +133,6 @@ def _tiles(nest: Nest, cpu, shape: TileShape, operands: tuple, row_parts: list, 
     k_extent = nest.loop_of(operands[3]).extent
     sizes = blocking(cpu if cpu is not None else CpuInfo(), shape, packed_per_call=not prepacked,
                      k_extent=k_extent.value if isinstance(k_extent, tir.IntImm) else None)
-    one_k_block = isinstance(k_extent, tir.IntImm) and k_extent.value <= sizes.k_steps  # each tile stored once
     if isinstance(k_extent, tir.IntImm) and register_tile_rows.recomputable(nest, *operands[4:], epilogues):
         row_parts = register_tile_rows.overlapping(row_parts)
     j_loop = nest.loop_of(operands[2])

@@ -6,8 +6,9 @@ tile moved up to end at row M, recomputing a few rows the tile before it compute
 (overlapping: 128 rows as 22 tiles of 6, the last from row 122). Each tile height is one
 more copy of the tile's code, unrolled by LLVM (the transformer's matmuls: about a
 quarter of their LLVM time), so the overlap is taken where it is correct (recomputable:
-the tile is stored once and reads nothing it stores) and cheap (at most M / OVERLAP_WASTE
-rows recomputed).
+the tile starts from a constant and reads nothing it stores; in k blocks register_tile.py
+stores the recomputed rows as they are) and cheap (at most M / OVERLAP_WASTE rows
+recomputed).
 """
 
 from __future__ import annotations
