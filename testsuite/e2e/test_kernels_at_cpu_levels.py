@@ -81,7 +81,8 @@ def _matmul_cases():
     for m, k, n in shapes:
         cases.append(Case(f"matmul_{m}x{k}x{n}", ((m, k),), ((k, n),), "R.matmul(x0, w0)",
                           lambda x, w: x[0] @ w[0]))
-    for m, k, n in [(1, 784, 512), (1, 13, 17), (7, 33, 64), (13, 300, 33), (64, 17, 96)]:
+    # 70 x 1100: K in k blocks and M no multiple of the tile's rows (an overlapping last tile).
+    for m, k, n in [(1, 784, 512), (1, 13, 17), (7, 33, 64), (13, 300, 33), (64, 17, 96), (70, 1100, 48)]:
         cases.append(Case(f"matmul_bias_relu_{m}x{k}x{n}", ((m, k),), ((k, n), (n,)),
                           "R.nn.relu(R.add(R.matmul(x0, w0), w1))",
                           lambda x, w: np.maximum(x[0] @ w[0] + w[1], 0)))

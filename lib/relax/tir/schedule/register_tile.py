@@ -256,7 +256,8 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         if overlaps and blocked:  # the last tile ends at row M
             i0 = tir.Min(first, const(i_loop.extent.value - rows_per_tile))
         # In k blocks, C += each block's sums: the rows an overlapping tile recomputes would be
-        # added twice, so it stores them as they are (a select, no branch).
+        # added twice, so it stores them as they are (a select on the row, no branch; the loop's
+        # other tiles skip none).
         skipped = first - i0 if overlaps and blocked and not k_tiles.whole else None
         return loop(i_tile, extent, tile(rows_per_tile, i0, skipped), independent=True)
 
