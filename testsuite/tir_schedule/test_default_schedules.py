@@ -129,8 +129,8 @@ def test_big_matmul_gets_a_parallel_register_tile():
     scheduled = default_cpu_schedule(func)
     loops = _matmul_loops(scheduled)
     assert loops[0][1] == "parallel" and all(kind != "parallel" for _, kind in loops[1:])
-    # 1024 rows, 2 vectors wide (AVX2, SSE): 169 tiles of 6 and 2 of 5 where K is cut into k blocks, else 171
-    # of 6, the last one overlapping (the host's L2 decides); or 256 tiles of 4 x 4 vectors (AVX-512, NEON)
+    # 1024 rows, 2 vectors wide (AVX2, SSE): 171 tiles of 6, the last one overlapping (169 of 6 and 2 of 5 in a
+    # kernel whose tiles may not be computed twice); or 256 tiles of 4 x 4 vectors (AVX-512, NEON)
     assert len(fma_calls(scheduled.body)) in ((6 + 5) * 2, 6 * 2, 4 * 4)
     assert all(not loop.annotations for loop in collect(scheduled.body, tir.For))
 

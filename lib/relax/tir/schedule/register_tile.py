@@ -253,12 +253,12 @@ def _microkernel(nest: Nest, sizes, shape: TileShape, chunks: tuple, outer_value
         extent = (register_tile_rows.tiles_in_block(tiles, block_tiles, row_blocks, row_block, const)
                   if blocked else const(tiles))
         i0 = first = const(i_start) + local_row * const(rows_per_tile)
+        skipped = None
         if overlaps and blocked:  # the last tile ends at row M
             i0 = tir.Min(first, const(i_loop.extent.value - rows_per_tile))
-        # In k blocks, C += each block's sums: the rows an overlapping tile recomputes would be
-        # added twice, so it stores them as they are (a select on the row, no branch; the loop's
-        # other tiles skip none).
-        skipped = first - i0 if overlaps and blocked and not k_tiles.whole else None
+            # In k blocks, C += each block's sums: the rows it recomputes would be added twice, so
+            # it stores them as they are (a select on the row, no branch; the other tiles skip none).
+            skipped = None if k_tiles.whole else first - i0
         return loop(i_tile, extent, tile(rows_per_tile, i0, skipped), independent=True)
 
     # The shorter tiles run in the last row block, after the full ones, from the same panels.
