@@ -149,6 +149,10 @@ _STORES = {"assign": "self.{name} = {value}", "object": "_setattr(self, {name!r}
 
 
 _INIT_CODES: dict[tuple, types.CodeType] = {}
+# Per shape (how many positional and keyword fields, which have factories, __post_init__,
+# store): one compiled __init__ with placeholder names, which each field list renames.
+_INIT_TEMPLATES: dict[tuple, types.CodeType] = {}
+_TEMPLATE_NAMES = frozenset({"self", "state", "_FACTORY", "_factories", "_setattr"})
 
 
 def _init_code(positional: tuple[str, ...], keyword: tuple[str, ...], factory_fields: tuple[str, ...],
@@ -156,16 +160,40 @@ def _init_code(positional: tuple[str, ...], keyword: tuple[str, ...], factory_fi
     key = (positional, keyword, factory_fields, post_init, store)
     code = _INIT_CODES.get(key)
     if code is None:
-        params = ", ".join(("self",) + positional + (("*",) + keyword if keyword else ()))
-        lines = [f"def __init__({params}):"] + (["    state = self.__dict__"] if store == "dict" else [])
-        for name in positional + keyword:
-            value = f"_factories[{name!r}]() if {name} is _FACTORY else {name}" if name in factory_fields else name
-            lines.append("    " + _STORES[store].format(name=name, value=value))
-        if post_init:
-            lines.append("    self.__post_init__()")
-        if len(lines) == 1:
-            lines.append("    pass")
-        namespace: dict[str, Any] = {}
-        exec("\n".join(lines), {}, namespace)  # source built from field names only
-        code = _INIT_CODES[key] = namespace["__init__"].__code__
+        # Compiling source costs a hundred times what renaming a code object does, and the
+        # classes of a start share a few dozen shapes among them.
+        names = positional + keyword
+        if _TEMPLATE_NAMES.intersection(names):  # a field that a template's own name would meet
+            code = _INIT_CODES[key] = _compile_init(positional, keyword, factory_fields, post_init, store)
+            return code
+        placeholders = tuple(f"_field{index}" for index in range(len(names)))
+        factories = tuple(index for index, name in enumerate(names) if name in factory_fields)
+        shape = (len(positional), len(keyword), factories, post_init, store)
+        template = _INIT_TEMPLATES.get(shape)
+        if template is None:
+            template = _INIT_TEMPLATES[shape] = _compile_init(
+                placeholders[:len(positional)], placeholders[len(positional):],
+                tuple(placeholders[index] for index in factories), post_init, store)
+        renamed = dict(zip(placeholders, names))
+        code = _INIT_CODES[key] = template.replace(
+            co_varnames=tuple(renamed.get(name, name) for name in template.co_varnames),
+            co_names=tuple(renamed.get(name, name) for name in template.co_names),
+            co_consts=tuple(renamed.get(value, value) if isinstance(value, str) else value
+                            for value in template.co_consts))
     return code
+
+
+def _compile_init(positional: tuple[str, ...], keyword: tuple[str, ...], factory_fields: tuple[str, ...],
+                  post_init: bool, store: str) -> types.CodeType:
+    params = ", ".join(("self",) + positional + (("*",) + keyword if keyword else ()))
+    lines = [f"def __init__({params}):"] + (["    state = self.__dict__"] if store == "dict" else [])
+    for name in positional + keyword:
+        value = f"_factories[{name!r}]() if {name} is _FACTORY else {name}" if name in factory_fields else name
+        lines.append("    " + _STORES[store].format(name=name, value=value))
+    if post_init:
+        lines.append("    self.__post_init__()")
+    if len(lines) == 1:
+        lines.append("    pass")
+    namespace: dict[str, Any] = {}
+    exec("\n".join(lines), {}, namespace)  # source built from placeholder names only
+    return namespace["__init__"].__code__
