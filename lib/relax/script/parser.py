@@ -26,6 +26,7 @@ from .relax_literals import attr_dict, attr_value
 from .py_function import is_py_func_decorator, parse_py_function
 from .relax_dtensor import MESH_NAMES, read_device_mesh
 from .relax_parser import RelaxFunctionParser, symbolic_declarations
+from .signature_bodies import without_bodies
 from .tir_parser import parse_prim_func
 
 # `from tvm.script import tirx as T` is what newer TVM prints for the TIR dialect.
@@ -51,10 +52,7 @@ def _parse_module(text: str, source_name: str, signatures_only) -> ir.IRModule:
     ctx.signatures_only = frozenset(signatures_only)
     ast_text, ctx.array_literals = array_literals.extract(text)
     try:
-        # Python's own warnings (such as "invalid escape sequence") are not ours to print.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(ast_text, filename=source_name)
+        tree = _syntax_tree(ast_text, source_name, ctx.signatures_only)
     except SyntaxError as error:
         raise DiagnosticError([_syntax_error(error, source_name, ast_text)]) from None
     except (ValueError, RecursionError, MemoryError) as error:  # NUL bytes, absurd nesting
@@ -68,6 +66,22 @@ def _parse_module(text: str, source_name: str, signatures_only) -> ir.IRModule:
     ctx.diagnostics.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
     ctx.raise_if_errors()
     return module
+
+
+def _syntax_tree(text: str, source_name: str, signatures_only) -> ast.Module:
+    """Python's syntax tree of `text`, without the loops of the kernels read as signatures
+    only where that cut reads (signature_bodies.py); the whole text otherwise."""
+    # Python's own warnings (such as "invalid escape sequence") are not ours to print.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if signatures_only:
+            cut = without_bodies(text, signatures_only)
+            if cut is not text:
+                try:
+                    return ast.parse(cut, filename=source_name)
+                except SyntaxError:
+                    pass  # reported from the whole text
+        return ast.parse(text, filename=source_name)
 
 
 def _syntax_error(error: SyntaxError, source_name: str, text: str) -> Diagnostic:
