@@ -20,7 +20,8 @@ cli = importlib.import_module(f"{tool}.cli")
 from relax.driver.runner import run_command
 code = run_command(cli.command, tool, args)
 loaded = [name for name in ("llvmlite.binding", "relax.vm.machine.virtual_machine", "relax.tir.pipeline",
-                            "relax.tir.gpu_schedule", "relax.codegen.build_kernels")
+                            "relax.tir.gpu_schedule", "relax.codegen.build_kernels",
+                            "relax.runtime.kernels.library")
           if name in sys.modules]
 print("exit", code, "loaded", *loaded, file=sys.stderr)
 """
@@ -72,6 +73,13 @@ def test_building_cpu_kernels_loads_no_gpu_schedule(tmp_path):
     assert "relax.tir.gpu_schedule" not in loaded
 
 
+def test_building_kernels_loads_no_kernel_loader(tmp_path):
+    """A build writes kernel objects and never loads them: the loader (and its native call
+    path) is for running and folding constants."""
+    assert "relax.runtime.kernels.library" not in _loaded("relaxc", MLP, "-o", tmp_path / "mlp.vmx")
+    assert "relax.runtime.kernels.library" not in _loaded("relaxc", "--emit", "kernels", MLP, "-o", tmp_path / "mlp.ko")
+
+
 def test_the_probe_sees_what_running_loads(built, tmp_path):
     """The control of the tests above: running an artifact needs the machine and the loader."""
     subprocess.run([sys.executable, "-m", "relaxld", str(built / "mlp.vmo"), str(built / "mlp.ko"),
@@ -80,6 +88,7 @@ def test_the_probe_sees_what_running_loads(built, tmp_path):
               "10xf32=0"]
     loaded = _loaded("relaxrun", tmp_path / "mlp.vmx", *(arg for value in inputs for arg in ("--input", value)))
     assert "llvmlite.binding" in loaded and "relax.vm.machine.virtual_machine" in loaded
+    assert "relax.runtime.kernels.library" in loaded
 
 
 def test_importing_the_vm_registers_its_builtins_and_loads_no_llvm():

@@ -20,6 +20,7 @@ they are linked into one module.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
@@ -29,7 +30,6 @@ from ..ir import tir
 from ..ir.module import IRModule
 from ..ir.pass_infra import PassContext
 from ..ir.node import Node
-from ..runtime.kernels.library import KernelLibrary, load_kernel_library
 from ..runtime.kernels.llvm_compile import optimize
 from .kernel_cache import KernelCache, cache_key
 from .kernel_codegen import (DEFAULT_FLOAT_FLAGS, emit_signature, generate_forwarding_kernel,
@@ -45,6 +45,9 @@ from .parallel import LAUNCHER, link_launcher
 from ..runtime.kernels.libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
 from .vector_math import declare_vector_variants
 from ..target.vector_width import vector_extensions
+
+if TYPE_CHECKING:
+    from ..runtime.kernels.library import KernelLibrary
 
 
 def prim_funcs(mod) -> dict[str, tir.PrimFunc]:
@@ -301,4 +304,6 @@ def _parsed(target):
 
 def build_host_library(mod, target=None, prefer: str = "native", context=None) -> KernelLibrary:
     """The kernels of `mod` compiled for this host and linked in-process."""
+    from ..runtime.kernels.library import load_kernel_library  # the loader: none of a build's own work
+
     return load_kernel_library(build_kernel_object(mod, [target], context=context), "<built>", prefer=prefer)
