@@ -316,3 +316,36 @@ def test_an_unrolled_loop_reads_and_writes_from_bases_computed_before_it():
             expected[position] = 3 * x[position]
             expected[position + 2] = x[position + 2]
     np.testing.assert_array_equal(out, expected)
+
+
+def test_the_hoisted_base_of_a_scalar_access_is_frozen_and_of_a_vector_access_is_not():
+    """A register tile broadcasts one element of each A row per slot: every such base is a
+    `freeze`, which LLVM's scalar evolution reads as a value of its own, so that loop
+    strength reduction sees each row as one base and not as a sum over every loop around
+    (its search over batched matmuls' rows ran out of budget: hoisted_bases.py). The
+    vector accesses (B's panel) keep plain bases, which it reduces to one pointer."""
+    import numpy as np
+    from codegen_tir import i64, kernel, load, loop, param, store
+
+    from relax.codegen import build_host_library
+
+    a, b, c = param("A", "float32", (64,)), param("B", "float32", (64,)), param("C", "float32", (64,))
+    t, s = tir.Var("t", "int64"), tir.Var("s", "int64")
+    scalar = tir.Add(tir.Mul(t, i64(16)), s)
+    vector = tir.Ramp(tir.Add(tir.Mul(t, i64(16)), tir.Mul(s, i64(8))), i64(1), 8)
+    value = tir.Mul(tir.Broadcast(load(a[1], scalar), 8), load(b[1], vector))
+    funcs = {"tile": kernel([a, b, c], loop(t, i64(4), loop(s, i64(2), store(c[1], vector, value), kind="unrolled")))}
+    text = emit_llvm_ir(funcs, optimized=False)
+    tile = re.search(r"\nfor_t_body:.*?\n\n", text, re.S).group(0)
+    frozen = re.findall(r"(%\S+) = freeze ptr %\S+\n", tile)
+    assert len(frozen) == 1, tile  # &A[16t]; B's and C's bases stay plain
+    assert re.search(rf"getelementptr inbounds float, ptr {re.escape(frozen[0])}, ", text), text  # A's slots
+    x, y = np.arange(64, dtype=np.float32), np.linspace(1, 2, 64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    build_host_library(funcs).get_function("tile")(x, y, out)
+    expected = np.zeros(64, np.float32)
+    for tile_index in range(4):
+        for slot in range(2):
+            lanes = slice(16 * tile_index + 8 * slot, 16 * tile_index + 8 * slot + 8)
+            expected[lanes] = x[16 * tile_index + slot] * y[lanes]
+    np.testing.assert_array_equal(out, expected)

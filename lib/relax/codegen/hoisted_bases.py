@@ -13,6 +13,15 @@ variables all bound before it) gets `&buffer[invariant terms]` once, before the 
 and the body adds only the other terms. Only where the other terms are 0 at the loop's
 first iteration, so that the hoisted pointer is an element the loop does access and
 stays an in-bounds address.
+
+The base of a scalar access (a tile's row of A, one element broadcast per slot) is
+frozen: `freeze` gives the same address, but LLVM's scalar evolution takes it as a value
+of its own. Otherwise loop strength reduction, in the code generator, sees each row as a
+recurrence over every loop around the tile, and where one of those is a batch or a k
+block, the rows' constant offsets sit inside those recurrences: six rows (twelve, k
+unrolled twice) become as many unrelated uses, whose combinations it searches until its
+budget runs out. Frozen, a row is one base plus constants. Vector accesses (B's panel,
+C) are few and keep plain bases, which it reduces to one pointer.
 """
 
 from __future__ import annotations
@@ -74,7 +83,9 @@ class HoistedBases:
             if split is None:
                 continue
             invariant, rest = split
-            self.hoisted[key] = (self.index_pointer(access.buffer, invariant), rest)
+            pointer = self.index_pointer(access.buffer, invariant)
+            scalar = not isinstance(access.indices[0], tir.Ramp)
+            self.hoisted[key] = (_frozen(self.builder, pointer) if scalar else pointer, rest)
             added.append(key)
         return added
 
@@ -85,6 +96,15 @@ class HoistedBases:
             return None
         base, rest = found
         return self.pointer_at(base, memory_type(buffer.dtype), self._index64(self.emit(rest), rest.dtype))
+
+
+def _frozen(builder: ir.IRBuilder, pointer: ir.Value) -> ir.Value:
+    """`freeze` of `pointer`: the same address, which LLVM's scalar evolution takes as a
+    value of its own rather than a sum over the loops around (llvmlite's builder has no
+    freeze; its generic instruction prints as one)."""
+    instruction = ir.instructions.Instruction(builder.block, pointer.type, "freeze", (pointer,))
+    builder._insert(instruction)
+    return instruction
 
 
 def _bound_var(node) -> tir.Var:
