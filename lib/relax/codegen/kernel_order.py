@@ -13,26 +13,27 @@ lowering (figures: docs/performance-notes.md).
 from __future__ import annotations
 
 from ..ir import tir
-from ..tir.rewrite import walk
+from ..tir.loop_nests import statements
 
 
 def reduction_work(func: tir.PrimFunc) -> int:
     """The summed iteration counts of the blocks of `func` that reduce (0 when none does; a
     block with an extent that is not a constant counts nothing)."""
-    total = [0]
+    total = 0
+    for node in statements(func.body):  # blocks are statements: expressions need no search
+        if isinstance(node, tir.Block) and any(iv.iter_type == "CommReduce" for iv in node.iter_vars):
+            total += _iterations(node)
+    return total
 
-    def visit(node) -> None:
-        if any(iv.iter_type == "CommReduce" for iv in node.iter_vars):
-            count = 1
-            for iter_var in node.iter_vars:
-                extent = iter_var.dom.extent if iter_var.dom is not None else None
-                if not isinstance(extent, tir.IntImm):
-                    return
-                count *= extent.value
-            total[0] += count
 
-    walk(func.body, visit, tir.Block)
-    return total[0]
+def _iterations(block: tir.Block) -> int:
+    count = 1
+    for iter_var in block.iter_vars:
+        extent = iter_var.dom.extent if iter_var.dom is not None else None
+        if not isinstance(extent, tir.IntImm):
+            return 0
+        count *= extent.value
+    return count
 
 
 def generation_order(groups: list[list[str]], funcs: dict) -> list[list[str]]:
