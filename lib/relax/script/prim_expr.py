@@ -15,6 +15,7 @@ any other error abandons the expression (ParseAbort).
 from __future__ import annotations
 
 import ast
+import keyword
 from typing import Callable
 
 from ..ir import dtype as dt
@@ -86,8 +87,13 @@ def embedded_expression(node: ast.Constant, ctx: ParseContext, report: bool = Tr
 
     Locations are moved onto the string in the source, so errors point into it.
     """
+    text = node.value.strip()
     try:
-        parsed = ast.parse(node.value.strip(), mode="eval").body
+        # A bare name (a dtype, a size variable) is most strings: its tree needs no parse
+        # (ASCII only: the parser would NFKC-normalize other names).
+        parsed = (ast.Name(text, ast.Load(), lineno=1, col_offset=0, end_lineno=1, end_col_offset=len(text))
+                  if text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
+                  else ast.parse(text, mode="eval").body)
     except SyntaxError:
         if not report:
             raise ParseAbort(node.value) from None
