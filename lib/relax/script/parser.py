@@ -69,8 +69,8 @@ def _parse_module(text: str, source_name: str, signatures_only) -> ir.IRModule:
 
 
 def _syntax_tree(text: str, source_name: str, signatures_only) -> ast.Module:
-    """Python's syntax tree of `text`, without the loops of the kernels read as signatures
-    only where that cut reads (signature_bodies.py); the whole text otherwise."""
+    """Python's syntax tree of `text`; with `signatures_only`, of the text with those kernels'
+    loops blanked (signature_bodies.py) when that reads, else of the whole text."""
     # Python's own warnings (such as "invalid escape sequence") are not ours to print.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

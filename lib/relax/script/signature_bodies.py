@@ -7,12 +7,13 @@ parameters, the return type and the body's top-level one-line statements
 the text, and `ast` would still build a Python object for every name and number in
 them. So before the text goes to `ast`, each such function's nested blocks are
 blanked line by line: every line stays where it was, and with it every source
-location the bytecode records. What is blanked is exactly what the reader skips:
+location the bytecode records. Blanked is only what the reader skips anyway:
 
 - a top-level statement that opens a block (`for ...:`, `with ...:`) and every line
-  below it;
-- nothing of a function whose header or top-level lines are not one complete line each
-  (an open bracket, a backslash, a triple-quoted string): that function stays whole.
+  below it (a `pass` takes the first one's place where nothing else is left);
+- nothing of a function where a line is not one complete line of its own (an open
+  bracket, a backslash; anywhere in a text with a triple-quoted string): that function
+  stays whole, and so does all of such a text.
 
 A cut text that `ast` rejects is never reported: the parser reads the whole text again
 (parser.py), so that errors name the text as written.
