@@ -160,8 +160,8 @@ def _init_code(positional: tuple[str, ...], keyword: tuple[str, ...], factory_fi
     key = (positional, keyword, factory_fields, post_init, store)
     code = _INIT_CODES.get(key)
     if code is None:
-        # Compiling source costs a hundred times what renaming a code object does, and the
-        # classes of a start share a few dozen shapes among them.
+        # Compiling source is far dearer than renaming a code object, and the classes of a
+        # start share a few dozen shapes among them.
         names = positional + keyword
         if _TEMPLATE_NAMES.intersection(names):  # a field that a template's own name would meet
             code = _INIT_CODES[key] = _compile_init(positional, keyword, factory_fields, post_init, store)

@@ -50,8 +50,8 @@ def _one_line_header(line: str) -> bool:
 
 
 def _body(lines: list[str], start: int, def_indent: int) -> tuple[int, dict[int, str]]:
-    """(the index of the first line after the function, its lines' replacements: empty
-    where a top-level line of its body is not one complete statement)."""
+    """(the index of the first line after the function, its lines' replacements: none
+    where a line of its body is not one complete statement)."""
     body_indent, replaced, kept, in_block = None, {}, False, False
     end = len(lines)
     for index in range(start, len(lines)):
