@@ -172,31 +172,16 @@ def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(run[0] for run in runs), statistics.median(run[1] for run in runs)
 
 
-PYTHON_LOOP = 3_000_000  # iterations of python_loop_seconds's loop
-
-
-def python_loop_seconds(repeat: int = 3) -> float:
-    """The best of `repeat` timings of a plain Python loop: one core's speed at Python now."""
-    best = float("inf")
-    for _ in range(repeat):
-        start, total = time.perf_counter(), 0
-        for i in range(PYTHON_LOOP):
-            total += i * i
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def _machine_checks(when: str) -> None:
     """bench/fma_peak.py's check whether the second core is the machine's own just now, and
     how fast one core runs Python."""
     bench = str(pathlib.Path(__file__).resolve().parent)
     if bench not in sys.path:
         sys.path.insert(0, bench)
-    from fma_peak import parallel_check
+    from fma_peak import parallel_check, python_check
 
     parallel_check(2, when)
-    print(f"# one core {when}: a Python loop of {PYTHON_LOOP:,} iterations took {python_loop_seconds():.3f} s"
-          " (best of 3)", flush=True)
+    python_check(when)
 
 
 def main() -> None:

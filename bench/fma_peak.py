@@ -15,6 +15,12 @@ virtual machine whose other cores are shared (the 2-core machines here, some day
 runs two threads at one thread's rate for tens of milliseconds at a time, and every
 two-thread figure of such a run is low. bench/peers.py reports it before and after
 its workloads and warns when the cores were shared.
+
+python_loop_seconds times a plain Python loop: how fast one core runs Python just then.
+A virtual machine's core runs Python up to a third slower for seconds at a time (on
+the 2-core Zen 4 here about one process in ten ran its whole life so), and whatever
+is mostly Python slows with it (relaxc, the VM's interpreter) while compiled peers
+barely move. bench/compile.py and bench/peers.py print it before and after.
 """
 
 from __future__ import annotations
@@ -113,6 +119,28 @@ def scaling_report(ratios: list[float], threads: int, when: str) -> str:
         line += (f"\n# warning: the cores were shared {when} (median under {SHARED_SCALING:.2f} x {threads}): "
                  f"figures on more than one thread are unreliable; run again")
     return line
+
+
+PYTHON_LOOP = 3_000_000  # iterations of python_loop_seconds's loop
+
+
+def python_loop_seconds(repeat: int = 3, iterations: int | None = None) -> float:
+    """The best of `repeat` timings of a plain Python loop of `iterations` (default
+    PYTHON_LOOP): one core's speed at Python now."""
+    iterations = PYTHON_LOOP if iterations is None else iterations
+    best = float("inf")
+    for _ in range(repeat):
+        start, total = time.perf_counter(), 0
+        for i in range(iterations):
+            total += i * i
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def python_check(when: str) -> None:
+    """Prints python_loop_seconds `when` (bench/compile.py's and bench/peers.py's line)."""
+    print(f"# one core {when}: a Python loop of {PYTHON_LOOP:,} iterations took {python_loop_seconds():.3f} s"
+          " (best of 3)", flush=True)
 
 
 def parallel_check(threads: int, when: str) -> None:

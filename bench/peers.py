@@ -36,7 +36,10 @@ FMA peak of independent vector multiply-adds on every thread (bench/fma_peak.py)
 Before the workloads and after them, a parallel check times the threads' FMA loops
 against one thread's in short pairs and warns when the median falls under 0.85 of the
 thread count: a virtual machine's shared cores then ran the run's two-thread figures
-slow, and the run should be repeated.
+slow, and the run should be repeated. A plain Python loop is timed there too, and,
+for a workload with an interpreter row (chain200), after each round: the interpreter is
+Python, and a core that runs Python a third slower for seconds at a time (one process
+in ten on the 2-core Zen 4 here) slows its row and not the compiled peers'.
 numpy's OpenBLAS threads are told not to busy-wait between calls
 (OPENBLAS_THREAD_TIMEOUT=4), so that they do not take the next peer's cores.
 Absolute times drift on shared machines: compare the rows of one run.
@@ -76,7 +79,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import peers_numpy  # noqa: E402
-from fma_peak import fma_peak_gflops, parallel_check  # noqa: E402
+from fma_peak import fma_peak_gflops, parallel_check, python_check, python_loop_seconds  # noqa: E402
 from kernel_shares import kernel_share_rows  # noqa: E402
 from peers_report import cpu_name, ratio_line  # noqa: E402
 
@@ -108,6 +111,9 @@ SETTLE_SECONDS = 0.15
 # Untimed calls at the start of each batch, about this long (at least two): after the
 # settle, a peer's first calls find its threads asleep and its data out of the caches.
 WARM_UP_SECONDS = 0.005
+# Iterations of the Python loop timed between the rounds of a workload with an
+# interpreter row (a few ms).
+PROBE_LOOP = 300_000
 THREAD_VARIABLES = ("RELAX_BENCH_THREADS", "RELAX_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                     "MKL_NUM_THREADS", "TVM_NUM_THREADS")
 TOLERANCE = 1e-3
@@ -230,9 +236,12 @@ def tvm_peer(name, python: str, inputs, scratch: pathlib.Path) -> Peer:
 # ---- timing --------------------------------------------------------------------------------
 
 
-def measure(peers: list[Peer], budget: float, settle: float = SETTLE_SECONDS) -> None:
+def measure(peers: list[Peer], budget: float, settle: float = SETTLE_SECONDS,
+            probe: Callable[[], float] | None = None) -> list[float]:
     """Round robin: the machine idles `settle` seconds, then each peer in turn runs a few
-    untimed calls and a timed batch."""
+    untimed calls and a timed batch; `probe`, when given, runs after each round, and
+    its results are returned."""
+    probes: list[float] = []
     # Each peer has run once already (its checked output); two more calls estimate its cost.
     estimates = {}
     for peer in peers:
@@ -252,9 +261,11 @@ def measure(peers: list[Peer], budget: float, settle: float = SETTLE_SECONDS) ->
             time.sleep(settle)
             peer.run_batch(warm_up[peer.name])  # untimed: its threads awake, its data in cache
             peer.times.extend(peer.run_batch(batches[peer.name]))
+        if probe is not None:
+            probes.append(probe())
         round_index += 1
         if time.perf_counter() > deadline and all(len(p.times) >= minimum_calls for p in peers):
-            return
+            return probes
 
 
 def machine_limits() -> dict[str, float]:
@@ -315,8 +326,11 @@ def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
             peers.append(peer)
     if args.tvm_python:
         peers.append(tvm_peer(name, args.tvm_python, inputs, scratch))
+    # The interpreter is Python: its row moves with the core's speed at Python, which a
+    # loop timed between the rounds shows (bench/fma_peak.py, python_loop_seconds).
+    probe = (lambda: python_loop_seconds(1, PROBE_LOOP)) if "interp" in modes else None
     try:
-        measure(peers, args.budget, args.settle_ms / 1000)
+        probes = measure(peers, args.budget, args.settle_ms / 1000, probe)
     finally:
         for peer in peers:
             peer.close()
@@ -328,6 +342,10 @@ def bench_workload(name: str, args, scratch: pathlib.Path) -> list[str]:
         ns = medians[peer.name]
         rows.append(f"{name if peer is peers[0] else '':<12} {peer.name:<14} {duration_text(ns):>10} "
                     f"{ns / best:>8.1f}x {throughput_text(name, ns):>16} {len(peer.times):>7}  {check_text(peer, reference)}")
+    if probes:
+        rows.append(f"  one core at Python between the rounds: a loop of {PROBE_LOOP:,} iterations took "
+                    f"{statistics.median(probes) * 1e3:.1f} ms (median; {min(probes) * 1e3:.1f}-"
+                    f"{max(probes) * 1e3:.1f})")
     if not args.no_kernel_shares:
         rows.extend(kernel_share_rows(lowered, exe, inputs, args.fma_gflops))
     return rows, medians
@@ -374,6 +392,7 @@ def main(argv=None) -> int:
           f"numpy sgemm {limits['sgemm_gflops']:.1f} GFLOP/s, "
           f"float32 FMA peak {limits['fma_gflops']:.1f} GFLOP/s (bench/fma_peak.py)")
     parallel_check(threads, "before the workloads")
+    python_check("before the workloads")
     if args.no_onnxruntime or importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
         print("# onnxruntime: not measured (pip install .[bench] for onnxruntime and onnx)")
     else:
@@ -389,6 +408,7 @@ def main(argv=None) -> int:
             rows, medians[name] = bench_workload(name, args, pathlib.Path(scratch))
             print("\n".join(rows), flush=True)
     parallel_check(threads, "after the workloads")
+    python_check("after the workloads")
     summary = ratio_line(medians)
     print(f"# {time.perf_counter() - started:.0f} s in all" + ("" if summary is None else f"\n{summary}"))
     return 0

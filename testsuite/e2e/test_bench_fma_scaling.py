@@ -35,3 +35,27 @@ def test_shared_cores_are_named_in_a_warning(fma_peak):
 def test_thread_scaling_times_pairs_of_runs(fma_peak):
     ratios = fma_peak.thread_scaling(2, samples=3, iterations=20_000)
     assert len(ratios) == 3 and all(ratio > 0 for ratio in ratios)  # values depend on the machine: not checked
+
+
+def test_a_probe_runs_once_a_round_after_the_peers_batches(monkeypatch):
+    """bench/peers.py times a Python loop after each round of a workload with an interpreter
+    row: one result per round, taken after every peer's batches of that round."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import numpy as np
+    import peers
+
+    events = []
+
+    def batches_of(name):
+        def run_batch(n):
+            events.append(name)
+            return [1000] * n
+        return run_batch
+
+    first, second = peers.Peer("a", batches_of("a"), np.zeros(1)), peers.Peer("b", batches_of("b"), np.zeros(1))
+    probes = peers.measure([first, second], budget=0.0, settle=0.0, probe=lambda: events.append("probe") or 0.5)
+    rounds = events[4:]  # after each peer's two estimating batches
+    assert probes and probes == [0.5] * rounds.count("probe")
+    for start in range(0, len(rounds), 5):  # a round: each peer's untimed and timed batch, then the probe
+        assert sorted(rounds[start:start + 4]) == ["a", "a", "b", "b"] and rounds[start + 4] == "probe"
+    assert len(first.times) >= 5 and len(second.times) >= 5
