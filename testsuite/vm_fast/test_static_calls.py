@@ -8,7 +8,7 @@ from relax.build import build
 from relax.runtime.kernels import KernelCallError, fast_native
 from relax.script import parse
 from relax.vm import VirtualMachine
-from relax.vm.machine.decoder import ALLOC_CALL
+from relax.vm.machine.decoder import ALLOC_CALL, ALLOC_CALL2, ALLOC_CALL3, ALLOC_CALLS
 
 CHAIN = """
 @I.ir_module
@@ -30,7 +30,13 @@ def exe():
 
 
 def fused(vm) -> int:
-    return sum(step[0] == ALLOC_CALL for function in vm._bytecode if function is not None for step in function.code)
+    return len(fused_ops(vm))
+
+
+def fused_ops(vm) -> list[int]:
+    kinds = set(ALLOC_CALLS.values())
+    return [step[0] for function in vm._bytecode if function is not None for step in function.code
+            if step[0] in kinds]
 
 
 def expected(x):
@@ -100,8 +106,40 @@ def test_a_failing_fused_call_is_named_in_the_backtrace():
                          'out_sinfo=R.Tensor((4,), dtype="float32"))')
     vm = VirtualMachine(build(parse(text), "llvm", 0), "cpu", exec_mode="interp")
     main = vm._function("main")
-    fused_at = [pc for pc, step in enumerate(main.code) if step[0] == ALLOC_CALL]
-    assert len(fused_at) == 3
+    fused_at = [pc for pc, step in enumerate(main.code) if step[0] in ALLOC_CALLS.values()]
+    assert [main.code[pc][0] for pc in fused_at] == [ALLOC_CALL3, ALLOC_CALL2, ALLOC_CALL3]
     with pytest.raises(VMError, match="refused") as info:
         vm["main"](np.arange(4, dtype=np.float32))
     assert info.value.backtrace[-1].pc == fused_at[1] + 2  # the call's own position, not the allocation's
+
+
+UNARY_AND_WIDE = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32"), w: R.Tensor((4, 4), dtype="float32"),
+             b: R.Tensor((4,), dtype="float32"), g: R.Tensor((4,), dtype="float32")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            c = R.add(R.matmul(a, w), b)
+            d = R.exp(c)
+            e = R.nn.layer_norm(d, g, b, axes=[-1], epsilon=1e-5)
+            R.output(e)
+        return e
+"""
+
+
+def test_calls_of_two_three_and_more_arguments_fuse_by_their_count():
+    exe = build(parse(UNARY_AND_WIDE), "llvm", 0)
+    vm = VirtualMachine(exe, "cpu", exec_mode="interp")
+    rng = np.random.default_rng(0)
+    x, w, b, g = (rng.standard_normal(shape).astype(np.float32) for shape in ((4,), (4, 4), (4,), (4,)))
+    d = np.exp(np.maximum(x, 0) @ w + b)
+    reference = (d - d.mean()) / np.sqrt(d.var() + 1e-5) * g + b
+    ops = fused_ops(vm)
+    # relu, exp (x, out); add, matmul (x, y, out); layer_norm (x, gamma, beta, out)
+    assert {ALLOC_CALL2, ALLOC_CALL3, ALLOC_CALL} <= set(ops)
+    for _ in range(2):
+        np.testing.assert_allclose(vm["main"](x, w, b, g), reference, rtol=1e-4, atol=1e-5)
+    unfused = VirtualMachine(exe, "cpu", exec_mode="interp", memory="naive")
+    np.testing.assert_array_equal(vm["main"](x, w, b, g), unfused["main"](x, w, b, g))

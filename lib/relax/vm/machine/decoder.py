@@ -8,7 +8,7 @@ list, and a new frame is one list copy. Jumps become absolute positions.
 
 Decoded instructions (first element is the operation):
 
-    (CALL, callable, gather, dst)     dst = callable(*gather(regs))
+    (CALL, callable, gather, dst, slots)   dst = callable(*gather(regs))
     (CALL1, callable, slot, dst)      dst = callable(regs[slot])
     (CALL0, callable, None, dst)      dst = callable()
     (CALL_VM, code, gather, dst, template, num_args)   push a frame for a bytecode function
@@ -18,6 +18,10 @@ Decoded instructions (first element is the operation):
     (CALL_HOOKED, callable, gather, dst, name, callee)   a call seen by the instrument
     (ALLOC_CALL, site, tensor_dst, callable, gather, call_pc, dst)   a static allocation and the call
                                       after it, as one (static_calls.py; the interpreter only)
+    (ALLOC_CALL2, site, tensor_dst, callable, slot0, slot1, call_pc, dst)         the same for a
+    (ALLOC_CALL3, site, tensor_dst, callable, slot0, slot1, slot2, call_pc, dst)  call of two or
+                                      three arguments (a unary or binary operator and its output),
+                                      which reads them by slot and calls with them as they are
     (RET, slot)
     (GOTO, target)
     (IF, slot, false_target)
@@ -34,7 +38,10 @@ from .builtins import invoke_closure
 from ..bytecode.executable import Executable, FuncInfo
 from ..bytecode.isa import VM_REGISTER, VOID_REGISTER, ArgKind, Opcode, decode_arg
 
-CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_VM1, CALL_CLOSURE, CALL_HOOKED, ALLOC_CALL = range(11)
+(CALL, CALL1, CALL0, RET, GOTO, IF, CALL_VM, CALL_VM1, CALL_CLOSURE, CALL_HOOKED, ALLOC_CALL, ALLOC_CALL2,
+ ALLOC_CALL3) = range(13)
+# The fused allocation-and-call instructions, by the argument count they read by slot (None: any).
+ALLOC_CALLS = {2: ALLOC_CALL2, 3: ALLOC_CALL3, None: ALLOC_CALL}
 
 
 @record(mutable=True)
@@ -134,4 +141,4 @@ def _decode_call(exe, instr, arg_slots, slots, func_pool, bytecode, hooked) -> t
         return (CALL0, target, None, dst)
     if len(arg_slots) == 1:
         return (CALL1, target, arg_slots[0], dst)
-    return (CALL, target, _gather(arg_slots), dst)
+    return (CALL, target, _gather(arg_slots), dst, tuple(arg_slots))  # the slots for static_calls.py

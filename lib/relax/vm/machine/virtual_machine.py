@@ -26,8 +26,8 @@ from ...runtime.registry import get_global_func
 from . import builtins  # noqa: F401 - registers vm.builtin.* before any lookup
 from .function_api import FunctionAPI
 from .decoder import (
-    ALLOC_CALL, CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET, decode_function,
-    empty_function,
+    ALLOC_CALL, ALLOC_CALL2, ALLOC_CALL3, CALL, CALL0, CALL1, CALL_CLOSURE, CALL_VM, CALL_VM1, GOTO, IF, RET,
+    decode_function, empty_function,
 )
 from ..bytecode.executable import EXEC_MODES, Executable
 from .entry_checks import install_checks
@@ -238,6 +238,24 @@ class VirtualMachine(FunctionAPI):
                 op = instr[0]
                 if op == CALL:
                     regs[instr[3]] = instr[1](*instr[2](regs))
+                    pc += 1
+                elif op == ALLOC_CALL3:  # ALLOC_CALL of three arguments, read by slot
+                    _, site, tensor_dst, target, first, second, third, call_pc, dst = instr
+                    view = site.view
+                    if getrefcount(view) != site.view_refs or getrefcount(site.raw) != site.raw_refs:
+                        view = site.made()
+                    regs[tensor_dst] = view
+                    pc = call_pc
+                    regs[dst] = target(regs[first], regs[second], regs[third])
+                    pc += 1
+                elif op == ALLOC_CALL2:  # ... and of two
+                    _, site, tensor_dst, target, first, second, call_pc, dst = instr
+                    view = site.view
+                    if getrefcount(view) != site.view_refs or getrefcount(site.raw) != site.raw_refs:
+                        view = site.made()
+                    regs[tensor_dst] = view
+                    pc = call_pc
+                    regs[dst] = target(regs[first], regs[second])
                     pc += 1
                 elif op == ALLOC_CALL:  # static_calls.py: the tensor, then the call at instr[5]
                     site = instr[1]
