@@ -9,8 +9,8 @@ ALLOC_CALL instruction (decoder.py) at the first position:
     (ALLOC_CALL, site, tensor_dst, target, gather, call_pc, call_dst)
 
 (ALLOC_CALL2 or ALLOC_CALL3 with the argument slots in place of `gather` where the call
-takes two or three arguments: the loop then reads them and calls without building and
-unpacking a tuple, about a fifth of the time an operator takes on a chain of adds),
+takes two or three arguments, as a unary or binary operator's does: the loop then reads
+them and calls without a tuple built and unpacked per operator),
 which sets the tensor register from a StaticTensor (the two sites, with a cheaper
 reuse check made in the loop itself) and then makes the call, as position `call_pc`
 (a failure's backtrace names the call), and goes on after it. The storage register is never set:
