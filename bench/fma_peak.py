@@ -17,10 +17,10 @@ two-thread figure of such a run is low. bench/peers.py reports it before and aft
 its workloads and warns when the cores were shared.
 
 python_loop_seconds times a plain Python loop: how fast one core runs Python just then.
-A virtual machine's core runs Python a quarter to a third slower for seconds at a time (on
-the 2-core Zen 4 here about one process in ten ran its whole life so), and whatever
-is mostly Python slows with it (relaxc, the VM's interpreter) while compiled peers
-barely move. bench/compile.py and bench/peers.py print it before and after.
+A virtual machine's core runs Python a quarter to a third slower for seconds at a
+time (on the 2-core Zen 4 here about one process in ten ran its whole life so), and
+whatever is mostly Python slows with it (relaxc, the VM's interpreter) while compiled
+peers barely move. bench/compile.py and bench/peers.py print it before and after.
 """
 
 from __future__ import annotations

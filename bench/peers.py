@@ -37,9 +37,10 @@ Before the workloads and after them, a parallel check times the threads' FMA loo
 against one thread's in short pairs and warns when the median falls under 0.85 of the
 thread count: a virtual machine's shared cores then ran the run's two-thread figures
 slow, and the run should be repeated. A plain Python loop is timed there too, and,
-for a workload with an interpreter row (chain200), after each round: the interpreter is
-Python, and a core that runs Python a quarter to a third slower for seconds at a time (one process
-in ten on the 2-core Zen 4 here) slows its row and not the compiled peers'.
+for a workload with an interpreter row (chain200), after each round: the interpreter
+is Python, and a core that runs Python a quarter to a third slower for seconds at a
+time (one process in ten on the 2-core Zen 4 here) slows its row and not the compiled
+peers'.
 numpy's OpenBLAS threads are told not to busy-wait between calls
 (OPENBLAS_THREAD_TIMEOUT=4), so that they do not take the next peer's cores.
 Absolute times drift on shared machines: compare the rows of one run.
