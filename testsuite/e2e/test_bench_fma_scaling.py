@@ -1,7 +1,8 @@
 """bench/fma_peak.py's parallel check, which bench/peers.py prints before and after its
 workloads: a run whose threads shared their cores (a virtual machine's other core taken
 for tens of milliseconds at a time) gets a warning instead of passing for the machine's
-figures."""
+figures. And the Python loop bench/peers.py times between the rounds of a workload with
+an interpreter row."""
 
 import pathlib
 
