@@ -29,7 +29,7 @@ from .static_memory import StorageSite, TensorSite
 class StaticTensor:
     """A StorageSite and the TensorSite of its storage, handing out one tensor.
 
-    The dispatch loop (virtual_machine.py, ALLOC_CALL) hands `view` out again when
+    The dispatch loop (virtual_machine.py, the ALLOC_CALLs) hands `view` out again when
     `getrefcount(view) == view_refs and getrefcount(raw) == raw_refs`: the counts right
     after `made()` made it, when nothing but the sites held it (no register of a running
     frame, no caller, no packed function, no other view of the memory). Otherwise it
@@ -79,7 +79,8 @@ def _reads(exe, info) -> dict[int, int]:
 
 
 def fuse_static_calls(exe, bytecode: list) -> None:
-    """Replaces each fusable alloc_storage / alloc_tensor / call triple by an ALLOC_CALL."""
+    """Replaces each fusable alloc_storage / alloc_tensor / call triple by an ALLOC_CALL
+    (ALLOC_CALL2 or ALLOC_CALL3 for a call of two or three arguments)."""
     from .decoder import ALLOC_CALLS, CALL, CALL0, CALL1, GOTO, IF
 
     for function in bytecode:
@@ -100,7 +101,7 @@ def fuse_static_calls(exe, bytecode: list) -> None:
                 continue
             site = StaticTensor(storage_site, tensor_site)
             slots = third[4]
-            if len(slots) in ALLOC_CALLS:
-                code[pc] = (ALLOC_CALLS[len(slots)], site, second[3], third[1], *slots, pc + 2, third[3])
-            else:
-                code[pc] = (ALLOC_CALLS[None], site, second[3], third[1], third[2], pc + 2, third[3])
+            by_slot = len(slots) in ALLOC_CALLS
+            arguments = slots if by_slot else (third[2],)  # the slots, or the gather
+            code[pc] = (ALLOC_CALLS[len(slots) if by_slot else None], site, second[3], third[1], *arguments,
+                        pc + 2, third[3])
