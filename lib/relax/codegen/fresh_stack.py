@@ -1,16 +1,11 @@
-"""Running deeply recursive Python on a thread of its own, where CPython 3.11 keeps its frames cheap.
+"""Running deeply recursive Python on a thread of its own, with room for its frames.
 
-CPython 3.11 keeps Python frames in 16 KiB chunks per thread; when a call returns
-below the start of a chunk, the chunk is freed (munmap), and the next call that
-crosses that line maps a new one (mmap, then page faults as it is written). The
-thread's first chunk is never freed. The TIR visitors recurse once or more per
-level of an expression, and relaxc runs them far down its own call stack (click,
-the driver, the kernel build), where the recursion goes back and forth across a
-chunk line: thousands of mmap/munmap pairs, each with its page faults, slow the
-lowering markedly (docs/performance-notes.md). `call_on_fresh_stack` runs a
-function on a new thread (in a copy of the caller's contextvars, so the PassContext
-is the same) and waits for it: its frames start at the bottom of a chunk that is
-never freed.
+The kernel lowering recurses deeply (the TIR visitors recurse once or more per level
+of an expression). `call_on_fresh_stack` runs a function on a new thread (in a copy
+of the caller's contextvars, so the PassContext is the same) and waits for it. On
+that thread the function's frames start with room for the recursion
+(frame_room.py): CPython 3.11 would otherwise map and unmap a 16 KiB chunk of frames
+each time the recursion crossed a chunk's end, thousands of times a build.
 
 Threads started here and by object_parts.py get THREAD_STACK_BYTES of C stack
 (`thread_stack_size`): what a Linux main thread has by default, where macOS gives
@@ -23,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
+
+from ..frame_room import call_with_frame_room
 
 THREAD_STACK_BYTES = 16 << 20
 
@@ -54,7 +51,7 @@ def call_on_fresh_stack(function, *args, **kwargs):
 
     def run():
         try:
-            outcome["result"] = context.run(function, *args, **kwargs)
+            outcome["result"] = context.run(call_with_frame_room, function, *args, **kwargs)
         except BaseException as error:  # handed to the caller, raised there
             outcome["error"] = error
 

@@ -16,6 +16,7 @@ import traceback
 import click
 
 from ..diagnostics import DiagnosticError, UserError, report
+from ..frame_room import call_with_frame_room
 from .blas_threads import hold_blas_to_one_thread
 from .malloc_reuse import keep_freed_memory
 
@@ -62,7 +63,8 @@ def run_command(command: click.Command, tool: str, argv: list[str] | None = None
     argv = list(sys.argv[1:] if argv is None else argv)
     error_limit = _error_limit(argv)
     try:
-        result = command.main(args=argv, prog_name=tool, standalone_mode=False)
+        # The command's recursions (parser, passes, printers) run with frame room (frame_room.py).
+        result = call_with_frame_room(command.main, args=argv, prog_name=tool, standalone_mode=False)
     except click.exceptions.Exit as exit_:
         return exit_.exit_code
     except click.UsageError as usage:
