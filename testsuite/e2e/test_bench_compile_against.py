@@ -60,3 +60,17 @@ def test_the_python_loop_reference_is_the_best_of_its_timings(compile_bench, mon
     monkeypatch.setattr(fma_peak, "PYTHON_LOOP", 10)
     monkeypatch.setattr(fma_peak.time, "perf_counter", lambda: next(ticks))
     assert fma_peak.python_loop_seconds() == 1.5
+
+
+@pytest.mark.parametrize("host", [None, "avx2"])
+def test_a_host_shown_as_avx2_is_shown_so_to_either_tree(compile_bench, monkeypatch, tmp_path, host):
+    seen = []
+    monkeypatch.setattr(compile_bench.subprocess, "run", lambda command, env, cwd, check: seen.append(env))
+    environment = dict(os.environ, RELAX_CACHE="0")
+    environment.pop("RELAX_TEST_HOST", None)
+    if host:
+        environment["RELAX_TEST_HOST"] = host
+    compile_bench.time_relaxc("mlp_b1", tmp_path / "mlp_b1.vmx", environment, tmp_path)
+    paths = seen[0]["PYTHONPATH"].split(os.pathsep)
+    tree = [str(tmp_path / "lib"), str(tmp_path)]
+    assert paths == ([str(ROOT / "testsuite" / "avx2_host")] + tree if host else tree)
