@@ -9,10 +9,12 @@ unmap also interrupts them to flush their TLBs. A relaxc build did so about two 
 times (docs/performance-notes.md).
 
 A chunk is sized by the frame that opens it, and a frame by its code's value stack, which
-CPython allocates but writes only as the code pushes. `call_with_frame_room` calls its
+CPython reserves but writes only as the code pushes. `call_with_frame_room` calls its
 function from a frame whose code declares a large value stack: that frame opens a chunk of
-about 1 MiB of which it uses one word, and the frames of the call fill the rest before any
-new chunk is needed. Pages the frames never reach are never touched.
+1 MiB and reserves half of it, writing a few words, and the frames of the call fill the
+other half before any new chunk is needed. Pages the frames never reach are never touched.
+A traceback through the call gives that frame a frame object as large as its value stack
+(512 KiB), freed with the traceback.
 """
 
 from __future__ import annotations
