@@ -32,7 +32,9 @@ def swing_faults() -> int:
 
 
 def on_new_thread(function):
-    """function() on a thread of its own: its frames start at the bottom of a fresh frame stack."""
+    """function() on a thread of its own: its frames start at the bottom of a fresh frame stack.
+    Not call_on_fresh_stack, which now gives its thread frame room: the counts without room
+    need a plain thread."""
     outcome = {}
     thread = threading.Thread(target=lambda: outcome.update(result=function()))
     thread.start()
