@@ -4,8 +4,8 @@ The machines that run the tests change CPU kind from day to day, and a test that
 assumes the host's vector width passes on one kind and fails on the other. Run with
 RELAX_TEST_HOST=avx2 and this folder on PYTHONPATH (the Makefile target sets both),
 every Python process of the run, the tools the tests start included, imports this
-file at start-up: LLVM then reports the host CPU as `znver3` with its AVX-512
-features off, so the default target, `-mcpu=native` and the CPU model of the
+file at start-up: LLVM, once loaded, reports the host CPU as `znver3` with its
+AVX-512 features off, so the default target, `-mcpu=native` and the CPU model of the
 schedules are an AVX2 host's, and the code still runs here. The cache sizes stay the
 host's own (tir/schedule/cpu.py reads them from /sys). A host without AVX-512 (the
 tests already ran as on an AVX2 host) or without AVX2 (it cannot run the code) is left
@@ -13,7 +13,9 @@ as it is, with the reason in RELAX_TEST_HOST_UNCHANGED, and testsuite/conftest.p
 the run there.
 """
 
+import importlib.abc
 import os
+import sys
 
 # AVX-512 and what came with or after it; an AVX2 Zen 3 has none of these.
 NOT_ON_AN_AVX2_HOST = ("avx512", "evex512", "avx10", "amx", "gfni")
@@ -41,5 +43,33 @@ def _show_as_avx2_host() -> None:
     SHOWN = "avx2"
 
 
+class _ShowWhenLoaded(importlib.abc.MetaPathFinder):
+    """Applies _show_as_avx2_host right after llvmlite.binding is executed, whenever that
+    happens: a tool loads LLVM when its command first needs it, or never (testsuite/
+    driver_link/test_tool_imports.py), and is timed and tested under the view as on an
+    AVX2 host only if the view does not load it at start."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "llvmlite.binding":
+            return None
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target) if finder is not self else None
+            if spec is not None:
+                break
+        else:
+            return None
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            _show_as_avx2_host()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
 if os.environ.get("RELAX_TEST_HOST") == "avx2":
-    _show_as_avx2_host()
+    if "llvmlite.binding" in sys.modules:
+        _show_as_avx2_host()
+    else:
+        sys.meta_path.insert(0, _ShowWhenLoaded())

@@ -98,3 +98,23 @@ def test_importing_the_vm_registers_its_builtins_and_loads_no_llvm():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "lib"), str(ROOT)])}
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
     assert run.stdout.split() == ["True", "False"]
+
+
+def test_the_avx2_view_loads_llvm_only_where_the_tool_does(tmp_path):
+    """testsuite/avx2_host shows the host to LLVM as an AVX2 one as LLVM is loaded: printing
+    the IR still loads no LLVM under it, and a kernel object built under it is built for the
+    host it shows (on an AVX-512 host: znver3, without AVX-512). It loaded LLVM at every
+    process's start before."""
+    view = {"RELAX_TEST_HOST": "avx2", "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "testsuite" / "avx2_host"), str(ROOT / "lib"), str(ROOT)])}
+    run = subprocess.run([sys.executable, "-c", PROBE, "relaxc", "--emit", "ir", str(MLP)], capture_output=True,
+                         text=True, env={**os.environ, **view}, cwd=ROOT)
+    assert run.stderr.strip().splitlines()[-1].split() == ["exit", "0", "loaded"], run.stderr
+    if "avx512f" not in pathlib.Path("/proc/cpuinfo").read_text().split():
+        return  # the view leaves a host without AVX-512 as it is
+    subprocess.run([sys.executable, "-m", "relaxc", "--emit", "kernels", str(MLP), "-o", str(tmp_path / "mlp.ko")],
+                   check=True, env={**os.environ, **view, "RELAX_CACHE": "0"}, cwd=ROOT)
+    from relax.runtime.kernels import container
+
+    built = container.read((tmp_path / "mlp.ko").read_bytes())
+    assert [(target.cpu, "+avx512f" in target.features.split(",")) for target in built.targets] == [("znver3", False)]
