@@ -110,8 +110,9 @@ def test_the_avx2_view_loads_llvm_only_where_the_tool_does(tmp_path):
     run = subprocess.run([sys.executable, "-c", PROBE, "relaxc", "--emit", "ir", str(MLP)], capture_output=True,
                          text=True, env={**os.environ, **view}, cwd=ROOT)
     assert run.stderr.strip().splitlines()[-1].split() == ["exit", "0", "loaded"], run.stderr
-    if "avx512f" not in pathlib.Path("/proc/cpuinfo").read_text().split():
-        return  # the view leaves a host without AVX-512 as it is
+    cpuinfo = pathlib.Path("/proc/cpuinfo")
+    if "avx512f" not in (cpuinfo.read_text().split() if cpuinfo.exists() else ()):
+        return  # the view leaves a host without AVX-512 (or not shown as Linux shows it) as it is
     subprocess.run([sys.executable, "-m", "relaxc", "--emit", "kernels", str(MLP), "-o", str(tmp_path / "mlp.ko")],
                    check=True, env={**os.environ, **view, "RELAX_CACHE": "0"}, cwd=ROOT)
     from relax.runtime.kernels import container
