@@ -213,3 +213,26 @@ def test_float_tensor_constants_keep_non_finite_values():
     assert 'R.const([[0.5, "inf"], ["nan", "-inf"]], "float32")' in text
     constant = parse(text)["main"].body.blocks[0].bindings[0].value.args[1]
     np.testing.assert_array_equal(constant.data, data)  # equal_nan: nan positions must match
+
+
+def test_a_relax_variable_named_as_a_signature_size_prints_under_another_name():
+    # The size prints as the module's TypeVar `n`; a parameter or binding printed as `n` too
+    # hid it, and the text did not read back ("'n' is not a TIR expression").
+    source = '''
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(n: R.Tensor(("n",), "float32"), x: R.Tensor(("m",), "float32")) -> R.Tensor(("n",), "float32"):
+        m = R.add(n, n)
+        return m
+'''
+    module = parse(source, "clash.relax")
+    printed = script(module)
+    assert "def main(n_1: R.Tensor((n,), dtype=\"float32\"), x: R.Tensor((m,)" in printed
+    assert "m_1 = R.add(n_1, n_1)" in printed
+    reparsed = parse(printed, "clash.relax (printed)")
+    assert_structural_equal(reparsed, module, map_free_vars=True)
+    assert script(reparsed) == printed

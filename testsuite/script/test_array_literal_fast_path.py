@@ -12,11 +12,11 @@ import pytest
 from parse_helpers import bindings, errors, function
 
 from relax.script import array_literals
-from relax.script import printer_relax
+from relax.script import printer_arrays
 
 
 def _nested(values: np.ndarray) -> str:
-    return printer_relax._array_text(values)
+    return printer_arrays.array_text(values)
 
 
 def _constant(literal: str, dtype: str = "float32"):
@@ -85,8 +85,8 @@ def test_printed_elements_match_the_scalar_printer(dtype):
     for sample in samples:
         with np.errstate(invalid="ignore", over="ignore"):
             data = sample.astype(dtype)
-        expected = [printer_relax._scalar_text(v) for v in data.reshape(-1).tolist()]
-        assert printer_relax._flat_texts(data) == expected
+        expected = [printer_arrays._scalar_text(v) for v in data.reshape(-1).tolist()]
+        assert printer_arrays._flat_texts(data) == expected
 
 
 def _module_with_constants(weights: dict):

@@ -8,17 +8,17 @@ dataflow blocks closed by `R.output(...)` of their non-dataflow variables.
 Constants: scalars print as `R.const(value, "dtype")` (non-finite floats as the
 strings "inf", "-inf", "nan", as TVM does). Tensors, which TVM would move to a
 metadata section, print inline as nested lists, `R.const([[1, 2], [3, 4]], "int32")`,
-so that the text stays self-contained; this is deterministic and reads back exactly.
+so that the text stays self-contained; this is deterministic and reads back exactly
+(printer_arrays.py).
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from .. import ir
 from ..ir import struct_info as si
 from . import array_literals
 from . import printer_doc as doc
+from .printer_arrays import array_text
 from .printer_prim_expr import PrimExprPrinter
 from .relax_dtensor import print_device_mesh
 from .printer_struct_info import StructInfoPrinter, same_struct_info
@@ -71,8 +71,13 @@ class RelaxPrinter:
         saved = (ctx.function_header, ctx.module_alias_printed)
         header: list[str] = []
         ctx.function_header, ctx.module_alias_printed = header, False
+        reserved: set[str] = set()
         if self.depth == 0:
             self.top_function, self._var_counts = func, None
+            # Its int64 signature sizes print as module-level TypeVars, by their plain names: a
+            # parameter or binding of the same name would hide one in the text read back.
+            reserved = {var.name for var in _signature_sizes(func) if var.dtype == "int64"} - ctx.taken
+            ctx.taken |= reserved
         self.depth += 1
         try:
             with ctx.signature_vars(), ctx.scope():
@@ -100,6 +105,7 @@ class RelaxPrinter:
         finally:
             self.depth -= 1
             ctx.function_header, ctx.module_alias_printed = saved
+            ctx.taken -= reserved
         return lines
 
     # -- sequences and blocks ------------------------------------------------------
@@ -240,7 +246,7 @@ class RelaxPrinter:
     def constant(self, node: ir.Constant) -> str:
         data = node.data
         dtype = str(data.dtype)
-        text = array_literals.defer(data) or _array_text(data)  # a placeholder within relaxc's one-shot
+        text = array_literals.defer(data) or array_text(data)  # a placeholder within relaxc's one-shot
         return f"{self.ctx.relax('const')}({text}, {doc.string_text(dtype)})"
 
     def _callee(self, node) -> str:
@@ -338,6 +344,14 @@ _EXPR_PRINTERS = (
 )
 
 
+def _signature_sizes(func: ir.Function) -> list:
+    """The TIR variables in the struct info of `func`'s parameters and result."""
+    from ..ir.analysis import collect
+
+    infos = [param.struct_info for param in func.params] + [func.ret_struct_info]
+    return [var for info in infos if info is not None for var in collect(info, lambda node: isinstance(node, ir.tir.Var))]
+
+
 def _is_void(info) -> bool:
     return isinstance(info, si.TupleStructInfo) and not info.fields
 
@@ -356,44 +370,3 @@ def _is_void_binding(var, value) -> bool:
         # The parser binds an expression statement to a variable `_` of unknown struct info.
         return var.name_hint == "_" or (len(value.sinfo_args) == 1 and _is_void(value.sinfo_args[0]))
     return _is_void(var.struct_info)
-
-
-def _scalar_text(value) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return doc.bool_text(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return doc.int_text(int(value))
-    return doc.float_text(float(value))
-
-
-def _array_text(data: np.ndarray) -> str:
-    """Nested-list text of an array, built with one join per row (linear time)."""
-    if data.ndim == 0:
-        return _scalar_text(data[()])
-    flat = _flat_texts(data)
-    if data.size == 0:
-        return _empty_nested(data.shape)
-    for extent in reversed(data.shape):
-        flat = ["[" + ", ".join(flat[i:i + extent]) + "]" for i in range(0, len(flat), extent)]
-    return flat[0]
-
-
-def _flat_texts(data: np.ndarray) -> list[str]:
-    """The text of every element, as _scalar_text spells it. Weights bound as constants
-    hold millions of elements: finite floats and integers take one formatting call per
-    element instead of several, all others the general path."""
-    values = data.reshape(-1).tolist()
-    if data.dtype.kind in "iu":
-        return [str(v) for v in values]
-    if data.dtype.kind == "f" and data.dtype.itemsize <= 8 and np.isfinite(data).all():
-        integral = (data == np.floor(data)).reshape(-1)
-        if not integral.any():
-            return ["%.17g" % v for v in values]  # doc.float_text of a non-integral value
-        return ["%.1f" % v if whole else "%.17g" % v for v, whole in zip(values, integral.tolist())]
-    return [_scalar_text(v) for v in values]
-
-
-def _empty_nested(shape) -> str:
-    if not shape or shape[0] == 0:
-        return "[]"
-    return "[" + ", ".join(_empty_nested(shape[1:]) for _ in range(shape[0])) + "]"
