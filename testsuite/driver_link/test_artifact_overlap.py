@@ -1,7 +1,8 @@
-"""relaxc's one-shot starts the kernels before the bytecode, and before it reads the text back
-when they all come from memory (driver/artifact.py): the artifact is the one the staged
-tools make, -v shows the stages in their new order, and errors come in the order of the
-stages (a bytecode error before a held kernel error)."""
+"""relaxc's one-shot starts the kernels before the bytecode, which it generates from the module
+in memory when the kernels all come from memory, and from the text read back otherwise
+(driver/artifact.py): the artifact is the one the staged tools make, -v shows the stages in
+their order, and errors come in the order of the stages (a bytecode error before a held
+kernel error)."""
 
 import pathlib
 
@@ -10,6 +11,7 @@ import pytest
 from relax.diagnostics import UserError
 from relax.driver import artifact, assemble
 from relax.driver.compile import CompileOptions, compile_main
+from relax.vm.codegen import codegen_vm
 
 TINY = pathlib.Path(__file__).resolve().parent.parent / "relaxld" / "Inputs" / "tiny.relax"
 
@@ -30,12 +32,42 @@ def test_stages_in_order(tmp_path, capsys, monkeypatch):
     stages = [line.split(":")[1].strip() for line in capsys.readouterr().err.splitlines()
               if line.startswith("relaxc: ") and line.endswith(" s")]
     names = [stage.split(" for ")[0] for stage in stages]
-    assert names[-5:] == ["kernels", "read .vms", "bytecode", "LLVM", "link"]
+    assert names[-5:] == ["print .vms", "kernels", "bytecode", "LLVM", "link"]
     assert _one_shot(tmp_path / "tiny.vmx") == first
 
 
-def test_kernel_error_waits_for_the_bytecode(tmp_path, monkeypatch):
+def _read_back_for_the_bytecode(monkeypatch):
+    """The one-shot as when the printer could not say where the bindings print: the
+    bytecode comes from the text read back (after the kernels, all from memory, start)."""
+    from relax.script.printed_bindings import PrintedBindings
+
+    original = PrintedBindings.unmark
+
+    def incomplete(self, text):
+        unmarked = original(self, text)
+        self.complete = False
+        return unmarked
+
+    monkeypatch.setattr(PrintedBindings, "unmark", incomplete)
+
+
+def test_the_bytecode_from_the_text_read_back_is_the_same(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RELAX_CACHE", "0")
+    in_memory = _one_shot(tmp_path / "tiny.vmx")
+    _read_back_for_the_bytecode(monkeypatch)
+    read_back = _one_shot(tmp_path / "tiny.vmx", verbose=1)
+    stages = [line.split(":")[1].strip() for line in capsys.readouterr().err.splitlines()
+              if line.startswith("relaxc: ") and line.endswith(" s")]
+    assert [stage.split(" for ")[0] for stage in stages][-5:] == ["kernels", "read .vms", "bytecode", "LLVM", "link"]
+    assert read_back == in_memory
+
+
+@pytest.mark.parametrize("read_back", [False, True], ids=["in-memory", "read-back"])
+def test_kernel_error_waits_for_the_bytecode(read_back, tmp_path, monkeypatch):
     from relax.codegen import backends
+
+    if read_back:
+        _read_back_for_the_bytecode(monkeypatch)
 
     def failing(*args, **kwargs):
         raise UserError("codegen: kernel failed")
@@ -43,19 +75,19 @@ def test_kernel_error_waits_for_the_bytecode(tmp_path, monkeypatch):
     monkeypatch.setattr(backends, "start_kernels", failing)
     with pytest.raises(UserError, match="kernel failed"):
         _one_shot(tmp_path / "tiny.vmx")
-    original = assemble.generate_bytecode
+    original = codegen_vm.generate
 
     def bytecode_fails(*args, **kwargs):
         original(*args, **kwargs)
         raise UserError("bytecode failed")
 
-    monkeypatch.setattr(assemble, "generate_bytecode", bytecode_fails)
+    monkeypatch.setattr(codegen_vm, "generate", bytecode_fails)
     with pytest.raises(UserError, match="bytecode failed"):
         _one_shot(tmp_path / "tiny.vmx")
 
 
 # The kernels start before the bytecode, and before the read-back when all come from memory.
-@pytest.mark.parametrize("failing", ["generate_bytecode", "read_vms"])
+@pytest.mark.parametrize("failing", ["generate", "read_vms"])
 def test_a_failed_bytecode_or_read_back_cancels_the_kernels(failing, tmp_path, monkeypatch):
     cancelled = []
     original = artifact._PendingKernels.cancel
@@ -69,7 +101,9 @@ def test_a_failed_bytecode_or_read_back_cancels_the_kernels(failing, tmp_path, m
 
     monkeypatch.setenv("RELAX_CACHE", "0")
     monkeypatch.setattr(artifact._PendingKernels, "cancel", cancel)
-    monkeypatch.setattr(assemble, failing, fails)
+    if failing == "read_vms":
+        _read_back_for_the_bytecode(monkeypatch)
+    monkeypatch.setattr(codegen_vm if failing == "generate" else assemble, failing, fails)
     with pytest.raises(UserError, match=f"{failing} failed"):
         _one_shot(tmp_path / "tiny.vmx")
     assert cancelled == [True]

@@ -12,23 +12,26 @@ to the Makefile's:
     relaxc --emit kernels --target T model.vms -o model.ko     (stage 5)
     relaxld model.vmo model.ko -o model.vmx   (stage 6)
 
-Going through the printed text, rather than straight from the lowered IR, is what
-makes the two agree: both generate the bytecode from the same .vms read back, whose
-lines its source locations name. The kernels printed after the default pipeline are
-the kernels read back but for the names printing changes, so the one-shot builds them
-from the lowered module in memory, renamed as the text names them, and reads the
-text's kernels back as signatures only (printed_kernels.py); a kernel where printing
-renamed more than buffers is read back whole and built from the text. After --passes
-the whole text is read back and every kernel built from it, as the staged build does.
+What the staged build reads back is the module printed, but for what printing
+changes, which the one-shot takes from the printer rather than from reading the text
+back. After the default pipeline the kernels printed are the kernels read back but for
+the names printing changes, so the one-shot builds them from the lowered module in
+memory, renamed as the text names them (printed_kernels.py); a kernel where printing
+renamed more than buffers is read back whole and built from the text. When every
+kernel comes from memory, so does the bytecode, generated as from the text read back:
+at the text's lines, a bare statement's call without a register, parameters under
+their printed names (script/printed_bindings.py). Otherwise the text is read back for
+the bytecode, its kernels from memory as signatures only. After --passes the whole
+text is read back and every kernel built from it, as the staged build does.
 The intermediates are named after the source (`models/mlp.relax`: mlp.vms, mlp.vmo,
 mlp.ko), as a Makefile names them, and never after the output: `-o a.vmx`, `-o b.vmx`
 and `-o -` give the same bytes.
 
 The one-shot starts the CPU kernels before it generates the bytecode, and before it
-reads the text back when all of them come from memory: once Python has lowered and
-generated them, LLVM compiles them on worker threads (codegen/object_parts.py) while
-the text is read back and the bytecode generated, and the link waits for them (the
-"LLVM" stage of -v). Errors come in the order of the stages above: a
+reads the text back when it does and all of them come from memory: once Python has
+lowered and generated them, LLVM compiles them on worker threads
+(codegen/object_parts.py) while the bytecode is generated, and the link waits for them
+(the "LLVM" stage of -v). Errors come in the order of the stages above: a
 kernel's is held until the bytecode is done, and a bytecode error wins.
 """
 
@@ -44,6 +47,7 @@ from .io import write_bytes, write_text
 from .lowering_check import check_lowered, default_pipeline, reading_lowered
 from .printed_kernels import as_printed, with_kernels
 from .progress import StageProgress
+from ..records import record
 
 # --emit kind -> number of stages it runs
 STAGES = {"vms": 3, "vmo": 4, "vmx": 8}
@@ -57,14 +61,26 @@ def intermediate_stem(options: CompileOptions) -> str:
     return stem or "stdin"
 
 
+@record
+class LoweredText:
+    """What stages 1-3 leave (lower_to_text)."""
+
+    text: str  # the lowered module printed: what `relaxc -S` writes
+    kernels: dict  # its kernels that read back as themselves, named as the text names them
+    every_kernel: bool  # whether `kernels` holds all of them
+    module: object = None  # the lowered module, when `kernels` was asked for
+    printed: object = None  # where its Relax bindings print (script.printed_bindings), likewise
+
+
 def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: dict | None = None,
-                  target_kind: str | None = None, keep_kernels: bool = False):
+                  target_kind: str | None = None, keep_kernels: bool = False) -> LoweredText:
     """Stages 1-3: parse, the -O pipeline (or --passes) for `target_kind`, print: what
     `relaxc -S` writes (with `deferred`, large weights as placeholders:
-    script.array_literals.printing). Returns the text, and with `keep_kernels` the
-    lowered kernels that read back as themselves, named as the text names them
-    (printed_kernels.as_printed), and whether they are all of its kernels."""
+    script.array_literals.printing). With `keep_kernels`, also the lowered module, where
+    its bindings print, and its kernels that read back as themselves, named as the text
+    names them (printed_kernels.as_printed)."""
     from ..script import array_literals, script
+    from ..script.printed_bindings import PrintedBindings
     from ..transform.pipeline import for_target_kind, pipeline
 
     progress.stage(f"parse {options.source}")
@@ -79,12 +95,13 @@ def lower_to_text(options: CompileOptions, progress: StageProgress, deferred: di
         check_lowered(mod, passes, options)
     progress.stage("print .vms")
     printed_params = {} if keep_kernels else None
+    printed = PrintedBindings() if keep_kernels else None
     with array_literals.printing(deferred):
-        text = script(mod, printed_params)
+        text = script(mod, printed_params, printed)
     if not keep_kernels:
-        return text, {}, False
+        return LoweredText(text, {}, False)
     kernels = as_printed(mod, printed_params)
-    return text, kernels, len(kernels) == len(printed_params)
+    return LoweredText(text, kernels, len(kernels) == len(printed_params), mod, printed)
 
 
 def compile_artifact(options: CompileOptions) -> int:
@@ -95,28 +112,55 @@ def compile_artifact(options: CompileOptions) -> int:
     targets = resolve_targets(options.targets, options.verbose) if options.emit == "vmx" else []
     kinds = {target.kind for target in targets}
     stem = intermediate_stem(options)
-    # The one-shot reads its printed text straight back: large weights need not go through text.
+    # The one-shot's printed text stays in memory: large weights need not go through text.
     deferred = {} if options.emit != "vms" else None
     with StageProgress("relaxc", STAGES[options.emit]) as progress:
         keep_kernels = options.emit == "vmx" and default_pipeline(options)
-        text, in_memory, every_kernel = lower_to_text(options, progress, deferred,
-                                                      kinds.pop() if len(kinds) == 1 else None, keep_kernels)
+        lowered = lower_to_text(options, progress, deferred, kinds.pop() if len(kinds) == 1 else None, keep_kernels)
         if options.emit == "vms":
-            write_text(options.output, text)
+            write_text(options.output, lowered.text)
         else:
-            kernels = _start_kernels(in_memory, targets, stem, progress, options) if every_kernel else None
-            bytecode, kernels = _bytecode(options, text, deferred, in_memory, kernels, targets, stem, progress)
-            if options.emit == "vmo":
-                write_bytes(options.output, bytecode, "a bytecode object")
-            else:
-                _link(options, bytecode, kernels, stem, progress, key)
+            _assemble_and_link(options, lowered, deferred, targets, stem, progress, key)
     if options.verbose:
         sys.stderr.write(progress.report())
     return 0
 
 
-def _bytecode(options: CompileOptions, text: str, deferred, in_memory: dict, kernels, targets, stem: str, progress):
-    """Stage 4: the text read back, the kernels `in_memory` as signatures only, and its
+def _assemble_and_link(options: CompileOptions, lowered: LoweredText, deferred, targets, stem: str, progress, key):
+    """Stages 4-6 of `--emit vmo` and the one-shot: bytecode, kernels, link. The bytecode
+    comes from the module in memory when every kernel does (see the module docstring)."""
+    if lowered.every_kernel and lowered.printed.complete:
+        kernels = _start_kernels(lowered.kernels, targets, stem, progress, options)
+        bytecode = _bytecode_in_memory(options, lowered, kernels, stem, progress)
+    else:
+        kernels = _start_kernels(lowered.kernels, targets, stem, progress, options) if lowered.every_kernel else None
+        bytecode, kernels = _bytecode(options, lowered, deferred, kernels, targets, stem, progress)
+    if options.emit == "vmo":
+        write_bytes(options.output, bytecode, "a bytecode object")
+    else:
+        _link(options, bytecode, kernels, stem, progress, key)
+
+
+def _bytecode_in_memory(options: CompileOptions, lowered: LoweredText, kernels, stem: str, progress) -> bytes:
+    """Stage 4 when every kernel comes from memory: the bytecode of the lowered module as
+    its text reads back (the printed positions, bare statements and names that
+    script.printed_bindings records), without reading it back."""
+    from .assemble import vms_location_name
+    from ..vm.codegen.codegen_vm import generate
+
+    progress.total -= 1  # no "read .vms" stage
+    progress.stage("bytecode")
+    try:
+        with reading_lowered(f"{stem}.vms", default_pipeline(options)):
+            exe = generate(lowered.module, printed=lowered.printed, source=vms_location_name(f"{stem}.vms"))
+        return exe.save_to_bytes()
+    except BaseException:
+        kernels.cancel()
+        raise
+
+
+def _bytecode(options: CompileOptions, lowered: LoweredText, deferred, kernels, targets, stem: str, progress):
+    """Stage 4: the text read back, the kernels from memory as signatures only, and its
     bytecode; the one-shot's kernels started after the read-back unless `kernels` (all
     from memory) already were, so that LLVM compiles them while the text is read."""
     from ..script import array_literals
@@ -126,10 +170,10 @@ def _bytecode(options: CompileOptions, text: str, deferred, in_memory: dict, ker
     try:
         progress.stage("bytecode" if options.emit == "vmo" else "read .vms")
         with array_literals.reading(deferred), reading_lowered(f"{stem}.vms", default):
-            mod = read_vms(text, f"{stem}.vms", signatures_only=in_memory)
+            mod = read_vms(lowered.text, f"{stem}.vms", signatures_only=lowered.kernels)
         if options.emit == "vmx":
             if kernels is None:
-                kernels = _start_kernels(with_kernels(mod, in_memory), targets, stem, progress, options)
+                kernels = _start_kernels(with_kernels(mod, lowered.kernels), targets, stem, progress, options)
             progress.stage("bytecode")
         with reading_lowered(f"{stem}.vms", default):
             return generate_bytecode(mod, f"{stem}.vms").save_to_bytes(), kernels

@@ -8,13 +8,15 @@ After the -O pipeline a Relax function calls only VM operators, packed functions
 other functions. An operator call still there has no bytecode: legalize-ops left it
 (it builds a kernel only for tensors of known rank and dtype) or nothing lowers that
 operator at all. relaxc checks this before it prints the lowered module, so that the
-error names the call in the user's file; the one-shot reads that module back from
-memory, and a location in it would name a file that does not exist. A call the
+error names the call in the user's file; the one-shot's bytecode locates its
+instructions in that module's text, kept in memory, and a location in it would name a
+file that does not exist. A call the
 user did not write there (a pass made it) or one legalize-ops had all it needs for
 is relaxc's bug: an internal error (exit 70), not the user's.
 
-What the lowered module does not read back or assemble after the default pipeline
-is the toolchain's own fault: `reading_lowered` makes it an internal error.
+What the lowered module does not read back (where the one-shot reads it back) or
+assemble after the default pipeline is the toolchain's own fault: `reading_lowered`
+makes it an internal error.
 """
 
 from __future__ import annotations

@@ -15,8 +15,10 @@ printing changes, and kernel metadata and messages record names:
 `as_printed` makes both renamings. A kernel where printing renamed anything else (a loop
 variable, two sizes of one name) is read back from the text instead.
 
-The text is still read back for the bytecode, but the kernels built from memory as
-signatures only (script.parse's signatures_only): kernel bodies are most of the text.
+Where every kernel comes from memory the bytecode does too (script/printed_bindings.py);
+where one is read back, the text is read back for the bytecode too, the kernels built from
+memory as signatures only (script.parse's signatures_only): kernel bodies are most of the
+text.
 """
 
 from __future__ import annotations

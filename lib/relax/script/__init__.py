@@ -19,10 +19,10 @@ def parse(text: str, source_name: str = "<string>", signatures_only=()):
     return parse_module(text, source_name, signatures_only)
 
 
-def script(node, printed_params: dict | None = None) -> str:
+def script(node, printed_params: dict | None = None, printed_bindings=None) -> str:
     from .printer import script as print_script
 
-    return print_script(node, printed_params)
+    return print_script(node, printed_params, printed_bindings)
 
 
 # Loaded on first use: parse() and script() do not need the Python-side dialects.

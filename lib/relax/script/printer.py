@@ -10,8 +10,9 @@ always ends with one newline.
 
 The work is split by dialect: printer_relax (functions, bindings, expressions),
 printer_struct_info, printer_tir (PrimFuncs and statements), printer_tir_block
-(T.sblock), printer_prim_expr, printer_values (shared helpers)
-and printer_doc (literals and precedence); printer_context holds names in scope.
+(T.sblock), printer_prim_expr, printer_values (shared helpers), printer_arrays (tensor literals)
+and printer_doc (literals and precedence); printer_context holds names in scope, and
+printed_bindings where the Relax bindings land in the text.
 """
 
 from __future__ import annotations
@@ -25,17 +26,22 @@ from .printer_tir import TirPrinter
 from .printer_values import indent
 
 
-def script(node, printed_params: dict | None = None) -> str:
+def script(node, printed_params: dict | None = None, printed_bindings=None) -> str:
     """`node` as TVMScript text, ending with a newline. `printed_params`, when given, is
     filled with each PrimFunc's name -> (the names its parameters print as, a buffer
     parameter under its buffer's; the (buffer, name)s of the buffers printed under another
     name than their own, where names clash in a scope or are not identifiers), or None
     for one where something else printed under another name: what the text reads back
-    as, for a reader that keeps the IR it printed (driver/printed_kernels.py)."""
+    as, for a reader that keeps the IR it printed (driver/printed_kernels.py).
+    `printed_bindings` (a printed_bindings.PrintedBindings), when given with a module, is
+    filled with where the module's Relax bindings print."""
     ctx = PrintContext()
     ctx.printed_params = printed_params
     if isinstance(node, ir.IRModule):
+        ctx.printed_bindings = printed_bindings
         body = _module(ctx, node)
+        if printed_bindings is not None:
+            return printed_bindings.unmark(_join(_wrap_header(ctx, body)))
     elif isinstance(node, (ir.Function, tir.PrimFunc)):
         body = _function(ctx, node, _standalone_name(node), RelaxPrinter(ctx), TirPrinter(ctx))
         body = _type_var_lines(ctx) + body
@@ -75,7 +81,10 @@ def _module(ctx: PrintContext, module: ir.IRModule) -> list[str]:
         body.append(f"{ctx.ir('module_attrs')}({relax.attr(module.attrs)})")
     if module.global_infos:
         body.append(f"{ctx.ir('module_global_infos')}({relax.attr(module.global_infos)})")
-    for name, func in sorted(module.functions.items(), key=_sort_key):
+    functions = sorted(module.functions.items(), key=_sort_key)
+    if ctx.printed_bindings is not None:
+        ctx.printed_bindings.order = tuple(name for name, _ in functions)
+    for name, func in functions:
         body.extend(_function(ctx, func, name, relax, tir_printer))
         body.append("")
     lines = _type_var_lines(ctx)

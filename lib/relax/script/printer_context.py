@@ -38,6 +38,8 @@ class PrintContext:
         self.renamed: list[tuple[object, str]] = []
         # PrimFunc name -> what it printed as (TirPrinter.prim_func, script())
         self.printed_params: dict | None = None
+        # where the Relax bindings print (printed_bindings.PrintedBindings), when asked
+        self.printed_bindings = None
 
     # -- dialect prefixes ------------------------------------------------------
     def relax(self, attr: str) -> str:

@@ -74,6 +74,7 @@ class RelaxPrinter:
         reserved: set[str] = set()
         if self.depth == 0:
             self.top_function, self._var_counts = func, None
+            renamed_before = len(ctx.renamed)
             # Its int64 signature sizes print as module-level TypeVars, by their plain names: a
             # parameter or binding of the same name would hide one in the text read back.
             reserved = {var.name for var in _signature_sizes(func) if var.dtype == "int64"} - ctx.taken
@@ -106,6 +107,8 @@ class RelaxPrinter:
             self.depth -= 1
             ctx.function_header, ctx.module_alias_printed = saved
             ctx.taken -= reserved
+        if self.depth == 0 and ctx.printed_bindings is not None:
+            ctx.printed_bindings.names.update((id(node), name) for node, name in ctx.renamed[renamed_before:])
         return lines
 
     # -- sequences and blocks ------------------------------------------------------
@@ -131,6 +134,13 @@ class RelaxPrinter:
         return lines
 
     def binding(self, binding) -> list[str]:
+        marks = self.ctx.printed_bindings
+        if marks is None:
+            return self._binding_lines(binding)
+        number = marks.number(binding)  # before the bindings an `if` holds
+        return marks.mark(number, self._binding_lines(binding))
+
+    def _binding_lines(self, binding) -> list[str]:
         var, value = binding.var, binding.value
         if isinstance(binding, ir.MatchCast):
             annotation = self._annotation(var, value)
@@ -145,6 +155,8 @@ class RelaxPrinter:
         if _is_void_binding(var, value) and not self._is_used(var):
             # TVM prints a binding of nothing as a bare statement; its variable gets a
             # name only if something refers to it later.
+            if self.ctx.printed_bindings is not None:
+                self.ctx.printed_bindings.bare.add(id(binding))
             return [self.expr(value)]
         rhs = self.expr(value, top_level_tuple=True)
         annotation = self._annotation(var, value)

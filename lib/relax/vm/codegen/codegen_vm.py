@@ -46,11 +46,13 @@ class _Label:
 
 
 class _FunctionCodegen:
-    def __init__(self, builder: ExecBuilder, mod: IRModule, name: str, func: rx.Function):
+    def __init__(self, builder: ExecBuilder, mod: IRModule, name: str, func: rx.Function, printed=None):
         self.builder = builder
         self.mod = mod
         self.name = name
         self.func = func
+        self.printed = printed  # _AsPrinted, when the module is taken as its printed text reads back
+        self.bare = False  # whether the binding at hand printed as a bare statement
         self.registers: dict[int, int] = {}
         self.words: dict[int, int] = {}  # variables bound to constants: their argument word
         self.next_register = 0
@@ -140,7 +142,10 @@ class _FunctionCodegen:
         return self.value_of(seq.body)
 
     def binding(self, binding: rx.Binding) -> None:
-        if binding.span is not None:
+        if self.printed is not None:
+            self.location = self.printed.locations.get(id(binding), self.location)
+            self.bare = id(binding) in self.printed.bare
+        elif binding.span is not None:
             self.location = str(binding.span)
         var, value = binding.var, binding.value
         if isinstance(value, rx.Var):
@@ -174,7 +179,10 @@ class _FunctionCodegen:
 
     def call(self, var: rx.Var, call: rx.Call) -> None:
         callee, args = call.op, call.args
-        void = isinstance(var.struct_info, TupleStructInfo) and not var.struct_info.fields and var.name_hint == "_"
+        # A call of nothing bound to `_` has no register. A bare statement reads back bound to
+        # `_` with the struct info the call's own inference gives.
+        info = _inferred(call, self.mod) if self.bare else var.struct_info
+        void = isinstance(info, TupleStructInfo) and not info.fields and (self.bare or var.name_hint == "_")
         dst = None if void else self.define(var)
         if isinstance(callee, rx.ExternFunc):
             self.emit_call(callee.global_symbol, [self.word(a) for a in args], dst)
@@ -243,7 +251,7 @@ class _FunctionCodegen:
             else:
                 index += 1
         b = self.builder
-        param_names = [p.name_hint for p in self.func.params]
+        param_names = [_name_of(p, p.name_hint, self.printed) for p in self.func.params]
         with b.function(self.name, num_inputs=len(self.func.params), param_names=param_names,
                         register_file_size=max(self.next_register, 1)):
             index = 0
@@ -264,6 +272,16 @@ class _FunctionCodegen:
                 index += 1
 
 
+def _inferred(call: rx.Call, mod: IRModule):
+    """The struct info normalization gives `call` bound to a variable without one."""
+    from ...op.infer import struct_info_of
+
+    try:
+        return struct_info_of(call, mod)
+    except DiagnosticError:
+        return None
+
+
 def _is_shape(expr: rx.Expr) -> bool:
     if isinstance(expr, rx.ShapeExpr):
         return True
@@ -272,22 +290,44 @@ def _is_shape(expr: rx.Expr) -> bool:
     return isinstance(expr, rx.Var) and isinstance(expr.struct_info, ShapeStructInfo)
 
 
-def generate(mod: IRModule, builder: ExecBuilder | None = None) -> Executable:
-    """Bytecode for every Relax function of a VM-ready module (kernels are resolved later)."""
+@record
+class _AsPrinted:
+    """What the code generator takes from a module's printed text (script.printed_bindings)."""
+
+    locations: dict  # id of a binding -> its source location in the text, "model.vms:12:9"
+    bare: frozenset  # ids of the bindings printed as bare statements
+    names: dict  # id of a variable printed under another name -> that name
+
+
+def _name_of(node, name: str, printed: _AsPrinted | None) -> str:
+    return name if printed is None else printed.names.get(id(node), name)
+
+
+def generate(mod: IRModule, builder: ExecBuilder | None = None, printed=None, source: str | None = None) -> Executable:
+    """Bytecode for every Relax function of a VM-ready module (kernels are resolved later).
+
+    With `printed` (a script.printed_bindings.PrintedBindings of the module) and `source`
+    (the name of its text), the bytecode of the module as that text reads back: its source
+    locations, its functions' order and the names printing gave."""
     builder = builder or ExecBuilder()
+    as_printed, functions = None, list(mod.functions.items())
+    if printed is not None:
+        as_printed = _AsPrinted({key: f"{source}:{line}:{column}" for key, (line, column) in printed.positions.items()},
+                                frozenset(printed.bare), printed.names)
+        functions = [(name, mod.functions[name]) for name in printed.order]
     problems = []
-    for name, func in mod.functions.items():
+    for name, func in functions:
         if isinstance(func, rx.Function):
             try:
-                _FunctionCodegen(builder, mod, name, func).generate()
+                _FunctionCodegen(builder, mod, name, func, as_printed).generate()
             except DiagnosticError as exc:
                 problems.extend(exc.diagnostics)
     if problems:
         raise DiagnosticError(problems)
     # After every function, so that the constants the code uses keep their indices.
-    for name, func in mod.functions.items():
+    for name, func in functions:
         if isinstance(func, rx.Function):
-            builder.convert_constant(signature_record(name, func))
+            builder.convert_constant(signature_record(name, func, as_printed))
     exe = builder.get()
     exe.py_functions = py_function_entries(mod)  # R.call_py_func targets and embedded sources
     return exe
@@ -299,45 +339,46 @@ _DIM_OPERATORS = {tir.Add: "add", tir.Sub: "sub", tir.Mul: "mul", tir.FloorDiv: 
                   tir.FloorMod: "floormod", tir.Min: "min", tir.Max: "max"}
 
 
-def _dim_record(expr):
+def _dim_record(expr, printed=None):
     if isinstance(expr, tir.IntImm):
         return int(expr.value)
     if isinstance(expr, tir.Var):
-        return expr.name
+        return _name_of(expr, expr.name, printed)
     operator = _DIM_OPERATORS.get(type(expr))
     if operator is not None:
-        a, b = _dim_record(expr.a), _dim_record(expr.b)
+        a, b = _dim_record(expr.a, printed), _dim_record(expr.b, printed)
         return None if a is None or b is None else [operator, a, b]
     return None
 
 
-def _struct_info_record(info) -> dict:
+def _struct_info_record(info, printed=None) -> dict:
     if isinstance(info, si.TensorStructInfo):
         values = info.shape_values
         record = {"kind": "tensor", "dtype": info.dtype}
         if values is not None:
-            record["shape"] = [_dim_record(v) for v in values]
+            record["shape"] = [_dim_record(v, printed) for v in values]
         else:
             record["shape"], record["ndim"] = None, info.ndim
         return record
     if isinstance(info, si.ShapeStructInfo):
         if info.values is not None:
-            return {"kind": "shape", "values": [_dim_record(v) for v in info.values]}
+            return {"kind": "shape", "values": [_dim_record(v, printed) for v in info.values]}
         return {"kind": "shape", "values": None, "ndim": info.ndim}
     if isinstance(info, si.PrimStructInfo):
         record = {"kind": "prim", "dtype": info.dtype}
-        if info.value is not None and _dim_record(info.value) is not None:
-            record["value"] = _dim_record(info.value)
+        if info.value is not None and _dim_record(info.value, printed) is not None:
+            record["value"] = _dim_record(info.value, printed)
         return record
     if isinstance(info, si.TupleStructInfo):
-        return {"kind": "tuple", "fields": [_struct_info_record(f) for f in info.fields]}
+        return {"kind": "tuple", "fields": [_struct_info_record(f, printed) for f in info.fields]}
     if isinstance(info, si.FuncStructInfo):
         return {"kind": "func"}
     return {"kind": "object"}
 
 
-def signature_record(name: str, func: rx.Function) -> str:
-    """The signature constant of a Relax function: parameter and result struct info."""
-    params = [(p.name_hint, _struct_info_record(p.struct_info)) for p in func.params]
+def signature_record(name: str, func: rx.Function, printed: _AsPrinted | None = None) -> str:
+    """The signature constant of a Relax function: parameter and result struct info (with
+    `printed`, under the names its text gives them)."""
+    params = [(_name_of(p, p.name_hint, printed), _struct_info_record(p.struct_info, printed)) for p in func.params]
     ret = func.ret_struct_info if func.ret_struct_info is not None else getattr(func.body, "struct_info", None)
-    return signature.encode(name, params, _struct_info_record(ret))
+    return signature.encode(name, params, _struct_info_record(ret, printed))
