@@ -97,9 +97,11 @@ def describe_link(result, verbose: int, output: str, names: list[str], tool: str
 
 def read_signing_key(path: str | None):
     """The key of --sign (read before any work, so that a bad key fails fast), or None."""
+    if path is None:
+        return None  # the VM's modules are imported where the bytecode needs them
     from ..vm.artifact.signing import SigningKey
 
-    return SigningKey.read(path) if path is not None else None
+    return SigningKey.read(path)
 
 
 def signed(result, key):
