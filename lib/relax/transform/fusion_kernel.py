@@ -19,6 +19,7 @@ from ..ir.module import IRModule
 from ..ir.node import FrozenDict
 from ..ir.struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ..ir.visitor import ExprMutator, Mutator
+from ..tir.rewrite import collect
 
 TRUE = tir.IntImm("bool", 1)
 
@@ -196,6 +197,9 @@ def _match_size(inner: tir.PrimExpr, outer: tir.PrimExpr, values: dict[int, tir.
 
 def _unique_block_names(statements: list[tir.Stmt]) -> list[tir.Stmt]:
     """Block names made unique (name, name_1, name_2, ...): the schedule finds blocks by name."""
+    names = [block.name_hint for stmt in statements for block in collect(stmt, tir.Block)]
+    if len(set(names)) == len(names):
+        return statements  # nothing to rename: no rebuild of every statement
     seen: dict[str, int] = {}
 
     class _Renamer(Mutator):
