@@ -86,8 +86,9 @@ def test_kernel_error_waits_for_the_bytecode(read_back, tmp_path, monkeypatch):
         _one_shot(tmp_path / "tiny.vmx")
 
 
-# The kernels start before the bytecode, and before the read-back when all come from memory.
-@pytest.mark.parametrize("failing", ["generate", "read_vms"])
+# The kernels start before the bytecode, before the read-back when all come from memory, and
+# before the link reads the bytecode.
+@pytest.mark.parametrize("failing", ["generate", "read_vms", "read_bytecode"])
 def test_a_failed_bytecode_or_read_back_cancels_the_kernels(failing, tmp_path, monkeypatch):
     cancelled = []
     original = artifact._PendingKernels.cancel
@@ -103,7 +104,9 @@ def test_a_failed_bytecode_or_read_back_cancels_the_kernels(failing, tmp_path, m
     monkeypatch.setattr(artifact._PendingKernels, "cancel", cancel)
     if failing == "read_vms":
         _read_back_for_the_bytecode(monkeypatch)
-    monkeypatch.setattr(codegen_vm if failing == "generate" else assemble, failing, fails)
+    from relax.vm.artifact import linker
+
+    monkeypatch.setattr({"generate": codegen_vm, "read_vms": assemble, "read_bytecode": linker}[failing], failing, fails)
     with pytest.raises(UserError, match=f"{failing} failed"):
         _one_shot(tmp_path / "tiny.vmx")
     assert cancelled == [True]

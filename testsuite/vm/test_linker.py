@@ -107,3 +107,16 @@ def test_a_kernel_named_like_a_builtin_is_a_duplicate():
     with pytest.raises(DiagnosticError) as excinfo:
         link(LinkInput("m.vmo", vmo), [kernels], ["user.*"])
     assert _messages(excinfo) == ["duplicate symbol 'vm.builtin.copy': defined by the runtime and in 'x.ko'"]
+
+
+def test_a_bytecode_read_ahead_links_to_the_same_bytes():
+    """relaxc's one-shot reads its bytecode for the link while LLVM compiles the kernels."""
+    from relax.vm.artifact.linker import read_bytecode
+
+    vmo = LinkInput("app.vmo", _program().save_to_bytes())
+    ko = [LinkInput("k.ko", _kernel_object("x86_64-unknown-linux-gnu"))]
+    read = read_bytecode(vmo)
+    assert read.references == symbol_references(read.executable)
+    ahead = link(read, ko, allow_undefined=("user.*",))
+    assert ahead.data == link(vmo, ko, allow_undefined=("user.*",)).data
+    assert ahead.info.inputs[0]["sha256"] == read.sha256

@@ -215,14 +215,18 @@ def _start_kernels(mod, targets, stem: str, progress, options: CompileOptions) -
 
 def _link(options: CompileOptions, bytecode: bytes, kernels: _PendingKernels, stem: str, progress, key) -> None:
     """Stage 6: waiting for LLVM, then the link (relaxld's checks and all), signed with `key` if given."""
-    from ..vm.artifact.linker import LinkInput, link
+    from ..vm.artifact.linker import LinkInput, link, read_bytecode
     from .link import describe_link, signed
 
     progress.stage("LLVM")
+    try:
+        read = read_bytecode(LinkInput(f"{stem}.vmo", bytecode))  # the link's first step, while LLVM works
+    except BaseException:
+        kernels.cancel()
+        raise
     kernel_inputs = kernels.result()
     progress.stage("link")
-    result = signed(link(LinkInput(f"{stem}.vmo", bytecode), kernel_inputs, options.allow_undefined,
-                         exec_mode=options.exec_mode), key)
+    result = signed(link(read, kernel_inputs, options.allow_undefined, exec_mode=options.exec_mode), key)
     write_bytes(options.output, result.data, "a linked artifact")
     if options.verbose:
         names = [f"{stem}.vmo"] + [item.name for item in kernel_inputs]

@@ -40,6 +40,23 @@ class LinkInput:
 
 
 @record
+class ReadBytecode:
+    """A bytecode object read for link() (read_bytecode): its executable, the symbols it
+    names and its digest. Made before the kernels are ready, it takes that work off the
+    link's own time (relaxc's one-shot reads its bytecode while LLVM compiles)."""
+
+    input: LinkInput
+    executable: Executable
+    references: dict  # symbol_references(executable)
+    sha256: str
+
+
+def read_bytecode(bytecode: LinkInput) -> ReadBytecode:
+    exe = Executable.load_from_bytes(bytecode.data, bytecode.name, views=True)  # checked, never run
+    return ReadBytecode(bytecode, exe, symbol_references(exe), vmx.sha256_hex(bytecode.data))
+
+
+@record
 class LinkResult:
     data: bytes
     info: vmx.LinkInfo
@@ -149,12 +166,14 @@ def _basename(name: str) -> str:
     return name.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefined: Sequence[str] = (),
+def link(bytecode: LinkInput | ReadBytecode, kernel_inputs: Sequence[LinkInput], allow_undefined: Sequence[str] = (),
          target_check: bool = False, exec_mode: str | None = None) -> LinkResult:
-    """Resolves every symbol of `bytecode` and packs a .vmx; a DiagnosticError lists every problem."""
+    """Resolves every symbol of `bytecode` (a .vmo, or one read_bytecode read already) and
+    packs a .vmx; a DiagnosticError lists every problem."""
     from ...runtime.kernels import container
 
-    exe = Executable.load_from_bytes(bytecode.data, bytecode.name, views=True)  # checked, never run
+    read = bytecode if isinstance(bytecode, ReadBytecode) else read_bytecode(bytecode)
+    bytecode, exe = read.input, read.executable
     kernel_objects = [container.read(item.data, item.name) for item in kernel_inputs]
     names = [item.name for item in kernel_inputs]
     problems: list[str] = []
@@ -165,7 +184,7 @@ def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefine
     for index, kernel_object in enumerate(kernel_objects):
         for kernel in kernel_object.kernels:
             kernel_names.setdefault(kernel.name, names[index])
-    symbols = _resolve(symbol_references(exe), runtime_symbols(), defined, tuple(allow_undefined),
+    symbols = _resolve(read.references, runtime_symbols(), defined, tuple(allow_undefined),
                        kernel_names, problems)
     problems += check_kernel_calls(exe, bytecode.name, list(zip(names, kernel_objects)),
                                    {symbol["name"] for symbol in symbols if symbol["resolution"] == "kernel"})
@@ -180,7 +199,7 @@ def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefine
         producer=vmx.PRODUCER,
         flags=flags,
         inputs=tuple({"kind": kind, "name": _basename(item.name), "size": len(item.data),
-                      "sha256": vmx.sha256_hex(item.data)}
+                      "sha256": read.sha256 if item is bytecode else vmx.sha256_hex(item.data)}
                      for kind, item in [("vmo", bytecode)] + [("ko", k) for k in kernel_inputs]),
         targets=tuple({"kernel_object": index, **target.to_json()}
                       for index, kernel_object in enumerate(kernel_objects) for target in kernel_object.targets),
@@ -190,4 +209,5 @@ def link(bytecode: LinkInput, kernel_inputs: Sequence[LinkInput], allow_undefine
     return LinkResult(data, info, exe, tuple(kernel_objects))
 
 
-__all__ = ["LinkInput", "LinkResult", "link", "runtime_symbols", "symbol_references"]
+__all__ = ["LinkInput", "LinkResult", "ReadBytecode", "link", "read_bytecode", "runtime_symbols",
+           "symbol_references"]
