@@ -141,5 +141,13 @@ def test_marks_out_of_order_leave_the_positions_incomplete():
     printed = PrintedBindings()
     first, second = printed.number("a"), printed.number("b")
     text = "\n".join(["x = 1", *PrintedBindings.mark(second, ["y = 2"]), *PrintedBindings.mark(first, ["z = 3"])])
-    assert printed.unmark(text) == "x = 1\ny = 2\nz = 3"
-    assert not printed.complete
+    assert printed.unmark(text) == "x = 1\n\x011\x02y = 2\nz = 3"  # the stray one as it was
+    assert not printed.complete and printed.positions == {id("a"): (3, 1)}
+
+
+def test_what_only_looks_like_a_mark_stays_in_the_text():
+    printed = PrintedBindings()
+    number = printed.number("a")
+    text = "\n".join(['s = "\x010\x02"', *("    " + line for line in PrintedBindings.mark(number, ["y = 2"]))])
+    assert printed.unmark(text) == 's = "\x010\x02"\n    y = 2'
+    assert printed.complete and printed.positions == {id("a"): (2, 5)}

@@ -26,7 +26,8 @@ import re
 from ..records import record
 
 # Marks a binding's first line while the printer joins lines: "\x01<number>\x02". The
-# printer escapes control characters in string literals, so no other text holds one.
+# printer escapes control characters in string literals; only a Python function's source,
+# printed as written, could hold the like.
 _MARK = re.compile("\x01([0-9]+)\x02")
 
 
@@ -67,18 +68,19 @@ class PrintedBindings:
 
     def unmark(self, text: str) -> str:
         """`text` without its marks, the position of each marked binding recorded.
-        `complete` stays true when every binding's mark was found once, in order, after
-        its line's indentation: the positions are then those of the text returned."""
+        `complete` stays true when every binding's mark was found, in order, after its
+        line's indentation: the positions are then those of the text returned. What looks
+        like a mark anywhere else stays in the text."""
         pieces, positions = [], {}
         line, scanned, start = 1, 0, 0
-        for number, match in enumerate(_MARK.finditer(text)):
+        for match in _MARK.finditer(text):
             line += text.count("\n", scanned, match.start())
             scanned = match.start()
             line_start = text.rfind("\n", 0, match.start()) + 1
+            number = len(positions)
             if int(match.group(1)) != number or number >= len(self.marked) or text[line_start:match.start()].strip(" "):
-                self.complete = False
-            else:
-                positions[id(self.marked[number])] = (line, match.start() - line_start + 1)
+                continue  # not a mark of ours: text as printed
+            positions[id(self.marked[number])] = (line, match.start() - line_start + 1)
             pieces.append(text[start:match.start()])
             start = match.end()
         pieces.append(text[start:])
