@@ -111,3 +111,27 @@ def test_a_failed_bytecode_or_read_back_cancels_the_kernels(failing, tmp_path, m
         _one_shot(tmp_path / "tiny.vmx")
     assert cancelled == [True]
     assert not (tmp_path / "tiny.vmx").exists()
+
+
+def test_llvm_has_every_core_before_the_link_reads_the_bytecode(tmp_path, monkeypatch):
+    """One core is held for relaxc's own Python while it generates kernels and bytecode;
+    reading the bytecode for the link is short, and runs while LLVM has every core."""
+    from relax.codegen import object_parts
+    from relax.vm.artifact import linker
+
+    events = []
+    all_cores, read_bytecode = object_parts.PartCompiler.all_cores, linker.read_bytecode
+
+    def releasing(self):
+        events.append("all cores")
+        all_cores(self)
+
+    def reading(*args, **kwargs):
+        events.append("read bytecode")
+        return read_bytecode(*args, **kwargs)
+
+    monkeypatch.setenv("RELAX_CACHE", "0")
+    monkeypatch.setattr(object_parts.PartCompiler, "all_cores", releasing)
+    monkeypatch.setattr(linker, "read_bytecode", reading)
+    _one_shot(tmp_path / "tiny.vmx")
+    assert events[:2] == ["all cores", "read bytecode"]

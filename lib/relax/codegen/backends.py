@@ -36,6 +36,9 @@ class KernelPart:
     def result(self) -> bytes:
         return self.pending.result()
 
+    def all_cores(self) -> None:
+        self.pending.all_cores()
+
     def cancel(self) -> None:
         self.pending.cancel()
 

@@ -208,6 +208,11 @@ class PendingKernelObject:
             self._data = self._finish()
         return self._data
 
+    def all_cores(self) -> None:
+        """Lets LLVM compile on every core: the caller has little Python left to run."""
+        if self._compiler is not None:
+            self._compiler.all_cores()
+
     def cancel(self) -> None:
         """Drops the parts not started yet and waits for the running ones (nothing is cached)."""
         if self._data is None and self._compiler is not None:

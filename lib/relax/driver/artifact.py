@@ -197,6 +197,10 @@ class _PendingKernels:
             raise self._error
         return [LinkInput(part.file_name(self._stem), part.result()) for part in self._parts]
 
+    def all_cores(self) -> None:
+        for part in self._parts:
+            part.all_cores()
+
     def cancel(self) -> None:
         for part in self._parts:
             part.cancel()
@@ -219,6 +223,7 @@ def _link(options: CompileOptions, bytecode: bytes, kernels: _PendingKernels, st
     from .link import describe_link, signed
 
     progress.stage("LLVM")
+    kernels.all_cores()  # what is left here to run in Python is short
     try:
         read = read_bytecode(LinkInput(f"{stem}.vmo", bytecode))  # the link's first step, while LLVM works
     except BaseException:
