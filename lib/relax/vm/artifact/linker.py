@@ -173,7 +173,7 @@ def link(bytecode: LinkInput | ReadBytecode, kernel_inputs: Sequence[LinkInput],
     from ...runtime.kernels import container
 
     read = bytecode if isinstance(bytecode, ReadBytecode) else read_bytecode(bytecode)
-    bytecode, exe = read.input, read.executable
+    vmo, exe = read.input, read.executable
     kernel_objects = [container.read(item.data, item.name) for item in kernel_inputs]
     names = [item.name for item in kernel_inputs]
     problems: list[str] = []
@@ -186,7 +186,7 @@ def link(bytecode: LinkInput | ReadBytecode, kernel_inputs: Sequence[LinkInput],
             kernel_names.setdefault(kernel.name, names[index])
     symbols = _resolve(read.references, runtime_symbols(), defined, tuple(allow_undefined),
                        kernel_names, problems)
-    problems += check_kernel_calls(exe, bytecode.name, list(zip(names, kernel_objects)),
+    problems += check_kernel_calls(exe, vmo.name, list(zip(names, kernel_objects)),
                                    {symbol["name"] for symbol in symbols if symbol["resolution"] == "kernel"})
     if problems:
         raise DiagnosticError([Diagnostic("error", message) for message in problems])
@@ -199,13 +199,13 @@ def link(bytecode: LinkInput | ReadBytecode, kernel_inputs: Sequence[LinkInput],
         producer=vmx.PRODUCER,
         flags=flags,
         inputs=tuple({"kind": kind, "name": _basename(item.name), "size": len(item.data),
-                      "sha256": read.sha256 if item is bytecode else vmx.sha256_hex(item.data)}
-                     for kind, item in [("vmo", bytecode)] + [("ko", k) for k in kernel_inputs]),
+                      "sha256": read.sha256 if item is vmo else vmx.sha256_hex(item.data)}
+                     for kind, item in [("vmo", vmo)] + [("ko", k) for k in kernel_inputs]),
         targets=tuple({"kernel_object": index, **target.to_json()}
                       for index, kernel_object in enumerate(kernel_objects) for target in kernel_object.targets),
         symbols=tuple(symbols),
     )
-    data = vmx.write(vmx.Artifact(info, bytecode.data, tuple(item.data for item in kernel_inputs)))
+    data = vmx.write(vmx.Artifact(info, vmo.data, tuple(item.data for item in kernel_inputs)))
     return LinkResult(data, info, exe, tuple(kernel_objects))
 
 

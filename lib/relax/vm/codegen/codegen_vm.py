@@ -52,7 +52,6 @@ class _FunctionCodegen:
         self.name = name
         self.func = func
         self.printed = printed  # _AsPrinted, when the module is taken as its printed text reads back
-        self.bare = False  # whether the binding at hand printed as a bare statement
         self.registers: dict[int, int] = {}
         self.words: dict[int, int] = {}  # variables bound to constants: their argument word
         self.next_register = 0
@@ -144,7 +143,6 @@ class _FunctionCodegen:
     def binding(self, binding: rx.Binding) -> None:
         if self.printed is not None:
             self.location = self.printed.locations.get(id(binding), self.location)
-            self.bare = id(binding) in self.printed.bare
         elif binding.span is not None:
             self.location = str(binding.span)
         var, value = binding.var, binding.value
@@ -168,7 +166,7 @@ class _FunctionCodegen:
                            register)
             return
         if isinstance(value, rx.Call):
-            self.call(var, value)
+            self.call(var, value, self.printed is not None and id(binding) in self.printed.bare)
             return
         if isinstance(value, rx.If):
             self.if_(var, value)
@@ -177,12 +175,13 @@ class _FunctionCodegen:
             raise error("local functions are not supported by the VM code generator yet", value.span)
         raise error(f"cannot generate code for a {type(value).__name__}", value.span)
 
-    def call(self, var: rx.Var, call: rx.Call) -> None:
+    def call(self, var: rx.Var, call: rx.Call, bare: bool = False) -> None:
+        """`bare`: the binding printed as a bare statement, which reads back bound to `_` with
+        the struct info the call's own inference gives."""
         callee, args = call.op, call.args
-        # A call of nothing bound to `_` has no register. A bare statement reads back bound to
-        # `_` with the struct info the call's own inference gives.
-        info = _inferred(call, self.mod) if self.bare else var.struct_info
-        void = isinstance(info, TupleStructInfo) and not info.fields and (self.bare or var.name_hint == "_")
+        # A call of nothing bound to `_` has no register.
+        info = _inferred(call, self.mod) if bare else var.struct_info
+        void = isinstance(info, TupleStructInfo) and not info.fields and (bare or var.name_hint == "_")
         dst = None if void else self.define(var)
         if isinstance(callee, rx.ExternFunc):
             self.emit_call(callee.global_symbol, [self.word(a) for a in args], dst)
