@@ -17,8 +17,11 @@ group, kernel_dedup.py). A model whose IR is under PART_BYTES is one part, in a
 .ko of the 0.1 layout (one object, one bitcode); several parts are format 0.3
 (docs/file-format-ko.md).
 
-Each part costs an ELF header and its own copies of the helpers, so parts are large
-enough to amortize that, and the kernels run as fast from parts as from one object.
+Each part costs an ELF header, its own copies of the helpers and about a millisecond
+of LLVM's set-up, so parts are large enough to amortize that, and the kernels run as
+fast from parts as from one object. They are small enough that a large kernel is a
+part of its own: LLVM starts on the first one while Python generates the second, and
+the last parts are small, so that the workers end together.
 One core is held for the generating thread (PartCompiler's gate) until it waits, so
 generation, which feeds the workers, is not slowed by them. Figures:
 docs/performance-notes.md.
@@ -44,7 +47,7 @@ from ..runtime.kernels.libmvec import map_to_libmvec, uses_libmvec, vector_intri
 from ..target.vector_width import vector_extensions
 
 # LLVM IR text a part holds at least (the last part excepted): see the module docstring.
-PART_BYTES = 1 << 15
+PART_BYTES = 12 << 10
 
 # Worker threads at most; fewer on a machine with fewer cores.
 MAX_WORKERS = 4
