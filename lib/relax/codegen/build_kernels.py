@@ -37,7 +37,7 @@ from .kernel_codegen import (DEFAULT_FLOAT_FLAGS, emit_signature, generate_forwa
 from .kernel_dedup import identical_kernels
 from .fresh_stack import call_on_fresh_stack
 from .kernel_object import CompiledTarget, pack_kernel_object
-from .kernel_order import generation_order
+from .kernel_order import generation_groups
 from .loop_hints import resolve_loop_hints
 from ..target.llvm_target import TargetSpec, target_machine, target_spec
 from .object_parts import PartCompiler, cut_parts
@@ -274,8 +274,7 @@ def _generate_and_submit(funcs, targets, compiler: PartCompiler, context) -> lis
         spec = target_spec(target)
         infos, futures = [], []
         # The heaviest kernels first, so that LLVM's tail is a light one (kernel_order.py).
-        order = generation_order(kernel_groups(funcs), funcs)
-        groups = generate_kernel_groups(funcs, spec, target, order, context)
+        groups = generate_kernel_groups(funcs, spec, target, generation_groups(funcs), context)
         for texts in cut_parts(_collect(groups, infos)):
             futures.append(compiler.submit(texts, spec))
         if not futures:  # no kernels: one empty part, so that every target has its object

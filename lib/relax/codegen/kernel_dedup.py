@@ -109,16 +109,38 @@ def identical_kernels(funcs: dict[str, tir.PrimFunc]) -> dict[str, str]:
     """{name: first name} for each kernel whose body equals that of a kernel earlier in sorted
     name order; the first of each such group maps to nothing (it is built as usual). Only
     kernels whose parameters agree (_signature) are compared in full."""
-    candidates: dict[tuple, list[str]] = {}
-    for name in sorted(funcs):
-        candidates.setdefault(_signature(funcs[name]), []).append(name)
-    shared: dict[str, str] = {}
-    for names in candidates.values():
-        if len(names) < 2:
-            continue
-        first: dict[str, str] = {}
-        for name in names:
-            owner = first.setdefault(body_key(funcs[name]), name)
-            if owner != name:
-                shared[name] = owner
-    return shared
+    bodies = SharedBodies(funcs)
+    return {name: owner for name in sorted(funcs) if (owner := bodies.owner(name)) != name}
+
+
+class SharedBodies:
+    """identical_kernels asked kernel by kernel: the kernels whose parameters agree with
+    the one asked about are compared when it is, so that code generation can start on a
+    kernel no other one shares parameters with before comparing any others."""
+
+    def __init__(self, funcs: dict[str, tir.PrimFunc]):
+        self.funcs = funcs
+        self._signatures = {name: _signature(func) for name, func in funcs.items()}
+        self._candidates: dict[tuple, list[str]] = {}
+        for name in sorted(funcs):
+            self._candidates.setdefault(self._signatures[name], []).append(name)
+        self._owners: dict[str, str] = {}
+
+    def owner(self, name: str) -> str:
+        """The first name, in sorted order, of the kernels whose body equals `name`'s (itself if none)."""
+        owner = self._owners.get(name)
+        if owner is None:
+            names = self._candidates[self._signatures[name]]
+            if len(names) == 1:
+                owner = self._owners[name] = name
+            else:
+                first: dict[tuple, str] = {}
+                for other in names:
+                    self._owners[other] = first.setdefault(body_key(self.funcs[other]), other)
+                owner = self._owners[name]
+        return owner
+
+    def group(self, name: str) -> list[str]:
+        """`name` and the kernels that share its body, in sorted order (`name` must be an owner)."""
+        names = self._candidates[self._signatures[name]]
+        return [other for other in names if self.owner(other) == name] if len(names) > 1 else [name]

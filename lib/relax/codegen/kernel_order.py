@@ -12,8 +12,11 @@ lowering (figures: docs/performance-notes.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ..ir import tir
 from ..tir.loop_nests import statements
+from .kernel_dedup import SharedBodies
 
 
 def reduction_work(func: tir.PrimFunc) -> int:
@@ -36,6 +39,13 @@ def _iterations(block: tir.Block) -> int:
     return count
 
 
-def generation_order(groups: list[list[str]], funcs: dict) -> list[list[str]]:
-    """`groups` (lists of kernel names, the first one's body built) in generation order."""
-    return sorted(groups, key=lambda names: (-reduction_work(funcs[names[0]]), names[0]))
+def generation_groups(funcs: dict) -> Iterator[list[str]]:
+    """The kernels' groups (build_kernels.kernel_groups) in generation order: decreasing
+    reduction_work of a group's first kernel, ties by its name. Group by group: the kernels that share a group's body are looked for as it comes, so that the
+    first group is generated, and LLVM starts on it, before the others are compared.
+    Kernels of one body have the same work and the group's first has the first name, so
+    the kernels' own order, heaviest first and then by name, meets each group at its first."""
+    bodies = SharedBodies(funcs)
+    for name in sorted(funcs, key=lambda name: (-reduction_work(funcs[name]), name)):
+        if bodies.owner(name) == name:
+            yield bodies.group(name)
