@@ -41,10 +41,11 @@ def _iterations(block: tir.Block) -> int:
 
 def generation_groups(funcs: dict) -> Iterator[list[str]]:
     """The kernels' groups (build_kernels.kernel_groups) in generation order: decreasing
-    reduction_work of a group's first kernel, ties by its name. Group by group: the kernels that share a group's body are looked for as it comes, so that the
-    first group is generated, and LLVM starts on it, before the others are compared.
-    Kernels of one body have the same work and the group's first has the first name, so
-    the kernels' own order, heaviest first and then by name, meets each group at its first."""
+    reduction_work of a group's first kernel, ties by its name. Group by group: the
+    kernels that share a group's body are looked for as it comes, so that the first group
+    is generated, and LLVM starts on it, before the others are compared. Kernels of one
+    body have the same work and the group's first has the first name, so the kernels' own
+    order, heaviest first and then by name, meets each group at its first."""
     bodies = SharedBodies(funcs)
     for name in sorted(funcs, key=lambda name: (-reduction_work(funcs[name]), name)):
         if bodies.owner(name) == name:
