@@ -9,7 +9,6 @@ per-target compilation results into that container.
 from __future__ import annotations
 
 from ..records import record
-from ..runtime.kernels import container
 from ..runtime.kernels.abi import KERNEL_ABI_VERSION
 from ..runtime.kernels.metadata import KernelInfo
 from ..target.llvm_target import TargetSpec
@@ -28,6 +27,10 @@ class CompiledTarget:
 
 def pack_kernel_object(compiled: list[CompiledTarget]) -> bytes:
     """The .ko bytes for one or more targets (a fat object when several)."""
+    # Imported here, not with the code generator: relaxc imports the container (and its ELF
+    # checks) with the linker, while LLVM compiles, rather than before the first kernel.
+    from ..runtime.kernels import container
+
     entries, objects, bitcode, parts = [], {}, {}, {}
     for index, item in enumerate(compiled):
         spec = item.spec
@@ -49,4 +52,6 @@ def pack_kernel_object(compiled: list[CompiledTarget]) -> bytes:
 
 def read_kernel_object(data: bytes, name: str = "<memory>") -> container.KernelObject:
     """The decoded, checked contents of a .ko (for tools such as `relaxas --dump`)."""
+    from ..runtime.kernels import container
+
     return container.read(data, name)

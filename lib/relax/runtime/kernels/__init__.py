@@ -7,8 +7,9 @@ kernel metadata (metadata.py), the calling convention (abi.py), host detection
 artifacts run where only llvmlite and numpy are installed.
 """
 
+import importlib
+
 from .abi import KERNEL_ABI_VERSION, kernel_symbol
-from .container import KernelObject, TargetEntry
 from .metadata import KernelInfo, ParamInfo
 
 __all__ = [
@@ -16,15 +17,18 @@ __all__ = [
     "ParamInfo", "TargetEntry", "kernel_symbol", "load_kernel_file", "load_kernel_library",
 ]
 
-# The loader links with LLVM: imported when first asked for, so that reading a .ko's
-# container and metadata (the linker, relaxld) does not load LLVM. (Written out, not
-# relax.lazy_names: the runtime imports nothing of relax above its lowest modules.)
-_LOADER = ("KernelCallError", "KernelFunction", "KernelLibrary", "load_kernel_file", "load_kernel_library")
+# Imported when first asked for: the loader links with LLVM, so that reading a .ko's
+# container and metadata (the linker, relaxld) does not load LLVM; the container brings
+# the ELF checks, which the compiler's schedules (host detection) and code generation
+# do not need until a kernel object is packed. (Written out, not relax.lazy_names: the
+# runtime imports nothing of relax above its lowest modules.)
+_LAZY = {"KernelCallError": "library", "KernelFunction": "library", "KernelLibrary": "library",
+         "load_kernel_file": "library", "load_kernel_library": "library",
+         "KernelObject": "container", "TargetEntry": "container"}
 
 
 def __getattr__(name):
-    if name in _LOADER:
-        from . import library
-
-        return getattr(library, name)
+    module = _LAZY.get(name)
+    if module is not None:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
     raise AttributeError(f"module 'relax.runtime.kernels' has no attribute {name!r}")

@@ -25,6 +25,7 @@ from typing import Sequence
 
 from ...diagnostics import Diagnostic, DiagnosticError, UserError
 from ...records import record
+from ...runtime.kernels import container
 from . import vmx
 from .kernel_calls import check_kernel_calls
 from ..bytecode.executable import EXEC_MODES, Executable
@@ -170,8 +171,6 @@ def link(bytecode: LinkInput | ReadBytecode, kernel_inputs: Sequence[LinkInput],
          target_check: bool = False, exec_mode: str | None = None) -> LinkResult:
     """Resolves every symbol of `bytecode` (a .vmo, or one read_bytecode read already) and
     packs a .vmx; a DiagnosticError lists every problem."""
-    from ...runtime.kernels import container
-
     read = bytecode if isinstance(bytecode, ReadBytecode) else read_bytecode(bytecode)
     vmo, exe = read.input, read.executable
     kernel_objects = [container.read(item.data, item.name) for item in kernel_inputs]
