@@ -121,30 +121,46 @@ def test_the_avx2_view_loads_llvm_only_where_the_tool_does(tmp_path):
     assert [(target.cpu, "+avx512f" in target.features.split(",")) for target in built.targets] == [("znver3", False)]
 
 
-# The one-shot, recording whether the virtual machine's modules are loaded when the kernels start.
+# The one-shot, recording which of these modules are loaded when the kernels start.
 STAGE_PROBE = """
 import sys
 from relax.driver import artifact
 from relax.driver.runner import run_command
 from relaxc import cli
 
+WATCHED = ("relax.vm", "relax.runtime.kernels.container", "relax.runtime.kernels.elf_check")
 loaded = []
 start_kernels = artifact._start_kernels
 
 def recording(*args, **kwargs):
-    loaded.append("relax.vm" in sys.modules)
+    loaded.extend(name for name in WATCHED if name in sys.modules)
     return start_kernels(*args, **kwargs)
 
 artifact._start_kernels = recording
 code = run_command(cli.command, "relaxc", sys.argv[1:])
-print("exit", code, "vm-loaded-at-kernels", *loaded, file=sys.stderr)
+print("exit", code, "loaded-at-kernels", *loaded, file=sys.stderr)
 """
 
 
-def test_the_one_shot_loads_the_vm_after_its_kernels_start(tmp_path):
+@pytest.fixture(scope="module")
+def loaded_at_kernels(tmp_path_factory) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "lib"), str(ROOT)]), "RELAX_CACHE": "0"}
+    output = tmp_path_factory.mktemp("one-shot") / "mlp.vmx"
+    run = subprocess.run([sys.executable, "-c", STAGE_PROBE, str(MLP), "-o", str(output)],
+                         capture_output=True, text=True, env=env, cwd=ROOT)
+    last = run.stderr.strip().splitlines()[-1].split()
+    assert last[:3] == ["exit", "0", "loaded-at-kernels"], run.stderr
+    return last[3:]
+
+
+def test_the_one_shot_loads_the_vm_after_its_kernels_start(loaded_at_kernels):
     """Only the bytecode and the link need the virtual machine's modules: loaded before the
     parse (for a --sign key the build did not have), they delayed LLVM's start."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "lib"), str(ROOT)]), "RELAX_CACHE": "0"}
-    run = subprocess.run([sys.executable, "-c", STAGE_PROBE, str(MLP), "-o", str(tmp_path / "mlp.vmx")],
-                         capture_output=True, text=True, env=env, cwd=ROOT)
-    assert run.stderr.strip().splitlines()[-1].split() == ["exit", "0", "vm-loaded-at-kernels", "False"], run.stderr
+    assert "relax.vm" not in loaded_at_kernels
+
+
+def test_the_one_shot_loads_the_kernel_container_after_its_kernels_start(loaded_at_kernels):
+    """The .ko container and its ELF checks are for packing the kernel object and linking:
+    relaxc imports them with the linker, while LLVM compiles, not before the first kernel."""
+    assert "relax.runtime.kernels.container" not in loaded_at_kernels
+    assert "relax.runtime.kernels.elf_check" not in loaded_at_kernels
