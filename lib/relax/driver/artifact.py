@@ -129,11 +129,10 @@ def compile_artifact(options: CompileOptions) -> int:
 def _assemble_and_link(options: CompileOptions, lowered: LoweredText, deferred, targets, stem: str, progress, key):
     """Stages 4-6 of `--emit vmo` and the one-shot: bytecode, kernels, link. The bytecode
     comes from the module in memory when every kernel does (see the module docstring)."""
-    if lowered.every_kernel and lowered.printed.complete:
-        kernels = _start_kernels(lowered.kernels, targets, stem, progress, options)
+    kernels = _start_kernels(lowered.kernels, targets, stem, progress, options) if lowered.every_kernel else None
+    if kernels is not None and lowered.printed.complete:
         bytecode = _bytecode_in_memory(options, lowered, kernels, stem, progress)
     else:
-        kernels = _start_kernels(lowered.kernels, targets, stem, progress, options) if lowered.every_kernel else None
         bytecode, kernels = _bytecode(options, lowered, deferred, kernels, targets, stem, progress)
     if options.emit == "vmo":
         write_bytes(options.output, bytecode, "a bytecode object")

@@ -365,8 +365,9 @@ def _struct_info_record(info, printed=None) -> dict:
         return {"kind": "shape", "values": None, "ndim": info.ndim}
     if isinstance(info, si.PrimStructInfo):
         record = {"kind": "prim", "dtype": info.dtype}
-        if info.value is not None and _dim_record(info.value, printed) is not None:
-            record["value"] = _dim_record(info.value, printed)
+        value = _dim_record(info.value, printed) if info.value is not None else None
+        if value is not None:
+            record["value"] = value
         return record
     if isinstance(info, si.TupleStructInfo):
         return {"kind": "tuple", "fields": [_struct_info_record(f, printed) for f in info.fields]}
