@@ -20,6 +20,8 @@ from .io import write_bytes, write_text
 
 # Outputs after the -O pipeline: the lowered text, bytecode, the linked artifact (driver/artifact.py).
 ARTIFACT_EMITS = ("vms", "vmo", "vmx")
+# Outputs of the parsed module, which need no LLVM unless passes run (--passes, --params).
+PARSED_EMITS = ("ir", "json", "pyfunc")
 
 
 def listing_text(kind: str) -> str:
@@ -125,10 +127,20 @@ def choose_emit(emit: str | None, lowered_text: bool, output: str | None) -> str
     return EMIT_BY_SUFFIX.get(os.path.splitext(output or "")[1], "ir")
 
 
+def loads_llvm(options: CompileOptions) -> bool:
+    """Whether the command loads LLVM: to build kernels, or to ask for the host's CPU,
+    which lays out constant weights whenever passes run (compile_steps.packing_target)."""
+    return options.emit not in PARSED_EMITS or options.passes is not None or options.params is not None
+
+
 def compile_main(options: CompileOptions) -> int:
     from .collector import cycle_collection_paused
 
     pass_config(options.pass_config)  # a malformed --pass-config fails before anything runs
+    if loads_llvm(options):
+        from .llvm_preload import start_loading_llvm
+
+        start_loading_llvm()  # on another core while numpy is imported and the source parsed
     with cycle_collection_paused():
         if options.emit in ARTIFACT_EMITS:
             from .artifact import compile_artifact
