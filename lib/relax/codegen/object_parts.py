@@ -33,8 +33,6 @@ import contextlib
 import os
 import sys
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-
 import llvmlite.binding as llvm
 
 from ..records import record
@@ -43,6 +41,7 @@ from . import llvm_unlocked
 from .fresh_stack import thread_stack_size
 from ..target.llvm_target import TargetSpec, target_machine
 from .parallel import LAUNCHER, link_launcher
+from .worker_pool import PendingCall, WorkerPool
 from ..runtime.kernels.libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
 from ..target.vector_width import vector_extensions
 
@@ -89,7 +88,8 @@ def worker_count() -> int:
 
 
 class PartCompiler:
-    """A pool of worker threads that compile parts; `submit` returns a Future of a CompiledPart.
+    """A pool of worker threads that compile parts; `submit` returns a pending CompiledPart
+    (worker_pool.PendingCall: `result()` waits for it).
 
     While the caller's thread still has Python to run (it generates the next kernels),
     one core is left to it: at most workers - 1 parts compile at once, until
@@ -97,7 +97,8 @@ class PartCompiler:
 
     def __init__(self, workers: int | None = None):
         workers = workers or worker_count()
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="relax-llvm")
+        # The pool starts its threads as parts arrive, each with the stack of fresh_stack.py.
+        self._pool = WorkerPool(workers, "relax-llvm", thread_stack_size)
         self._machines = threading.local()
         self._gate = threading.Semaphore(max(1, workers - 1))
         self._held = workers > 1  # one permit held back for the caller's thread
@@ -122,12 +123,12 @@ class PartCompiler:
         finally:
             sys.setswitchinterval(previous)
 
-    def submit(self, texts: list[str], spec: TargetSpec) -> Future:
-        with thread_stack_size():  # the pool starts its threads as parts arrive
-            return self._executor.submit(self._compile, tuple(texts), spec)
+    def submit(self, texts: list[str], spec: TargetSpec) -> PendingCall:
+        return self._pool.submit(self._compile, tuple(texts), spec)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Drops the parts not started and waits for the running ones."""
+        self._pool.close()
 
     def __enter__(self) -> "PartCompiler":
         return self
