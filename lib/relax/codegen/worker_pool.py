@@ -50,7 +50,9 @@ class PendingCall:
             self._error = error
         finally:
             self._call = None
-            self._done.set()
+
+    def _finish(self) -> None:
+        self._done.set()
 
     def _cancel(self) -> None:
         self._call = None
@@ -122,8 +124,9 @@ class WorkerPool:
             if call is None:
                 return
             call._run()
-            with self._lock:
+            with self._lock:  # counted idle before its caller hears, so that its next call reuses it
                 self._idle += 1
+            call._finish()
 
 
 @atexit.register
