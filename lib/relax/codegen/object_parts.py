@@ -33,6 +33,7 @@ import contextlib
 import os
 import sys
 import threading
+
 import llvmlite.binding as llvm
 
 from ..records import record

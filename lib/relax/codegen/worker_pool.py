@@ -40,9 +40,6 @@ class PendingCall:
             raise self._error
         return self._value
 
-    def done(self) -> bool:
-        return self._done.is_set()
-
     def _run(self) -> None:
         try:
             self._value = self._call()
@@ -82,10 +79,10 @@ class WorkerPool:
             if self._closed:
                 raise RuntimeError("submit to a closed worker pool")
             self._calls.put(call)
-            if self._idle == 0 and len(self._threads) < self._limit:
+            if self._idle:
+                self._idle -= 1  # an idle worker takes this call
+            elif len(self._threads) < self._limit:
                 self._start_thread()
-            else:
-                self._idle = max(0, self._idle - 1)  # an idle worker takes this call
         return call
 
     def close(self) -> None:

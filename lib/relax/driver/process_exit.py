@@ -6,9 +6,9 @@ weights, the LLVM modules and JIT engines of constant folding) and a last cycle
 collection, a few percent of a short compile (docs/performance-notes.md). A tool
 run as a program flushes its streams and
 leaves with os._exit instead; its files are written and closed by then, and the
-atexit handler a build registers (codegen/worker_pool.py: it waits for LLVM workers
-still compiling) has nothing left to wait for, the build having waited for its parts
-or cancelled them. Called in-process (tests, `main(argv)`),
+atexit handler of codegen/worker_pool.py (it waits for LLVM workers still compiling)
+has nothing left to wait for: a build has waited for its parts or cancelled them.
+Called in-process (tests, `main(argv)`),
 or under a profiler or tracer (cProfile, coverage: they report at exit), a tool
 returns its exit code as before.
 """
