@@ -57,7 +57,7 @@ class _FunctionNormalizer:
     def infer(self, value: rx.Expr, fallback=None):
         """The struct info of `value`, or `fallback` after recording why it has none."""
         returned = value.body if isinstance(value, rx.SeqExpr) else value  # a function's result: at its return
-        if any(id(v) in self.failed for v in (*free_vars(value), *free_vars(returned))):
+        if self.failed and any(id(v) in self.failed for v in (*free_vars(value), *free_vars(returned))):
             return None
         try:
             info = struct_info_of(value, self.mod)
