@@ -38,6 +38,20 @@ def test_walk_visits_what_the_reference_visits_in_its_order():
         assert collect(func.body, tir.For) == [n for n in reference_walk(func.body) if isinstance(n, tir.For)]
 
 
+def test_collect_of_statements_finds_what_the_reference_finds_in_its_order():
+    """A statement-only query skips the expressions (rewrite.statements): the same nodes in
+    the same order, for blocks and loops before lowering, stores after it, a tuple of
+    classes, a function as the root, and an expression root (no statement in it)."""
+    scheduled = lower_for_codegen(matmul_func(16, 4, 8), None)
+    for root in (matmul_func(7, 5, 3).body, matmul_func(7, 5, 3), scheduled.body, scheduled):
+        for query in (tir.Block, tir.BlockRealize, tir.BufferStore, tir.For, (tir.For, tir.BufferStore),
+                      (tir.SeqStmt, tir.Block)):
+            expected = [n for n in reference_walk(root) if isinstance(n, query)]
+            assert [id(n) for n in collect(root, query)] == [id(n) for n in expected], query
+    load = tir.BufferLoad(buffer("A", (4,)), (i32(1),))
+    assert collect(tir.Add(load, load), tir.BufferStore) == []
+
+
 def test_uses_finds_variables_in_expressions_and_buffer_shapes():
     n, i, other = tir.Var("n", "int32"), tir.Var("i", "int32"), tir.Var("other", "int32")
     a = tir.Buffer("A", (n,), "float32", data=tir.Var("A", "handle"))

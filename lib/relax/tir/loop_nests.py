@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..ir import tir
 from ..ir.node import Node
-from .rewrite import Rewriter, collect, node_fields
+from .rewrite import Rewriter, collect, node_fields, statements
 
 
 def uses(node, var) -> bool:
@@ -89,23 +89,6 @@ def top_level(stmt):
     if isinstance(stmt, tir.SeqStmt):
         return list(stmt.seq), lambda seq: tir.SeqStmt(tuple(seq)) if len(seq) > 1 else seq[0]
     return [stmt], lambda seq: seq[0] if len(seq) == 1 else tir.SeqStmt(tuple(seq))
-
-
-def statements(stmt: tir.Stmt):
-    """Every statement under `stmt`, itself included, in pre-order. Expressions hold none, so
-    they are not searched: after the schedules, most of a kernel's nodes are expressions."""
-    stack = [stmt]
-    pop, push = stack.pop, stack.append
-    while stack:
-        current = pop()
-        if isinstance(current, tuple):
-            stack.extend(item for item in reversed(current) if isinstance(item, tir.Stmt))
-            continue
-        yield current
-        for name in reversed(node_fields(type(current))):
-            value = getattr(current, name)
-            if isinstance(value, (tir.Stmt, tuple)):
-                push(value)
 
 
 def any_loop(stmt: tir.Stmt, predicate) -> bool:

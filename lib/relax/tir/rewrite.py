@@ -284,7 +284,39 @@ def collect(node, node_type) -> list:
     kept = _COLLECTED.get(node, node_type)
     if kept is not MISSING:
         return list(kept)
-    found = []
-    walk(node, found.append, node_type)
+    if _statements_only(node_type):  # the same nodes, the expressions not searched
+        found = [item for item in statements(node) if isinstance(item, node_type)]
+    else:
+        found = []
+        walk(node, found.append, node_type)
     _COLLECTED.put(node, tuple(found), node_type)
     return found
+
+
+_STATEMENTS_ONLY: dict = {}
+
+
+def _statements_only(node_type) -> bool:
+    """Whether `node_type` (a class or a tuple of them) names statements only."""
+    answer = _STATEMENTS_ONLY.get(node_type)
+    if answer is None:
+        classes = node_type if isinstance(node_type, tuple) else (node_type,)
+        answer = _STATEMENTS_ONLY[node_type] = all(issubclass(cls, tir.Stmt) for cls in classes)
+    return answer
+
+
+def statements(stmt):
+    """Every statement under `stmt`, itself included, in pre-order. Expressions hold none, so
+    they are not searched: after the schedules, most of a kernel's nodes are expressions."""
+    stack = [stmt]
+    pop, push = stack.pop, stack.append
+    while stack:
+        current = pop()
+        if isinstance(current, tuple):
+            stack.extend(item for item in reversed(current) if isinstance(item, tir.Stmt))
+            continue
+        yield current
+        for name in reversed(node_fields(type(current))):
+            value = getattr(current, name)
+            if isinstance(value, (tir.Stmt, tuple)):
+                push(value)
