@@ -65,7 +65,7 @@ def match_nest(stmt) -> Nest | None:
     for loop in loops:
         if not (isinstance(loop.min, tir.IntImm) and loop.min.value == 0):
             return None
-        if any(uses(loop.extent, other.loop_var) for other in loops):
+        if not isinstance(loop.extent, tir.IntImm) and any(uses(loop.extent, other.loop_var) for other in loops):
             return None
     if any(iv.iter_type not in ("DataPar", "CommReduce") for iv in block.iter_vars):
         return None
