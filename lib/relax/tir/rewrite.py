@@ -293,6 +293,7 @@ def collect(node, node_type) -> list:
     return found
 
 
+# Per query (a class or a tuple of them): whether it names statements only (collect's dispatch).
 _STATEMENTS_ONLY: dict = {}
 
 
