@@ -149,7 +149,7 @@ def build_times(name: str, work: pathlib.Path) -> tuple[float | None, float | No
 def relaxrun_median(name: str, vmx: pathlib.Path, repeat: int) -> tuple[float | None, str]:
     """Median seconds of the VM call, and whether the results matched the expected outputs."""
     command = [tool("relaxrun"), str(vmx), "--input", f"@{DATA / f'{name}.inputs.npz'}", "--repeat", str(repeat),
-               "--warmup", "10", "--json", "--output-dir", f"{vmx}.out",  # files keep values out of the JSON
+               "--warmup", "10", "--print-time", "--json", "--output-dir", f"{vmx}.out",  # files keep values out of the JSON
                "--expected-output", f"@{DATA / f'{name}.expected.npz'}", "--atol", "1e-4"]
     if name == "packed_call":
         command += ["--plugin", str(PLUGIN)]

@@ -72,12 +72,13 @@ def measure(model: str, target) -> tuple[list, collections.Counter]:
     """Per group: (name, Python lowering s, codegen s, IR bytes, LLVM O3 s, emission s);
     and the lowering's seconds by step."""
     from relax.codegen import build_kernels
+    from relax.codegen.kernel_order import generation_groups
     from relax.target.llvm_target import target_machine, target_spec
 
     spec = target_spec(target)
     machine = target_machine(spec)
     funcs = build_kernels.prim_funcs(lowered_module(model))
-    groups = build_kernels.generation_order(build_kernels.kernel_groups(funcs), funcs)
+    groups = list(generation_groups(funcs))
     steps: collections.Counter = collections.Counter()
     rows = []
     for names in groups:
