@@ -29,7 +29,10 @@ is mostly Python, so figures from two sessions compare only beside their loop ti
 of an older commit, say) alternately, round after round, each run on its own tree's
 code with the same Python, and prints both medians and the paired ratios this / other
 (wall and CPU): a change's effect measured side by side, in the same phases of a shared
-machine, where one tree timed now and the other an hour ago would not compare. With
+machine, where one tree timed now and the other an hour ago would not compare. Beside the
+wall ratio it prints a 95% interval for it (the median's, from the rounds' order: no
+assumption about how the ratios spread; six rounds at least): a figure whose interval
+stays on one side of a target is shown, one whose interval straddles it is not. With
 RELAX_TEST_HOST=avx2 set, both trees build as on an AVX2 host (testsuite/avx2_host, as
 `make test-avx2-host` shows an AVX-512 host).
 """
@@ -37,6 +40,7 @@ RELAX_TEST_HOST=avx2 set, both trees build as on an AVX2 host (testsuite/avx2_ho
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import pathlib
 import resource
@@ -154,7 +158,8 @@ def relaxc_against(models: list[str], rounds: int, other: pathlib.Path) -> None:
         stale, total = stale_bytecode(tree)
         print(f"# {tree}: {stale} of {total} modules compiled from source each run (no up-to-date .pyc)")
     print(f"cold relaxc one-shot, {rounds} rounds, the two trees alternated (which goes first alternates too)")
-    print(f"{'model':<14}{'this':>8}{'cpu':>7}{'other':>8}{'cpu':>7}{'wall ratio':>12}{'cpu ratio':>11}  same bytes")
+    print(f"{'model':<14}{'this':>8}{'cpu':>7}{'other':>8}{'cpu':>7}{'wall ratio':>12}{'95% interval':>15}"
+          f"{'cpu ratio':>11}  same bytes")
     environment = dict(os.environ, RELAX_CACHE="0")
     trees = (ROOT, other)
     with tempfile.TemporaryDirectory(prefix="relax-compile-bench-") as scratch:
@@ -169,12 +174,32 @@ def relaxc_against(models: list[str], rounds: int, other: pathlib.Path) -> None:
                     times[side].append(time_relaxc(model, output, environment, trees[side]))
                     artifacts[side] = output.read_bytes()
             this, that = _medians(times[0]), _medians(times[1])
-            wall = statistics.median(a[0] / b[0] for a, b in zip(*times))
+            walls = [a[0] / b[0] for a, b in zip(*times)]
+            wall = statistics.median(walls)
+            interval = median_interval(walls)
+            shown = f"{interval[0]:.3f}-{interval[1]:.3f}" if interval else "-"
             cpu = statistics.median(a[1] / b[1] for a, b in zip(*times))
             same = "yes" if artifacts[0] == artifacts[1] else "no"
-            print(f"{model:<14}{this[0]:>8.2f}{this[1]:>7.2f}{that[0]:>8.2f}{that[1]:>7.2f}{wall:>12.3f}{cpu:>11.3f}"
-                  f"  {same}", flush=True)
+            print(f"{model:<14}{this[0]:>8.2f}{this[1]:>7.2f}{that[0]:>8.2f}{that[1]:>7.2f}{wall:>12.3f}{shown:>15}"
+                  f"{cpu:>11.3f}  {same}", flush=True)
     print("(ratios: medians of the rounds' this / other; under 1: this checkout builds faster)")
+
+
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """A `confidence` interval for the median of the distribution `values` were drawn from:
+    the k-th smallest and k-th largest value, k the largest for which fewer than k of n
+    values fall below the median with probability at most (1 - confidence) / 2 (binomial,
+    p = 1/2). None when no such k exists (under six values at 95%)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    tail = (1 - confidence) / 2
+    k, below = 0, 0.0  # below: P(fewer than k+1 of n values under the median)
+    while True:
+        below += math.comb(n, k) / 2 ** n
+        if below > tail:
+            break
+        k += 1
+    return (ordered[k - 1], ordered[n - k]) if k >= 1 else None
 
 
 def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:

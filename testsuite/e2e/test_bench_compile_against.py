@@ -27,8 +27,9 @@ def test_a_checkout_against_itself_builds_the_same_bytes(compile_bench, capsys):
     assert lines[0].startswith(f"# {ROOT}: ") and lines[1].startswith(f"# {ROOT}: ")
     assert lines[2] == "cold relaxc one-shot, 2 rounds, the two trees alternated (which goes first alternates too)"
     row = next(line for line in lines if line.startswith("mlp_b1 ")).split()
-    assert len(row) == 8 and row[-1] == "yes"
-    assert all(float(value) > 0 for value in row[1:7])
+    assert len(row) == 9 and row[-1] == "yes"
+    assert all(float(value) > 0 for value in row[1:6] + row[7:8])
+    assert row[6] == "-"  # two rounds give no 95% interval
 
 
 def test_a_run_reports_wall_and_cpu_time_of_the_child(compile_bench, tmp_path):
@@ -50,7 +51,28 @@ def test_the_trees_alternate_and_the_ratios_pair_the_rounds(compile_bench, capsy
     this, other = compile_bench.ROOT, tmp_path
     assert calls == [this, other, other, this, this, other]
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("mlp_b1 ")).split()
-    assert row[1:] == ["1.00", "2.00", "4.00", "5.00", "0.250", "0.400", "yes"]
+    assert row[1:] == ["1.00", "2.00", "4.00", "5.00", "0.250", "-", "0.400", "yes"]
+
+
+def test_the_wall_ratio_has_an_interval_from_the_rounds_order(compile_bench, capsys, monkeypatch, tmp_path):
+    walls = {compile_bench.ROOT: iter([1.0, 1.1, 1.2, 0.9, 1.3, 1.4]), tmp_path: iter([2.0] * 6)}
+
+    def fake(model, output, environment, tree):
+        output.write_bytes(b"same")
+        return next(walls[tree]), 1.0
+
+    monkeypatch.setattr(compile_bench, "time_relaxc", fake)
+    compile_bench.relaxc_against(["mlp_b1"], 6, tmp_path)
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("mlp_b1 ")).split()
+    # Six rounds: the interval runs from the smallest ratio to the largest.
+    assert row[6] == "0.450-0.700"
+
+
+def test_the_median_interval_takes_the_binomial_order_statistics(compile_bench):
+    assert compile_bench.median_interval([3.0, 1.0, 2.0, 5.0, 4.0]) is None  # 2/32 > 5%: no 95% interval
+    assert compile_bench.median_interval(list(range(10, 0, -1))) == (2, 9)  # P(X <= 1) = 11/1024
+    assert compile_bench.median_interval(list(range(1, 65))) == (24, 41)
+    assert compile_bench.median_interval(list(range(1, 65)), confidence=0.5) == (29, 36)
 
 
 def test_the_python_loop_reference_is_the_best_of_its_timings(compile_bench, monkeypatch):
