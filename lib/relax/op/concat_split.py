@@ -125,7 +125,7 @@ def _split_bounds(call, dims):
             raise call.error(f"the number of sections must be positive, got {spec}")
         if static_value(length) is not None and static_value(length) % spec:
             raise call.error(f"axis {axis} of size {static_value(length)} does not split into {spec} equal sections")
-        piece = int64(length.value // spec) if static_value(length) is not None else tir.FloorDiv(length, int64(spec))
+        piece = int64(length.value // spec) if static_value(length) is not None else length // int64(spec)
         return axis, [(mul_dims(piece, int64(k)), piece) for k in range(spec)]
     bounds, start = [], int64(0)
     for index in tuple(spec) + (None,):

@@ -75,7 +75,7 @@ def _eye_like_infer(call) -> TensorStructInfo:
 def _eye_element(dtype: str, k: int):
     one = tir.FloatImm(dtype, 1.0) if dt.is_float(dtype) else tir.IntImm(dtype, 1)
     zero = tir.FloatImm(dtype, 0.0) if dt.is_float(dtype) else tir.IntImm(dtype, 0)
-    return lambda i, j: tir.Select(tir.EQ(tir.Add(i, int64(k)), j), one, zero)
+    return lambda i, j: tir.Select(tir.EQ(i + int64(k), j), one, zero)
 
 
 def _eye_legalize(from_template: bool):

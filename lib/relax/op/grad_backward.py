@@ -69,8 +69,8 @@ def _window_source(params: PoolParams, position, window, out_sizes):
     for axis, (index, k) in enumerate(zip(position, window)):
         reach = index + int64(params.padding[axis]) - k.var * int64(params.dilation[axis])
         stride = int64(params.strides[axis])
-        out = tir.FloorDiv(reach, stride)
-        conditions += [tir.GE(reach, int64(0)), tir.EQ(tir.FloorMod(reach, stride), int64(0)),
+        out = reach // stride
+        conditions += [tir.GE(reach, int64(0)), tir.EQ(reach % stride, int64(0)),
                        tir.LT(out, out_sizes[axis])]
         outs.append(out)
     return outs, _all(conditions)
@@ -82,8 +82,8 @@ def _valid_count(params: PoolParams, out_position, sizes) -> tir.PrimExpr:
     for axis, (position, size) in enumerate(zip(out_position, sizes)):
         dilation, extent = params.dilation[axis], params.pool_size[axis]
         start = position * int64(params.strides[axis]) - int64(params.padding[axis])
-        first = tir.Max(int64(0), tir.FloorDiv(int64(dilation - 1) - start, int64(dilation)))
-        last = tir.Min(int64(extent - 1), tir.FloorDiv(size - int64(1) - start, int64(dilation)))
+        first = tir.Max(int64(0), (int64(dilation - 1) - start) // int64(dilation))
+        last = tir.Min(int64(extent - 1), (size - int64(1) - start) // int64(dilation))
         count = count * tir.Max(last - first + int64(1), int64(0))
     return count
 

@@ -90,7 +90,7 @@ def _unravel(flat, shape) -> tuple:
     """The row-major index of element `flat` of a tensor of `shape`."""
     index, stride = [], int64(1)
     for extent in reversed(shape):
-        index.append(tir.FloorMod(tir.FloorDiv(flat, stride), extent) if index else tir.FloorMod(flat, extent))
+        index.append(flat // stride % extent if index else flat % extent)
         stride = stride * extent
     return tuple(reversed(index))
 

@@ -191,7 +191,7 @@ def conv_compute(call, params: ConvParams, data: te.Tensor, weight: te.Tensor, o
         batch, out_channel, *position = pick(out_index, params.out_axes)
         in_channel = channel.var
         if params.groups > 1:
-            in_channel = tir.FloorDiv(out_channel, group_size) * kernel_in + channel.var
+            in_channel = out_channel // group_size * kernel_in + channel.var
         spatial = [p * int64(params.strides[a]) + k.var * int64(params.dilation[a])
                    for a, (p, k) in enumerate(zip(position, window))]
         data_value = source[place(params.data_axes, (batch, in_channel, *spatial))]
@@ -210,22 +210,22 @@ def conv_transpose_compute(call, params: ConvParams, data: te.Tensor, weight: te
     out_dims = conv_out_dims(call, params, data.shape, weight.shape, transpose=True)
 
     def body(batch, out_channel, *position):
-        group = tir.FloorDiv(out_channel, kernel_out) if params.groups > 1 else int64(0)
+        group = out_channel // kernel_out if params.groups > 1 else int64(0)
         in_channel = group * group_in + channel.var if params.groups > 1 else channel.var
         # Input position i reaches output position i * stride + k * dilation - pad_before.
         conditions, sources = [], []
         for axis, (p, k) in enumerate(zip(position, window)):
             offset = p + int64(params.pad_before(axis)) - k.var * int64(params.dilation[axis])
             stride = int64(params.strides[axis])
-            source = tir.FloorDiv(offset, stride)
+            source = offset // stride
             if params.strides[axis] > 1:
-                conditions.append(tir.EQ(tir.FloorMod(offset, stride), int64(0)))
+                conditions.append(tir.EQ(offset % stride, int64(0)))
             conditions.append(in_bounds([source], [data.shape[2 + axis]]))
             sources.append(source)
         condition = conditions[0]
         for part in conditions[1:]:
             condition = tir.And(condition, part)
-        out_in_group = tir.FloorMod(out_channel, kernel_out) if params.groups > 1 else out_channel
+        out_in_group = out_channel % kernel_out if params.groups > 1 else out_channel
         product = tir.Mul(_cast(data[(batch, in_channel, *sources)], out_dtype),
                           _cast(weight[(in_channel, out_in_group, *[k.var for k in window])], out_dtype))
         return te.reduce_sum(if_then_else(condition, product, zero(out_dtype)), [channel, *window])

@@ -78,11 +78,11 @@ def _source_index(mode: str, index, size):
     if mode == "replicate":
         return tir.Min(tir.Max(index, int64(0)), size - int64(1))
     if mode == "circular":
-        return tir.FloorMod(index, size)
+        return index % size
     # reflect: mirror about both ends without repeating them; the pattern repeats
     # every 2 * (size - 1) positions.
     period = (size - int64(1)) * int64(2)
-    offset = tir.FloorMod(index, period)
+    offset = index % period
     return tir.Min(offset, period - offset)
 
 

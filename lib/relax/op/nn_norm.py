@@ -186,7 +186,7 @@ def _group_norm_infer(call) -> TensorStructInfo:
 
 def group_norm_compute(data, gamma, beta, channel_axis, axes, attrs):
     groups = attrs["num_groups"]
-    group_size = tir.FloorDiv(data.shape[channel_axis], int64(groups))
+    group_size = data.shape[channel_axis] // int64(groups)
     # Statistics have one entry per group and per axis that is not normalized.
     stats_dims = tuple(int64(groups) if a == channel_axis else int64(1) if a in axes else d
                        for a, d in enumerate(data.shape))
@@ -202,7 +202,7 @@ def group_norm_compute(data, gamma, beta, channel_axis, axes, attrs):
         return lambda *s: te.reduce_sum(source(source_index(s)), [inner, *[reduce_axes[a] for a in axes]])
 
     def stat_of(index):
-        return tuple(tir.FloorDiv(index[a], group_size) if a == channel_axis else int64(0) if a in axes else index[a]
+        return tuple(index[a] // group_size if a == channel_axis else int64(0) if a in axes else index[a]
                      for a in range(data.ndim))
 
     return normalize_over(data, stats_dims, reduce, stat_of, count, attrs, gamma, beta, channel_axis, "group")

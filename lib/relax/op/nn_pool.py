@@ -130,8 +130,8 @@ def _window_count(params: PoolParams, out_index, sizes) -> tir.PrimExpr:
         if params.count_include_pad:
             low, high = int64(-params.padding[axis]), size + int64(params.pad_after(axis))
         # The first and last k with low <= start + k * dilation < high.
-        first = tir.Max(int64(0), tir.FloorDiv(low - start + int64(dilation - 1), int64(dilation)))
-        last = tir.Min(int64(extent - 1), tir.FloorDiv(high - int64(1) - start, int64(dilation)))
+        first = tir.Max(int64(0), (low - start + int64(dilation - 1)) // int64(dilation))
+        last = tir.Min(int64(extent - 1), (high - int64(1) - start) // int64(dilation))
         inside = tir.Max(last - first + int64(1), int64(0))
         count = inside if count is None else count * inside
     return count
@@ -238,8 +238,8 @@ def adaptive_infer(rank: int):
 
 def _bin_bounds(index, in_size, out_size):
     """Output bin `index` averages input [floor(i * in / out), ceil((i + 1) * in / out))."""
-    start = tir.FloorDiv(index * in_size, out_size)
-    end = tir.FloorDiv((index + int64(1)) * in_size + out_size - int64(1), out_size)
+    start = index * in_size // out_size
+    end = ((index + int64(1)) * in_size + out_size - int64(1)) // out_size
     return start, end
 
 

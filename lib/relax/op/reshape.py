@@ -196,7 +196,7 @@ def _mapped_extent(expr, initial, dims):
             return int64(expr.b.value)
         if static_value(inner) is not None:
             return int64(-(-inner.value // expr.b.value))
-        return tir.FloorDiv(inner + int64(expr.b.value - 1), int64(expr.b.value))
+        return (inner + int64(expr.b.value - 1)) // int64(expr.b.value)
     return None
 
 

@@ -164,6 +164,6 @@ def unflatten(offset: tir.PrimExpr, dims) -> tuple[tir.PrimExpr, ...]:
     """The index of the element at row-major `offset` in a tensor of shape `dims`."""
     index = []
     for d in reversed(dims):
-        index.append(tir.FloorMod(offset, d))
-        offset = tir.FloorDiv(offset, d)
+        index.append(offset % d)  # TVM's indexmod and indexdiv: `x % 1` is 0, `x // 1` is x
+        offset = offset // d
     return tuple(reversed(index))

@@ -80,8 +80,8 @@ def _slice_scatter_legalize(call, context):
         def body(*i):
             offset = i[axis] - int64(chosen.start)
             inside = tir.And(tir.And(tir.GE(i[axis], int64(chosen.start)), tir.LT(i[axis], int64(chosen.stop))),
-                             tir.EQ(tir.FloorMod(offset, int64(chosen.step)), int64(0)))
-            source = src[i[:axis] + (tir.FloorDiv(offset, int64(chosen.step)),) + i[axis + 1:]]
+                             tir.EQ(offset % int64(chosen.step), int64(0)))
+            source = src[i[:axis] + (offset // int64(chosen.step),) + i[axis + 1:]]
             # if_then_else reads src only inside the slice, where its index is in bounds.
             return tir.Call(target.dtype, "tir.if_then_else", (inside, source, target[i]))
 

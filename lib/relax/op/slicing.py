@@ -122,7 +122,7 @@ def _wrap(position, extent, mode):
     counts a negative one from the end and stops the kernel on one out of range (TVM
     trusts the input there; an unchecked read would crash or leak memory)."""
     if mode == "wrap":
-        return tir.FloorMod(position, extent)
+        return position % extent
     if mode == "clip":
         return tir.Max(tir.Min(position, extent - 1), int64(0))
     return checked_position(position, extent, "R.take")
@@ -143,7 +143,7 @@ def tile_legalize(call, context):
     def fcompute(a):
         dims = tile_dims(call, a.shape)
         lead = len(dims) - a.ndim
-        return te.compute(dims, lambda *i: a[tuple(tir.FloorMod(v, a.shape[k]) for k, v in enumerate(i[lead:]))],
+        return te.compute(dims, lambda *i: a[tuple(v % a.shape[k] for k, v in enumerate(i[lead:]))],
                           "T_tile")
 
     return context.call_te(fcompute, call.args, call.arg_info, "tile")
@@ -165,9 +165,9 @@ def repeat_legalize(call, context):
     def fcompute(a):
         dims = repeat_dims(call, a.shape)
         if axis is None:
-            return te.compute(dims, lambda i: a[unflatten(tir.FloorDiv(i, int64(repeats)), a.shape)], "T_repeat")
+            return te.compute(dims, lambda i: a[unflatten(i // int64(repeats), a.shape)], "T_repeat")
         (ax,) = normalize_axes(call, axis, a.ndim)
-        return te.compute(dims, lambda *i: a[tuple(tir.FloorDiv(v, int64(repeats)) if k == ax else v
+        return te.compute(dims, lambda *i: a[tuple(v // int64(repeats) if k == ax else v
                                                    for k, v in enumerate(i))], "T_repeat")
 
     return context.call_te(fcompute, call.args, call.arg_info, "repeat")

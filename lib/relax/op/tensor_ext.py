@@ -56,7 +56,7 @@ def _pixel_shuffle_infer(call) -> TensorStructInfo:
     if static_value(channels) is not None and static_value(channels) % (factor * factor):
         raise call.error(f"{static_value(channels)} channels do not divide by upscale_factor squared"
                          f" ({factor * factor})")
-    return make_tensor_info((n, tir.FloorDiv(channels, int64(factor * factor)) if static_value(channels) is None
+    return make_tensor_info((n, channels // int64(factor * factor) if static_value(channels) is None
                              else int64(static_value(channels) // (factor * factor)),
                              mul_dims(height, int64(factor)), mul_dims(width, int64(factor))), info.dtype)
 
@@ -67,8 +67,8 @@ def _pixel_shuffle_legalize(call, context):
 
     def fcompute(x):
         def body(b, c, h, w):
-            channel = (c * r + tir.FloorMod(h, r)) * r + tir.FloorMod(w, r)
-            return x[b, channel, tir.FloorDiv(h, r), tir.FloorDiv(w, r)]
+            channel = (c * r + h % r) * r + w % r
+            return x[b, channel, h // r, w // r]
 
         return te.compute(out.shape_values, body, "PixelShuffle")
 
