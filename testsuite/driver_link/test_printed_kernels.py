@@ -219,3 +219,93 @@ def f(a: T.handle, b: T.handle):
     assert printed == {"f": (("A", "B"), ())}
     script(func.with_fields(buffer_map=((a, buffer_a), (b, other_n))), printed)
     assert printed == {"f": None}
+
+
+def _copy_reading(index_of) -> tir.PrimFunc:
+    """TWO_KERNELS' copy, reading A at index_of(i) instead of i, built in memory."""
+    from relax.tir.rewrite import Rewriter
+
+    class Reindex(Rewriter):
+        def visit_BufferLoad(self, load):
+            return load.with_fields(indices=(index_of(load.indices[0]),))
+
+    copy = parse(TWO_KERNELS, "m.relax")["copy"]
+    return copy.with_fields(body=Reindex().visit(copy.body))
+
+
+def _int(value: int) -> tir.IntImm:
+    return tir.IntImm("int32", value)
+
+
+# Nodes a pass may build as written that the parser folds as it reads their text back:
+# operators with an identity operand, and T.min, T.max, T.truncmod of constants.
+FOLDED_ON_READ = {
+    "x % 1": lambda i: tir.FloorMod(i, _int(1)),
+    "x + 0": lambda i: tir.Add(i, _int(0)),
+    "0 + x": lambda i: tir.Add(_int(0), i),
+    "x * 1": lambda i: tir.Mul(i, _int(1)),
+    "x // 1": lambda i: tir.FloorDiv(i, _int(1)),
+    "T.min(x, T.max(2, 3))": lambda i: tir.Min(i, tir.Max(_int(2), _int(3))),
+    "T.truncmod(x, 1)": lambda i: tir.Mod(i, _int(1)),
+}
+READ_AS_WRITTEN = {
+    "x": lambda i: i,
+    "x % 3": lambda i: tir.FloorMod(i, _int(3)),
+    "x + 2 - 2": lambda i: tir.Sub(tir.Add(i, _int(2)), _int(2)),
+    "T.min(x, 3)": lambda i: tir.Min(i, _int(3)),
+    "T.Add(1, 2) - 3 + x": lambda i: tir.Add(tir.Sub(tir.Add(_int(1), _int(2)), _int(3)), i),
+}
+
+
+@pytest.mark.parametrize("index", FOLDED_ON_READ, ids=list(FOLDED_ON_READ))
+def test_a_kernel_with_an_expression_the_parser_folds_is_read_back_whole(index):
+    func = _copy_reading(FOLDED_ON_READ[index])
+    printed = {}
+    text = script(func, printed)  # a private PrimFunc on its own prints as `main`
+    assert printed == {"main": None}
+    assert not _same_kernel(parse(text, "m.vms")["main"], func)  # what the one-shot would have built otherwise
+
+
+@pytest.mark.parametrize("index", READ_AS_WRITTEN, ids=list(READ_AS_WRITTEN))
+def test_a_kernel_whose_text_reads_back_as_written_is_kept(index):
+    func = _copy_reading(READ_AS_WRITTEN[index])
+    printed = {}
+    text = script(func, printed)
+    assert printed == {"main": (("A", "B"), ())}
+    assert _same_kernel(parse(text, "m.vms")["main"], func)
+
+
+def _same_kernel(a: tir.PrimFunc, b: tir.PrimFunc) -> bool:
+    from relax.ir.structural import structural_equal
+
+    return structural_equal(a, b, map_free_vars=True)
+
+
+def test_a_relax_expression_the_parser_folds_leaves_the_bindings_incomplete():
+    from relax.ir import expr as rx
+    from relax.ir.visitor import ExprMutator
+    from relax.script.printed_bindings import PrintedBindings
+
+    mod = parse('''
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n",), "float32")) -> R.Shape(ndim=1):
+        n = T.int64()
+        s = R.shape([n])
+        return s
+''', "m.relax")
+
+    class PlusZero(ExprMutator):
+        def visit_ShapeExpr(self, shape):
+            return shape.with_fields(values=tuple(tir.Add(value, tir.IntImm("int64", 0)) for value in shape.values))
+
+    kept, folded = PrintedBindings(), PrintedBindings()
+    script(mod, {}, kept)
+    changed = mod.with_fields(functions=type(mod.functions)({"main": PlusZero().visit(mod["main"])}))
+    assert isinstance(changed["main"].body.blocks[0].bindings[0].value, rx.ShapeExpr)
+    script(changed, {}, folded)
+    assert kept.complete and not folded.complete

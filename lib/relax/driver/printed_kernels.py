@@ -13,7 +13,9 @@ printing changes, and kernel metadata and messages record names:
   printed name.
 
 `as_printed` makes both renamings. A kernel where printing renamed anything else (a loop
-variable, two sizes of one name) is read back from the text instead.
+variable, two sizes of one name), or with an expression the parser folds as it reads it
+back (`x % 1`, which a legalization may build and the text reads back as 0), is read
+back from the text instead.
 
 Where every kernel comes from memory the bytecode does too (script/printed_bindings.py);
 where one is read back, the text is read back for the bytecode too, the kernels built from

@@ -45,7 +45,8 @@ class PrintedBindings:
     order: tuple = ()
     # the bindings marked, by number (holds them, so that their ids stay theirs)
     marked: list = None
-    # whether every marked binding's position was found (PrintedBindings.unmark)
+    # whether every marked binding's position was found (PrintedBindings.unmark) and no
+    # Relax expression printed reads back as another (script.printer: a fold of the parser)
     complete: bool = True
 
     def __post_init__(self):

@@ -32,16 +32,21 @@ def script(node, printed_params: dict | None = None, printed_bindings=None) -> s
     parameter under its buffer's; the (buffer, name)s of the buffers printed under another
     name than their own, where names clash in a scope or are not identifiers), or None
     for one where something else printed under another name: what the text reads back
-    as, for a reader that keeps the IR it printed (driver/printed_kernels.py).
-    `printed_bindings` (a printed_bindings.PrintedBindings), when given with a module, is
-    filled with where the module's Relax bindings print."""
+    as, for a reader that keeps the IR it printed (driver/printed_kernels.py). None too
+    for one with an expression that reads back as another (`x % 1` reads back as 0:
+    printer_prim_expr.py). `printed_bindings` (a printed_bindings.PrintedBindings), when
+    given with a module, is filled with where the module's Relax bindings print, and left
+    incomplete when a Relax expression reads back as another."""
     ctx = PrintContext()
     ctx.printed_params = printed_params
     if isinstance(node, ir.IRModule):
         ctx.printed_bindings = printed_bindings
         body = _module(ctx, node)
         if printed_bindings is not None:
-            return printed_bindings.unmark(_join(_wrap_header(ctx, body)))
+            text = printed_bindings.unmark(_join(_wrap_header(ctx, body)))
+            # A Relax expression that reads back as another: the bytecode comes from the text.
+            printed_bindings.complete = printed_bindings.complete and not ctx.reads_back_folded
+            return text
     elif isinstance(node, (ir.Function, tir.PrimFunc)):
         body = _function(ctx, node, _standalone_name(node), RelaxPrinter(ctx), TirPrinter(ctx))
         body = _type_var_lines(ctx) + body

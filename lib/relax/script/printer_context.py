@@ -40,6 +40,9 @@ class PrintContext:
         self.printed_params: dict | None = None
         # where the Relax bindings print (printed_bindings.PrintedBindings), when asked
         self.printed_bindings = None
+        # whether an expression printed since this was last cleared reads back as another
+        # (a fold the parser makes: printer_prim_expr.py)
+        self.reads_back_folded = False
 
     # -- dialect prefixes ------------------------------------------------------
     def relax(self, attr: str) -> str:

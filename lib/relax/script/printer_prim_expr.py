@@ -5,6 +5,12 @@ bare and other types are wrapped (`T.int64(3)`); inside Relax (shapes, prim valu
 int64 is the bare one. Operators print as Python operators with TVM's
 parenthesization, except when both operands are constants, where TVM prints the
 call form (`T.Add(1, 2)`) so that Python does not fold it on re-parse.
+
+The parser builds operators and `T.min`, `T.max`, `T.truncmod` through TVM's folding
+operators (tir_ops.binary), so a node such as `x % 1` or `T.min(2, 3)` that a pass
+built as written reads back as another expression (`0`, `2`). The printer notes each
+such node in its context (`PrintContext.reads_back_folded`): what it printed then does
+not read back as itself (driver/printed_kernels.py reads such a kernel back).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir import tir
 from . import printer_doc as doc
+from . import tir_ops
 from .printer_doc import Expr
 
 # Binary node -> (operator, precedence, name of the call form).
@@ -99,20 +106,35 @@ class PrimExprPrinter:
         left, right = self.expr(node.a), self.expr(node.b)
         if is_constant(node.a) and is_constant(node.b):
             return doc.call(self.ctx.tir(call_name), [left, right])
+        self._note_fold(node)
         return doc.binary(left, op, right, precedence)
 
     def div(self, node: tir.Div) -> Expr:
         left, right = self.expr(node.a), self.expr(node.b)
         if dt.is_float(node.a.dtype) and not (is_constant(node.a) and is_constant(node.b)):
+            self._note_fold(node)
             return doc.binary(left, "/", right, doc.PREC_MULT)
         return doc.call(self.ctx.tir("Div"), [left, right])
 
     def mod(self, node: tir.Mod) -> Expr:
+        self._note_fold(node)
         return doc.call(self.ctx.tir("truncmod"), [self.expr(node.a), self.expr(node.b)])
 
     def min_max(self, node) -> Expr:
         name = "min" if isinstance(node, tir.Min) else "max"
+        self._note_fold(node)
         return doc.call(self.ctx.tir(name), [self.expr(node.a), self.expr(node.b)])
+
+    def _note_fold(self, node: tir.BinaryOp) -> None:
+        """Notes `node` when the parser's builder of its printed form (an operator, or
+        T.min, T.max, T.truncmod) gives another expression. Only a constant operand folds."""
+        if (is_constant(node.a) or is_constant(node.b)) and not self.ctx.reads_back_folded:
+            try:
+                built = tir_ops.binary(type(node), node.a, node.b)
+            except Exception:  # the text would not even read back
+                built = None
+            if not (type(built) is type(node) and built.a is node.a and built.b is node.b):
+                self.ctx.reads_back_folded = True
 
     def not_(self, node: tir.Not) -> Expr:
         return doc.unary("not ", self.expr(node.a), doc.PREC_NOT)

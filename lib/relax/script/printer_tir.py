@@ -46,6 +46,7 @@ class TirPrinter(BlockPrinting):
     def prim_func(self, func: tir.PrimFunc, name: str) -> list[str]:
         ctx = self.ctx
         renames, self.type_vars = len(ctx.renamed), {}
+        folded_before, ctx.reads_back_folded = ctx.reads_back_folded, False
         with ctx.signature_vars(), ctx.scope():
             declarations: list[str] = []
             params = [self._declaring(declarations, self._param, func, param) for param in func.params]
@@ -61,7 +62,8 @@ class TirPrinter(BlockPrinting):
             decorator = self._decorator(func)
             header = f"def {name}({', '.join(params)}){ret}:"
         if ctx.printed_params is not None:
-            ctx.printed_params[name] = _printed_as(names, ctx.renamed[renames:])
+            ctx.printed_params[name] = None if ctx.reads_back_folded else _printed_as(names, ctx.renamed[renames:])
+        ctx.reads_back_folded = folded_before
         return [decorator, header] + indent(body or ["pass"])
 
     def _declaring(self, declarations: list[str], method, *args):
