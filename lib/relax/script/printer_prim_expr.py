@@ -127,14 +127,9 @@ class PrimExprPrinter:
 
     def _note_fold(self, node: tir.BinaryOp) -> None:
         """Notes `node` when the parser's builder of its printed form (an operator, or
-        T.min, T.max, T.truncmod) gives another expression. Only a constant operand folds."""
-        if (is_constant(node.a) or is_constant(node.b)) and not self.ctx.reads_back_folded:
-            try:
-                built = tir_ops.binary(type(node), node.a, node.b)
-            except Exception:  # the text would not even read back
-                built = None
-            if not (type(built) is type(node) and built.a is node.a and built.b is node.b):
-                self.ctx.reads_back_folded = True
+        T.min, T.max, T.truncmod) gives another expression."""
+        if not self.ctx.reads_back_folded and tir_ops.folds(node):
+            self.ctx.reads_back_folded = True
 
     def not_(self, node: tir.Not) -> Expr:
         return doc.unary("not ", self.expr(node.a), doc.PREC_NOT)

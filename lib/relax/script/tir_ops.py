@@ -241,6 +241,21 @@ def binary(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | Number:
     return cls(a, b)
 
 
+def folds(node: tir.BinaryOp) -> bool:
+    """Whether `binary` builds another expression than `node` from its operands: the
+    printed operator (or T.min, T.max, T.truncmod) reads back as something else."""
+    ca, cb = _constant(node.a), _constant(node.b)
+    if ca is None and cb is None:
+        return False
+    if (ca is None or cb is None) and (cb if ca is None else ca) not in (0, 1):
+        return False  # beside an expression, only 0 and 1 fold (_fold_identity)
+    try:
+        built = binary(type(node), node.a, node.b)
+    except Exception:  # the text would not even read back
+        return True
+    return not (type(built) is type(node) and built.a is node.a and built.b is node.b)
+
+
 def compare(cls: type, a: Operand, b: Operand) -> tir.PrimExpr | bool:
     """`a < b`, `a == b`, ... as TVMScript builds them. `==` and `!=` are nodes as
     written; so is an ordering with a Python number on the left (`2 < m`). Both take a
