@@ -14,11 +14,8 @@ pytestmark = pytest.mark.skipif(not BENCH.is_dir(), reason="shared/bench is not 
 
 
 @pytest.fixture
-def compile_bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    import compile as compile_bench
-
-    return compile_bench
+def compile_bench(bench_script):
+    return bench_script("compile")
 
 
 def test_a_checkout_against_itself_builds_the_same_bytes(compile_bench, capsys):

@@ -11,11 +11,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def e2e(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    import e2e
-
-    return e2e
+def e2e(bench_script):
+    return bench_script("e2e")
 
 
 @pytest.fixture(scope="module")

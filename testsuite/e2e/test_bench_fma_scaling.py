@@ -4,19 +4,12 @@ for tens of milliseconds at a time) gets a warning instead of passing for the ma
 figures. And the Python loop bench/peers.py times between the rounds of a workload with
 an interpreter row."""
 
-import pathlib
-
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def fma_peak(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    import fma_peak
-
-    return fma_peak
+def fma_peak(bench_script):
+    return bench_script("fma_peak")
 
 
 def test_cores_of_their_own_pass_without_a_warning(fma_peak):
@@ -38,12 +31,12 @@ def test_thread_scaling_times_pairs_of_runs(fma_peak):
     assert len(ratios) == 3 and all(ratio > 0 for ratio in ratios)  # values depend on the machine: not checked
 
 
-def test_a_probe_runs_once_a_round_after_the_peers_batches(monkeypatch):
+def test_a_probe_runs_once_a_round_after_the_peers_batches(monkeypatch, bench_script):
     """bench/peers.py times a Python loop after each round of a workload with an interpreter
     row: one result per round, taken after every peer's batches of that round."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
     import numpy as np
-    import peers
+
+    peers = bench_script("peers")
 
     events = []
 

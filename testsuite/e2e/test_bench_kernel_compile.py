@@ -6,24 +6,16 @@ import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BENCH = ROOT.parent / "shared" / "bench"
-pytestmark = pytest.mark.skipif(not BENCH.is_dir(), reason="shared/bench is not beside the checkout")
+SHARED_BENCH = pathlib.Path(__file__).resolve().parents[3] / "shared" / "bench"
 
 
-@pytest.fixture
-def kernel_compile(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    import kernel_compile
-
-    return kernel_compile
-
-
-def test_every_group_is_measured_in_generation_order(kernel_compile, capsys):
+@pytest.mark.skipif(not SHARED_BENCH.is_dir(), reason="shared/bench is not beside the checkout")
+def test_every_group_is_measured_in_generation_order(bench_script, capsys):
     from relax.codegen import build_kernels
     from relax.codegen.kernel_order import generation_groups
     from relax.target import host_target
 
+    kernel_compile = bench_script("kernel_compile")
     rows, steps = kernel_compile.measure("mlp_b1", host_target())
     funcs = build_kernels.prim_funcs(kernel_compile.lowered_module("mlp_b1"))
     assert [row[0] for row in rows] == [names[0] for names in generation_groups(funcs)]

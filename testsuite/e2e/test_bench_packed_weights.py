@@ -27,9 +27,8 @@ def _packed_widths(mod) -> set[int]:
 
 
 @pytest.mark.parametrize("target", SCHEDULE_TARGETS)
-def test_mlp_weights_are_packed_for_the_benchmarks_target(target, monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    import packed_weights
+def test_mlp_weights_are_packed_for_the_benchmarks_target(target, bench_script):
+    packed_weights = bench_script("packed_weights")
 
     modules, _ = packed_weights.lower_both("mlp_b64", parse_target(target))
     assert _packed_widths(modules["packed at build"]) == {panel_width(cpu_info(target))}

@@ -9,9 +9,8 @@ from relax.vm.bytecode.isa import FuncKind
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def test_the_kernels_alone_are_those_the_sample_calls(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    import vm_call
+def test_the_kernels_alone_are_those_the_sample_calls(bench_script):
+    vm_call = bench_script("vm_call")
 
     exe = build(parse_source(str(ROOT / "samples" / "mlp.relax")), "llvm", 2)
     library = exe.imports[0]

@@ -21,7 +21,7 @@ from typing import Callable
 from ..ir import dtype as dt
 from ..ir import tir
 from ..records import record
-from . import literal_limits, tir_ops
+from . import literal_limits, tir_expr_queries, tir_ops
 from .ast_nodes import METADATA_MESSAGE, is_metadata
 from .context import ParseAbort, ParseContext, Scope
 from .literal_limits import LiteralError
@@ -315,7 +315,7 @@ class PrimExprParser(PrimCallParser):
         start = self.parse(node.lower)
         stop = tir_ops.cast(start.dtype, self.value(node.upper))
         stride = tir_ops.cast(start.dtype, self.value(node.step)) if node.step is not None else tir_ops.make_const(1, start.dtype)
-        lanes = tir_ops.constant_difference(stop, start)
+        lanes = tir_expr_queries.constant_difference(stop, start)
         if lanes is None or not isinstance(stride, tir.IntImm) or stride.value <= 0:
             raise self.ctx.fail("a vector index needs a constant length and step", node)
         count = -(-lanes // stride.value)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir import tir
 from ..ir.node import Node, field_values
-from . import tir_ops
+from . import tir_expr_queries, tir_ops
 
 
 def infer_regions(body: tir.Stmt, init: tir.Stmt | None, allocated: tuple[tir.Buffer, ...]):
@@ -71,7 +71,7 @@ class _AccessCollector:
         for target, regions in ((self.reads, block.reads), (self.writes, block.writes)):
             for region in regions:
                 ranges = tuple(
-                    self.sweep_range(tir_ops.substitute(r.min, bindings), r.extent, dim)
+                    self.sweep_range(tir_expr_queries.substitute(r.min, bindings), r.extent, dim)
                     for r, dim in zip(region.region, region.buffer.shape)
                 )
                 target.append((region.buffer, ranges))
@@ -86,22 +86,22 @@ class _AccessCollector:
         dimension when it depends on them other than linearly."""
         one = tir_ops.make_const(1, start.dtype)
         extent = extent if extent is not None else one
-        swept = [v for v in self.loops if tir_ops.uses_var(start, v) or tir_ops.uses_var(extent, v)]
+        swept = [v for v in self.loops if tir_expr_queries.uses_var(start, v) or tir_expr_queries.uses_var(extent, v)]
         if not swept:
             return tir.Range(start, extent)
-        if tir_ops.constant_difference(extent, one) != 0 and any(tir_ops.uses_var(extent, v) for v in swept):
+        if tir_expr_queries.constant_difference(extent, one) != 0 and any(tir_expr_queries.uses_var(extent, v) for v in swept):
             return tir.Range(tir_ops.make_const(0, dimension.dtype), dimension)
         low, high = {}, {}
         for var in swept:
-            coefficient = tir_ops.linear_coefficient(start, var)
+            coefficient = tir_expr_queries.linear_coefficient(start, var)
             if coefficient is None:
                 return tir.Range(tir_ops.make_const(0, dimension.dtype), dimension)
             loop = self.loops[var]
             last = _last(loop)
             low[var], high[var] = (loop.min, last) if coefficient >= 0 else (last, loop.min)
-        first = tir_ops.substitute(start, low)
-        end = tir_ops.as_expr(tir_ops.binary(tir.Add, tir_ops.substitute(start, high), extent))
-        return tir.Range(first, tir_ops.extent_between(first, end))
+        first = tir_expr_queries.substitute(start, low)
+        end = tir_ops.as_expr(tir_ops.binary(tir.Add, tir_expr_queries.substitute(start, high), extent))
+        return tir.Range(first, tir_expr_queries.extent_between(first, end))
 
 
 def _full(buffer: tir.Buffer) -> tuple[tir.Range, ...]:
@@ -115,8 +115,8 @@ def _join_by_buffer(accesses) -> tuple[tir.BufferRegion, ...]:
         if id(buffer) not in by_buffer:
             order.append(buffer)
             by_buffer[id(buffer)] = []
-        keys = [tir_ops.structural_key(r) for r in by_buffer[id(buffer)]]
-        if tir_ops.structural_key(ranges) not in keys:
+        keys = [tir_expr_queries.structural_key(r) for r in by_buffer[id(buffer)]]
+        if tir_expr_queries.structural_key(ranges) not in keys:
             by_buffer[id(buffer)].append(ranges)
     return tuple(tir.BufferRegion(b, _join(by_buffer[id(b)])) for b in order)
 
@@ -126,7 +126,7 @@ def _join(candidates: list[tuple[tir.Range, ...]]) -> tuple[tir.Range, ...]:
         return candidates[0]
     joined = []
     for ranges in zip(*candidates):
-        if len({tir_ops.structural_key(r) for r in ranges}) == 1:
+        if len({tir_expr_queries.structural_key(r) for r in ranges}) == 1:
             joined.append(ranges[0])
             continue
         low = ranges[0].min
@@ -135,7 +135,7 @@ def _join(candidates: list[tuple[tir.Range, ...]]) -> tuple[tir.Range, ...]:
             low = tir_ops.as_expr(tir_ops.binary(tir.Min, low, other.min))
             high = tir_ops.as_expr(tir_ops.binary(tir.Max, high, _last(other)))
         end = tir_ops.as_expr(tir_ops.binary(tir.Add, high, 1))
-        joined.append(tir.Range(low, tir_ops.extent_between(low, end)))
+        joined.append(tir.Range(low, tir_expr_queries.extent_between(low, end)))
     return tuple(joined)
 
 

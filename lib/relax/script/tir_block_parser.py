@@ -16,7 +16,7 @@ from dataclasses import field
 
 from ..ir import FrozenDict, tir
 from ..records import record
-from . import tir_ops
+from . import tir_expr_queries, tir_ops
 from .context import ParseContext, Scope
 from .prim_expr import PrimExprParser
 from .tir_access_regions import infer_regions
@@ -94,7 +94,7 @@ class BlockHeaderParser:
                 raise self.ctx.fail("an axis domain is an extent or a (min, max) pair", node)
             low = tir_ops.cast(dtype, exprs.value(node.elts[0]))
             high = tir_ops.cast(dtype, exprs.value(node.elts[1]))
-            return tir.Range(low, tir_ops.extent_between(low, high), span=self.ctx.span(node))
+            return tir.Range(low, tir_expr_queries.extent_between(low, high), span=self.ctx.span(node))
         extent = tir_ops.cast(dtype, exprs.value(node))
         return tir.Range(tir_ops.make_const(0, extent.dtype), extent, span=self.ctx.span(node))
 
@@ -166,7 +166,7 @@ class BlockHeaderParser:
         low = exprs.value(index.lower) if index.lower is not None else 0
         high = exprs.value(index.upper) if index.upper is not None else dimension
         low, high = tir_ops.match_types(low, high)
-        return tir.Range(low, tir_ops.extent_between(low, high), span=self.ctx.span(index))
+        return tir.Range(low, tir_expr_queries.extent_between(low, high), span=self.ctx.span(index))
 
     def where(self, frame: BlockFrame, call: ast.Call, scope: Scope) -> None:
         if len(call.args) != 1 or call.keywords:

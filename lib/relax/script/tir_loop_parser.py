@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from ..ir import EMPTY, tir
-from . import tir_ops
+from . import tir_expr_queries, tir_ops
 from .context import Scope
 from .prim_expr import PrimExprParser, require_integer
 from .tir_values import parse_attr_dict
@@ -97,5 +97,5 @@ class LoopParser:
             start, stop = tir_ops.match_types(exprs.value(args[0]), exprs.value(args[1]))
             for value, node in ((start, args[0]), (stop, args[1])):
                 require_integer(self.ctx, value, node, "a loop bound")
-            return start, tir_ops.extent_between(start, stop)
+            return start, tir_expr_queries.extent_between(start, stop)
         raise self.ctx.fail("a loop takes an extent or a start and a stop", call)
