@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping
 
 from ..ir import tir
-from ..ir.node import FrozenDict, Node, field_names, node_field_names
+from ..ir.node import FrozenDict, Node, node_field_names
 
 _LEAVES = (tir.Var, tir.IntImm, tir.FloatImm, tir.StringImm)
 
