@@ -55,17 +55,16 @@ def lower_by_pass(func, target, times: collections.Counter):
 
 def llvm_seconds(text: str, spec, machine) -> tuple[float, float]:
     """(O3 pipeline, object emission) seconds for one group's LLVM IR text."""
-    import llvmlite.binding as llvm
-
-    from relax.codegen import llvm_unlocked
+    from relax.llvm_capi import Context, Module, optimize
     from relax.runtime.kernels.llvm_compile import slp_is_safe
 
-    module = llvm.parse_assembly(text)
-    start = time.perf_counter()
-    llvm_unlocked.optimize(module, machine, spec.opt_level, slp_is_safe(text))
-    middle = time.perf_counter()
-    llvm_unlocked.emit_object(machine, module)
-    return middle - start, time.perf_counter() - middle
+    with Context() as context:
+        module = Module.parse(text, context)
+        start = time.perf_counter()
+        optimize(module, machine, spec.opt_level, slp_is_safe(text))
+        middle = time.perf_counter()
+        machine.emit(module)
+        return middle - start, time.perf_counter() - middle
 
 
 def measure(model: str, target) -> tuple[list, collections.Counter]:

@@ -73,7 +73,9 @@ def pytest_configure(config):
     shown = os.environ.get("RELAX_TEST_HOST")
     if not shown:
         return
-    import llvmlite.binding  # noqa: F401 - the start-up file shows the host as LLVM is loaded
+    from relax import llvm_capi
+
+    llvm_capi.host_cpu_name()  # the start-up file shows the host as LLVM is first asked
     if os.environ.get("RELAX_TEST_HOST_UNCHANGED"):
         pytest.exit(f"RELAX_TEST_HOST={shown}: nothing to run, {os.environ['RELAX_TEST_HOST_UNCHANGED']}", returncode=0)
     if _host_shown() != shown:

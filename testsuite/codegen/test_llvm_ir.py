@@ -163,7 +163,7 @@ def test_bitcode_compiled_on_load_calls_libmvec_too():
 
     from relax.codegen.build_kernels import build_kernel_object
     from relax.runtime.kernels import container, load_kernel_library
-    from relax.runtime.kernels.host import host, host_target_machine
+    from relax.runtime.kernels.host import host, host_machine
     from relax.runtime.kernels.libmvec import extensions_of
     from relax.runtime.kernels.llvm_compile import compile_bitcode
     from relax.runtime.kernels.object_symbols import undefined_symbols
@@ -172,7 +172,7 @@ def test_bitcode_compiled_on_load_calls_libmvec_too():
     data = build_kernel_object({"e": _exp_kernels()["e"]}, [Target.host()])
     kernel_object = container.read(data, "e.ko")
     (bitcode,) = kernel_object.bitcode_parts(0)
-    code = compile_bitcode(bitcode, host_target_machine(), extensions_of(host().enabled_features))
+    code = compile_bitcode(bitcode, host_machine(), extensions_of(host().enabled_features))
     calls = undefined_symbols(code)
     assert any(re.fullmatch(r"_ZGV[bcde]N\d+v_expf", name) for name in calls), calls
     assert "expf" not in calls

@@ -105,26 +105,6 @@ def test_parts_need_an_object_and_a_bitcode_each(parts_ko):
         container.read(_rewritten(parts_ko, (0, 3), drop_last=True))
 
 
-def test_unlocked_calls_match_llvmlite():
-    import llvmlite.binding as llvm
-
-    from relax.codegen import llvm_unlocked
-    from relax.target.llvm_target import target_machine, target_spec
-    from relax.runtime.kernels.llvm_compile import optimize
-
-    spec = target_spec(Target.host())
-    text = ("define i32 @f(ptr %p, i64 %n) {\nentry:\n  br label %loop\nloop:\n"
-            "  %i = phi i64 [0, %entry], [%j, %loop]\n  %q = getelementptr i32, ptr %p, i64 %i\n"
-            "  store i32 7, ptr %q\n  %j = add i64 %i, 1\n  %c = icmp slt i64 %j, %n\n"
-            "  br i1 %c, label %loop, label %done\ndone:\n  ret i32 0\n}\n")
-    machine = target_machine(spec)
-    locked, unlocked = llvm.parse_assembly(text), llvm.parse_assembly(text)
-    optimize(locked, machine)
-    llvm_unlocked.optimize(unlocked, machine)
-    assert str(locked) == str(unlocked)
-    assert llvm_unlocked.emit_object(machine, unlocked) == machine.emit_object(locked)
-
-
 def test_the_switch_interval_is_short_while_kernels_are_generated(monkeypatch):
     """The workers wait for the GIL after every LLVM call while Python generates the next
     kernels: the interval is short then, and the caller's own again afterwards, error or not."""

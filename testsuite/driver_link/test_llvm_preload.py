@@ -1,6 +1,7 @@
 """relaxc maps LLVM's library on a thread as a command that needs LLVM starts
-(driver/llvm_preload.py), and llvmlite's own load then reuses that mapping. Each case
-runs in a fresh interpreter: in the test process llvmlite is loaded already."""
+(driver/llvm_preload.py), and the build's own load (relax.llvm_capi) then reuses that
+mapping, as llvmlite's does. Each case runs in a fresh interpreter: in the test process
+LLVM is loaded already."""
 
 import os
 import pathlib
@@ -35,38 +36,40 @@ def _python(code: str) -> list[str]:
 
 
 def _relaxc(*args) -> list[str]:
-    """The exit code, whether the mapping had started when llvmlite.binding was imported
-    ([] if never imported), and how many libllvmlite files are mapped at the end."""
+    """The exit code, whether the mapping had started when the build opened libllvmlite with
+    ctypes ([] if it never did), and how many libllvmlite files are mapped at the end."""
     return _run(ONE_SHOT, *args).stderr.strip().splitlines()[-1].split()
 
 
 def test_the_library_found_is_the_one_llvmlite_loads():
     out = _python("""
 import os
-from relax.driver.llvm_preload import llvm_library_path
-path = llvm_library_path()
+from relax.llvm_capi import library_path
+path = library_path()
 import llvmlite.binding as llvm
 print(os.path.samefile(path, llvm.ffi.lib._name))
 """)
     assert out == ["True"]
 
 
-def test_the_thread_maps_llvm_without_importing_llvmlite_and_llvmlite_reuses_it():
+def test_the_thread_maps_llvm_without_importing_llvmlite_and_both_loads_reuse_it():
     out = _python("""
 import sys
+from relax import llvm_capi
 from relax.driver.llvm_preload import start_loading_llvm
 thread = start_loading_llvm()
 thread.join()
-print(len(mapped()), "llvmlite.binding" in sys.modules, start_loading_llvm() is None)
+print(len(mapped()), "llvmlite.binding" in sys.modules, llvm_capi.loaded(), start_loading_llvm() is None)
+print(llvm_capi.llvm_version() >= (14,), len(mapped()))
 import llvmlite.binding as llvm
-print(llvm.llvm_version_info >= (14,), len(mapped()))
+print(llvm.llvm_version_info == llvm_capi.llvm_version(), len(mapped()))
 """)
-    assert out == ["1", "False", "True", "True", "1"]
+    assert out == ["1", "False", "False", "True", "True", "1", "True", "1"]
 
 
-def test_nothing_starts_once_llvmlite_is_loaded():
-    out = _python("""
-import llvmlite.binding
+@pytest.mark.parametrize("load", ["import llvmlite.binding", "from relax import llvm_capi; llvm_capi.library()"])
+def test_nothing_starts_once_llvm_is_loaded(load):
+    out = _python(load + """
 from relax.driver.llvm_preload import start_loading_llvm
 print(start_loading_llvm() is None)
 """)
@@ -77,7 +80,7 @@ ONE_SHOT = """
 import sys
 seen = []
 def hook(event, args):
-    if event == "import" and args[0] == "llvmlite.binding" and not seen:
+    if event == "ctypes.dlopen" and str(args[0]).endswith("libllvmlite.so") and not seen:
         from relax.driver import llvm_preload
         seen.append(llvm_preload._loading is not None)
 sys.addaudithook(hook)

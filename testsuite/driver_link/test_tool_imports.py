@@ -19,10 +19,11 @@ tool, args = sys.argv[1], sys.argv[2:]
 cli = importlib.import_module(f"{tool}.cli")
 from relax.driver.runner import run_command
 code = run_command(cli.command, tool, args)
-loaded = [name for name in ("llvmlite.binding", "relax.vm.machine.virtual_machine", "relax.tir.pipeline",
-                            "relax.tir.gpu_schedule", "relax.codegen.build_kernels",
-                            "relax.runtime.kernels.library")
-          if name in sys.modules]
+from relax import llvm_capi
+loaded = (["llvm"] if llvm_capi.loaded() else []) + [
+    name for name in ("llvmlite.binding", "relax.vm.machine.virtual_machine", "relax.tir.pipeline",
+                      "relax.tir.gpu_schedule", "relax.codegen.build_kernels", "relax.runtime.kernels.library")
+    if name in sys.modules]
 print("exit", code, "loaded", *loaded, file=sys.stderr)
 """
 
@@ -69,8 +70,18 @@ def test_linking_loads_no_llvm_and_no_machine(built, tmp_path):
 
 def test_building_cpu_kernels_loads_no_gpu_schedule(tmp_path):
     loaded = _loaded("relaxc", "--emit", "kernels", MLP, "-o", tmp_path / "mlp.ko")
-    assert "llvmlite.binding" in loaded and "relax.tir.pipeline" in loaded
+    assert "llvm" in loaded and "relax.tir.pipeline" in loaded
     assert "relax.tir.gpu_schedule" not in loaded
+
+
+def test_a_build_calls_llvm_without_importing_llvmlite_binding(tmp_path):
+    """A build calls LLVM through relax.llvm_capi: llvmlite.binding, which declares a
+    prototype for each of its C functions as it is imported, is the loader's alone."""
+    for args in (["--emit", "kernels", MLP, "-o", tmp_path / "mlp.ko"], [MLP, "-o", tmp_path / "mlp.vmx"],
+                 ["--emit", "asm", MLP], ["--emit", "kernels", "--target", "llvm -mtriple=aarch64-linux-gnu",
+                                           MLP, "-o", tmp_path / "arm.ko"]):
+        loaded = _loaded("relaxc", *args)
+        assert "llvm" in loaded and "llvmlite.binding" not in loaded, args
 
 
 def test_building_kernels_loads_no_kernel_loader(tmp_path):
@@ -87,7 +98,7 @@ def test_the_probe_sees_what_running_loads(built, tmp_path):
     inputs = ["1x784xf32=0.5", "128x784xf32=0.1", "128xf32=0", "64x128xf32=0.1", "64xf32=0", "10x64xf32=0.1",
               "10xf32=0"]
     loaded = _loaded("relaxrun", tmp_path / "mlp.vmx", *(arg for value in inputs for arg in ("--input", value)))
-    assert "llvmlite.binding" in loaded and "relax.vm.machine.virtual_machine" in loaded
+    assert "llvm" in loaded and "llvmlite.binding" in loaded and "relax.vm.machine.virtual_machine" in loaded
     assert "relax.runtime.kernels.library" in loaded
 
 

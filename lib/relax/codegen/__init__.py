@@ -5,9 +5,9 @@ linking: build_kernels.py turns every PrimFunc of a module into LLVM IR per
 target (kernel_codegen.py with the expression, intrinsic, statement and
 parallel-loop mixins; the lowering on a thread of its own, fresh_stack.py), cuts
 it into parts that worker threads optimize at O3 for the target CPU and compile
-while the next kernels are generated (object_parts.py, llvm_unlocked.py), and
-packs the native objects, the bitcode and the kernel metadata into a .ko
-(kernel_object.py). The runtime side that loads and calls them is
+while the next kernels are generated (object_parts.py; LLVM's C functions
+through relax.llvm_capi), and packs the native objects, the
+bitcode and the kernel metadata into a .ko (kernel_object.py). The runtime side that loads and calls them is
 relax.runtime.kernels; the calling convention is docs/kernel-abi.md.
 """
 

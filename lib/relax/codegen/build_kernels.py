@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..diagnostics import UserError
@@ -30,7 +29,8 @@ from ..ir import tir
 from ..ir.module import IRModule
 from ..ir.pass_infra import PassContext
 from ..ir.node import Node
-from ..runtime.kernels.llvm_compile import optimize
+from ..llvm_capi import Context, Module, optimize
+from ..runtime.kernels.llvm_compile import slp_is_safe
 from .kernel_cache import KernelCache, cache_key
 from .kernel_codegen import (DEFAULT_FLOAT_FLAGS, emit_signature, generate_forwarding_kernel,
                              generate_shareable_kernel)
@@ -41,7 +41,7 @@ from .kernel_order import generation_groups
 from .loop_hints import resolve_loop_hints
 from ..target.llvm_target import TargetSpec, target_machine, target_spec
 from .object_parts import PartCompiler, cut_parts
-from .parallel import LAUNCHER, link_launcher
+from .parallel import link_launcher
 from ..runtime.kernels.libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
 from .vector_math import declare_vector_variants
 from ..target.vector_width import vector_extensions
@@ -106,7 +106,7 @@ def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, tar
     """Yields, group by group (`groups`, default kernel_groups), the unoptimized LLVM IR text of
     a module holding the group's kernels, and their KernelInfo. Lowering happens here, one
     kernel at a time."""
-    layout = str(target_machine(spec).target_data)
+    layout = target_machine(spec).data_layout
     flags = ("fast",) if spec.fast_math else DEFAULT_FLOAT_FLAGS
     lowering_target = target if not isinstance(target, (TargetSpec, type(None))) else None
     for names in kernel_groups(funcs) if groups is None else groups:
@@ -131,54 +131,56 @@ def generate_kernel_groups(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, tar
         yield text, infos
 
 
-def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, target=None, context=None):
-    """The unoptimized LLVM module of all kernels (a parsed ModuleRef, the groups linked into
-    one) and the KernelInfo of each kernel, by name."""
+def generate_llvm_module(funcs: dict[str, tir.PrimFunc], spec: TargetSpec, llvm_context: Context, target=None,
+                         context=None):
+    """The unoptimized LLVM module of all kernels (parsed into `llvm_context`, the groups linked
+    into one) and the KernelInfo of each kernel, by name."""
+    machine = target_machine(spec)
     module, infos = None, []
     try:
         for text, group_infos in generate_kernel_groups(funcs, spec, target, context=context):
             infos += group_infos
-            parsed = llvm.parse_assembly(text)
+            parsed = Module.parse(text, llvm_context)
             if module is None:
                 module = parsed
             else:
                 module.link_in(parsed)
         if module is None:
-            module = llvm.parse_assembly("")
-            module.triple = spec.triple
-            module.data_layout = str(target_machine(spec).target_data)
-        if LAUNCHER in {function.name for function in module.functions}:
-            link_launcher(module)
+            module = Module.parse("", llvm_context)
+            module.set_triple(spec.triple)
+            module.set_data_layout(machine.data_layout)
+        link_launcher(module, llvm_context, machine)
         module.verify()
     except RuntimeError as exc:
         raise RuntimeError(f"codegen produced invalid LLVM IR: {exc}") from None
     return module, sorted(infos, key=lambda info: info.name)
 
 
-def _compile(mod, target, context):
+def _compile(mod, target, context, llvm_context: Context):
     target = _parsed(target)
     spec = target_spec(target)
-    module, infos = generate_llvm_module(prim_funcs(mod), spec, target, context)
+    module, infos = generate_llvm_module(prim_funcs(mod), spec, llvm_context, target, context)
     machine = target_machine(spec)
-    optimize(module, machine, spec.opt_level)
-    if uses_libmvec(spec.triple) and vector_intrinsics(module):
-        module = llvm.parse_assembly(map_to_libmvec(str(module), vector_extensions(spec)))
+    optimize(module, machine, spec.opt_level, slp_is_safe(str(module)))
+    if uses_libmvec(spec.triple) and vector_intrinsics(module.function_names()):
+        module = Module.parse(map_to_libmvec(str(module), vector_extensions(spec)), llvm_context)
         module.verify()
     return machine, module
 
 
 def emit_llvm_ir(mod, target=None, optimized: bool = True, context=None) -> str:
-    if optimized:
-        _, module = _compile(mod, target, context)
+    with Context() as llvm_context:
+        if optimized:
+            _, module = _compile(mod, target, context, llvm_context)
+        else:
+            module, _ = generate_llvm_module(prim_funcs(mod), target_spec(target), llvm_context, target, context)
         return str(module)
-    spec = target_spec(target)
-    module, _ = generate_llvm_module(prim_funcs(mod), spec, target, context)
-    return str(module)
 
 
 def emit_assembly(mod, target=None, context=None) -> str:
-    machine, module = _compile(mod, target, context)
-    return machine.emit_assembly(module)
+    with Context() as llvm_context:
+        machine, module = _compile(mod, target, context, llvm_context)
+        return machine.emit(module, assembly=True).decode()
 
 
 def build_kernel_object(mod, targets, cache: KernelCache | None = None, context=None) -> bytes:
@@ -287,7 +289,7 @@ def _empty_module_text(spec: TargetSpec) -> str:
     """The LLVM IR of a module with no kernels, for `spec`'s triple and data layout."""
     module = ir.Module(name="relax_kernels")
     module.triple = spec.triple
-    module.data_layout = str(target_machine(spec).target_data)
+    module.data_layout = target_machine(spec).data_layout
     return str(module)
 
 

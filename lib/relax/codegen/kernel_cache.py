@@ -111,12 +111,12 @@ def compiler_fingerprint() -> str:
     Taken once per process: the code that builds is the code imported, so a source
     edited after the import changes nothing this process compiles."""
     import llvmlite
-    import llvmlite.binding as llvm
 
+    from ..llvm_capi import llvm_version
     from ..version import __version__
 
     digest = hashlib.sha256()
-    digest.update(f"{__version__}|{llvmlite.__version__}|{llvm.llvm_version_info}".encode())
+    digest.update(f"{__version__}|{llvmlite.__version__}|{llvm_version()}".encode())
     for path in sorted(_PACKAGE.rglob("*.py")):
         try:
             stat = path.stat()

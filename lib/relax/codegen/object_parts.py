@@ -5,8 +5,8 @@ and only after Python had lowered and generated every one. Here the kernels are
 cut, in the order they are generated, into parts of at least PART_BYTES of LLVM IR
 text; each part is handed, as soon as it is complete, to a worker thread that parses
 it into an LLVM context of its own, keeps its unoptimized bitcode, runs the O3
-pipeline and emits its native object (the long calls outside llvmlite's lock:
-llvm_unlocked.py). The generating thread goes on lowering the next kernels
+pipeline and emits its native object (LLVM called directly, llvm_capi.py, so that the
+workers' calls never take turns on llvmlite's lock). The generating thread goes on lowering the next kernels
 meanwhile, and the parts compile on every core.
 
 The cut depends only on the kernels' IR, never on timing or on the number of
@@ -34,14 +34,12 @@ import os
 import sys
 import threading
 
-import llvmlite.binding as llvm
-
 from ..records import record
+from ..llvm_capi import Context, Module, TargetMachine, optimize
 from ..runtime.kernels.llvm_compile import slp_is_safe
-from . import llvm_unlocked
 from .fresh_stack import thread_stack_size
 from ..target.llvm_target import TargetSpec, target_machine
-from .parallel import LAUNCHER, link_launcher
+from .parallel import link_launcher
 from .worker_pool import PendingCall, WorkerPool
 from ..runtime.kernels.libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
 from ..target.vector_width import vector_extensions
@@ -137,7 +135,7 @@ class PartCompiler:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _machine(self, spec: TargetSpec) -> "llvm.TargetMachine":
+    def _machine(self, spec: TargetSpec) -> TargetMachine:
         """This thread's target machine for `spec` (a machine is used by one thread at a time)."""
         machines = self._machines.__dict__.setdefault("by_spec", {})
         if spec not in machines:
@@ -149,21 +147,20 @@ class PartCompiler:
             return compile_part(texts, spec, self._machine(spec))
 
 
-def compile_part(texts, spec: TargetSpec, machine: "llvm.TargetMachine") -> CompiledPart:
+def compile_part(texts, spec: TargetSpec, machine: TargetMachine) -> CompiledPart:
     """Parses `texts` into one module of a fresh context, then bitcode, O3 and the native object."""
-    context = llvm.create_context()
-    try:
-        module = llvm.parse_assembly(texts[0], context=context)
-        for text in texts[1:]:
-            module.link_in(llvm.parse_assembly(text, context=context))
-        if LAUNCHER in {function.name for function in module.functions}:
-            link_launcher(module, context)
-        module.verify()
-    except RuntimeError as exc:
-        raise RuntimeError(f"codegen produced invalid LLVM IR: {exc}") from None
-    bitcode = module.as_bitcode()
-    llvm_unlocked.optimize(module, machine, spec.opt_level, all(slp_is_safe(text) for text in texts))
-    if uses_libmvec(spec.triple) and vector_intrinsics(module):
-        module = llvm.parse_assembly(map_to_libmvec(str(module), vector_extensions(spec)), context=context)
-        module.verify()
-    return CompiledPart(llvm_unlocked.emit_object(machine, module), bitcode)
+    with Context() as context:
+        try:
+            module = Module.parse(texts[0], context)
+            for text in texts[1:]:
+                module.link_in(Module.parse(text, context))
+            link_launcher(module, context, machine)
+            module.verify()
+        except RuntimeError as exc:
+            raise RuntimeError(f"codegen produced invalid LLVM IR: {exc}") from None
+        bitcode = module.bitcode()
+        optimize(module, machine, spec.opt_level, all(slp_is_safe(text) for text in texts))
+        if uses_libmvec(spec.triple) and vector_intrinsics(module.function_names()):
+            module = Module.parse(map_to_libmvec(str(module), vector_extensions(spec)), context)
+            module.verify()
+        return CompiledPart(machine.emit(module), bitcode)

@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import sys
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..ir import tir
 from ..ir.node import Node
 from ..runtime.kernels import abi
+from ..llvm_capi import Context, Module, TargetMachine
 from ..runtime.kernels.thread_pool import POOL_LAUNCH
 from ..tir.rewrite import node_fields, walk
 from .constant_fold import fold_or_build
@@ -125,17 +125,17 @@ COUNTER_STRIDE = 8
 _COUNTERS = ir.ArrayType(I64, abi.MAX_THREADS * COUNTER_STRIDE)
 
 
-def link_launcher(module: "llvm.ModuleRef", context=None) -> None:
-    """Adds the old per-object launcher to a parsed module that declares it (`context`:
-    the module's LLVM context when not the global one).
+def link_launcher(module: Module, context: Context, machine: TargetMachine) -> None:
+    """Adds the old per-object launcher to a parsed module (of `context`, for `machine`)
+    that declares it.
 
     The code generator no longer declares it (it calls the pool); kept for modules
     written against the first launcher, so they still link.
     """
-    if module.get_function(LAUNCHER).is_declaration:
-        helper = llvm.parse_assembly(LAUNCHER_IR, context=context)
-        helper.triple = module.triple
-        helper.data_layout = module.data_layout
+    if module.declares(LAUNCHER):
+        helper = Module.parse(LAUNCHER_IR, context)
+        helper.set_triple(machine.triple)
+        helper.set_data_layout(machine.data_layout)
         module.link_in(helper)
 
 

@@ -1,13 +1,12 @@
-"""What LLVM (through llvmlite) knows about triples, CPUs and features.
+"""What LLVM (llvmlite's library, runtime/kernels/llvm_capi.py) knows about triples, CPUs and features.
 
-Validation asks LLVM directly: a triple is known when `Target.from_triple` finds a
-backend; a CPU or feature is known when creating a target machine with it prints no
+Validation asks LLVM directly: a triple is known when LLVM finds a backend for it; a CPU or feature is known when creating a target machine with it prints no
 "is not a recognized processor/feature" warning (LLVM writes those to the process's
 standard error, so we capture file descriptor 2 around the call).
 
 The lists of valid CPUs and features (for error messages and `--list-targets`) come
 from LLVM's own `-mcpu=help` table. LLVM prints that table only once per process, so
-it is read in a short child process (this file run as a script with the triple as
+it is read in a short child process (this module run with `python -m`, the triple as
 its argument) and cached per triple.
 """
 
@@ -16,9 +15,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import threading
 from functools import lru_cache
+
+from .. import llvm_capi
 
 _LOCK = threading.Lock()
 
@@ -32,33 +32,21 @@ CANDIDATE_ARCHES = (
 )
 
 
-@lru_cache(maxsize=None)
-def _binding():
-    import llvmlite.binding as llvm
-
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    return llvm
-
-
 def llvm_version() -> str:
-    return ".".join(str(part) for part in _binding().llvm_version_info)
+    return ".".join(str(part) for part in llvm_capi.llvm_version())
 
 
 def host_triple() -> str:
-    return _binding().get_process_triple()
+    return llvm_capi.process_triple()
 
 
 def host_cpu() -> str:
-    return _binding().get_host_cpu_name()
+    return llvm_capi.host_cpu_name()
 
 
 def host_features() -> tuple[str, ...]:
     """This host's CPU features as LLVM spells them, `+f` or `-f`, sorted by name."""
-    try:
-        text = _binding().get_host_cpu_features().flatten()
-    except RuntimeError:
-        return ()
+    text = llvm_capi.host_cpu_features()
     return tuple(sorted((f for f in text.split(",") if f), key=lambda f: f[1:]))
 
 
@@ -68,11 +56,7 @@ def triple_arch(triple: str) -> str:
 
 @lru_cache(maxsize=None)
 def is_known_triple(triple: str) -> bool:
-    try:
-        _binding().Target.from_triple(triple)
-    except RuntimeError:
-        return False
-    return True
+    return llvm_capi.known_target(triple)
 
 
 @lru_cache(maxsize=None)
@@ -83,6 +67,8 @@ def known_arches() -> tuple[str, ...]:
 
 def _capture_stderr(function):
     """Runs `function()` with file descriptor 2 redirected; returns (result, text)."""
+    import tempfile  # here: only a CPU or feature other than the host's is checked this way
+
     with _LOCK, tempfile.TemporaryFile() as sink:
         try:
             sys.stderr.flush()
@@ -104,10 +90,7 @@ def rejected(triple: str, cpu: str, features: tuple[str, ...]) -> tuple[tuple[st
     """(unknown CPUs, unknown features) among `cpu` and `features` for `triple`."""
     if (triple, cpu, features) == (host_triple(), host_cpu(), host_features()):
         return (), ()  # LLVM's own description of this host
-    llvm_target = _binding().Target.from_triple(triple)
-    _, text = _capture_stderr(
-        lambda: llvm_target.create_target_machine(cpu=cpu, features=",".join(features))
-    )
+    _, text = _capture_stderr(lambda: llvm_capi.TargetMachine(triple, cpu, ",".join(features)))
     bad_cpus, bad_features = [], []
     for line in text.splitlines():
         if "is not a recognized processor" in line:
@@ -143,7 +126,7 @@ def processor_tables(triple: str) -> dict[str, tuple[str, ...]]:
 
     try:
         done = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), triple],
+            [sys.executable, "-m", __spec__.name, triple],
             capture_output=True, text=True, timeout=60, check=True,
         )
         tables = json.loads(done.stdout)
@@ -153,8 +136,7 @@ def processor_tables(triple: str) -> dict[str, tuple[str, ...]]:
 
 
 def _print_help_tables(triple: str) -> None:
-    llvm_target = _binding().Target.from_triple(triple)
-    _, text = _capture_stderr(lambda: llvm_target.create_target_machine(cpu="help", features="+help"))
+    _, text = _capture_stderr(lambda: llvm_capi.TargetMachine(triple, "help", "+help"))
     print(json.dumps(_parse_help(text)))
 
 

@@ -8,11 +8,10 @@ the JIT or linked into a shared library alike.
 
 from __future__ import annotations
 
-import llvmlite.binding as llvm
-
 from ..diagnostics import UserError
 from ..records import record
-from ..runtime.kernels.host import host, initialize_llvm, triple_arch, triple_os
+from ..runtime.kernels.host import host, triple_arch, triple_os
+from ..llvm_capi import TargetMachine
 
 
 # What an operating system's ABI implies when a target names no features: Linux on
@@ -68,13 +67,10 @@ def target_spec(target) -> TargetSpec:
     return TargetSpec(triple, cpu or "generic", features, opt_level if opt_level is not None else 3, fast_math)
 
 
-def target_machine(spec: TargetSpec, opt: int | None = None) -> "llvm.TargetMachine":
-    initialize_llvm()
-    try:
-        llvm_target = llvm.Target.from_triple(spec.triple)
-    except RuntimeError as exc:
-        raise UserError(f"codegen: LLVM cannot generate code for '{spec.triple}': {exc}") from None
+def target_machine(spec: TargetSpec, opt: int | None = None) -> TargetMachine:
     level = spec.opt_level if opt is None else opt
-    return llvm_target.create_target_machine(cpu=spec.cpu, features=spec.features, opt=min(max(level, 0), 3),
-                                             reloc="pic", codemodel="default",
-                                             abiname=DEFAULT_ABI.get(triple_arch(spec.triple), ""))
+    try:
+        return TargetMachine(spec.triple, spec.cpu, spec.features, min(max(level, 0), 3), "pic", "default",
+                             DEFAULT_ABI.get(triple_arch(spec.triple), ""))
+    except LookupError as exc:
+        raise UserError(f"codegen: LLVM cannot generate code for '{spec.triple}': {exc}") from None

@@ -19,11 +19,10 @@ from __future__ import annotations
 import functools
 import re
 
-import llvmlite.binding as llvm
-
 from ..runtime.kernels.cpu_levels import level_features
 from ..runtime.kernels.host import triple_arch
 from ..runtime.kernels.libmvec import VECTOR_EXTENSIONS, extensions_of
+from ..llvm_capi import Context, Module
 from .llvm_target import TargetSpec, target_machine
 
 # The x86 extensions that change vector width or the vector math ABI (libmvec's ISA letters).
@@ -117,7 +116,8 @@ def _uses_register(spec: TargetSpec, vector_type: str, operation: str, register:
     machine = target_machine(spec)
     instruction = operation if operation.startswith("call") else f"{operation} {vector_type} %x, %y"
     declaration = "declare <4 x float> @llvm.fma.v4f32(<4 x float>, <4 x float>, <4 x float>)" if "llvm.fma" in operation else ""
-    module = llvm.parse_assembly(f"""
+    with Context() as context:
+        module = Module.parse(f"""
 {declaration}
 define void @probe(ptr %a, ptr %b) {{
   %x = load {vector_type}, ptr %a
@@ -126,11 +126,12 @@ define void @probe(ptr %a, ptr %b) {{
   store {vector_type} %z, ptr %a
   ret void
 }}
-""")
-    module.triple = spec.triple
-    module.data_layout = str(machine.target_data)
+""", context)
+        module.set_triple(spec.triple)
+        module.set_data_layout(machine.data_layout)
+        assembly = machine.emit(module, assembly=True).decode()
     pattern = rf"%{register}\d+" if register.endswith("mm") else rf"\b{register}"
-    return re.search(pattern, machine.emit_assembly(module)) is not None
+    return re.search(pattern, assembly) is not None
 
 
 __all__ = ["EXTENSIONS", "arch_family", "has_float_vectors", "has_fma", "vector_bits", "vector_extensions"]

@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import functools
 
-import llvmlite.binding as llvm
-
 from ...records import record
+from ... import llvm_capi
 from .cpu_levels import level_features
 
 _OS_NAMES = ("linux", "darwin", "macos", "windows", "freebsd")
 
 
-@functools.cache
 def initialize_llvm() -> None:
     """Registers the native target and every target LLVM was built with (once)."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
+    llvm_capi.initialize()
 
 
 @record
@@ -42,7 +37,7 @@ class HostInfo:
 @functools.cache
 def host() -> HostInfo:
     initialize_llvm()
-    return HostInfo(llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+    return HostInfo(llvm_capi.process_triple(), llvm_capi.host_cpu_name(), llvm_capi.host_cpu_features())
 
 
 def triple_arch(triple: str) -> str:
@@ -76,8 +71,16 @@ def runs_natively(triple: str, cpu: str, features: str, info: HostInfo | None = 
     return wanted <= info.enabled_features
 
 
-def host_target_machine(opt: int = 3):
+def host_machine(opt: int = 3) -> llvm_capi.TargetMachine:
     """A target machine for the host CPU with all its features (for compiling bitcode on load)."""
+    info = host()
+    return llvm_capi.TargetMachine(info.triple, info.cpu, info.features, opt, "pic", "default")
+
+
+def host_target_machine(opt: int = 3):
+    """host_machine as llvmlite's JIT takes it."""
+    import llvmlite.binding as llvm  # the loader's: a build never imports llvmlite.binding
+
     info = host()
     target = llvm.Target.from_triple(info.triple)
     return target.create_target_machine(cpu=info.cpu, features=info.features, opt=opt, reloc="pic", codemodel="default")

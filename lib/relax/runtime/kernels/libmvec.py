@@ -66,11 +66,11 @@ def map_to_libmvec(text: str, extensions: frozenset) -> str:
     return _VECTOR_INTRINSIC.sub(rename, text)
 
 
-def vector_intrinsics(module) -> bool:
-    """Whether a parsed module declares a vector math intrinsic that map_to_libmvec renames
-    (when none, its text round trip would give the module back unchanged)."""
-    for function in module.functions:
-        match = _VECTOR_INTRINSIC.fullmatch("@" + function.name)
+def vector_intrinsics(function_names) -> bool:
+    """Whether a parsed module with these functions declares a vector math intrinsic that
+    map_to_libmvec renames (when none, its text round trip would give the module back unchanged)."""
+    for name in function_names:
+        match = _VECTOR_INTRINSIC.fullmatch("@" + name)
         if match and match.group(1) in LIBMVEC_FUNCTIONS:
             return True
     return False

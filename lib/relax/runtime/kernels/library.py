@@ -22,7 +22,7 @@ import numpy as np
 from ...diagnostics import UserError
 from ..errors import VMError
 from . import abi, container
-from .host import host, host_target_machine, initialize_llvm, runs_natively, same_platform
+from .host import host, host_machine, host_target_machine, initialize_llvm, runs_natively, same_platform
 from .elf_alignment import with_load_alignment
 from .elf_check import ObjectError, check_object, object_format_of
 from .fast_call import make_fast_call
@@ -277,7 +277,7 @@ def load_kernel_library(data, name: str = "<memory>", prefer: str = "native") ->
                     return KernelLibrary(kernel_object, index, codes, compiled=False)
     for index, entry in enumerate(kernel_object.targets):
         if index in kernel_object.bitcode and same_platform(entry.triple, info.triple):
-            machine, extensions = host_target_machine(), extensions_of(info.enabled_features)
+            machine, extensions = host_machine(), extensions_of(info.enabled_features)
             codes = tuple(compile_bitcode(code, machine, extensions) for code in kernel_object.bitcode_parts(index))
             if kernel_object.signed:
                 _check_compiled_signatures(kernel_object, index, codes, info.triple, name)

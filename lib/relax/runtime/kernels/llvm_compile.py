@@ -1,27 +1,13 @@
-"""Optimizing and compiling LLVM modules: shared by the code generator and the loader.
+"""Compiling LLVM bitcode on load, and the SLP check that the code generator shares with it.
 
-The loader needs this to compile bitcode for the host on load, so it lives on the
-runtime side; the code generator imports it from here.
+The loader compiles the bitcode of a kernel object for this host when no native object
+fits it, so this lives on the runtime side; both go through llvm_capi.py.
 """
 
 from __future__ import annotations
 
-import llvmlite.binding as llvm
-
-from .host import initialize_llvm
+from ... import llvm_capi
 from .libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
-
-
-def pass_pipeline(target_machine: "llvm.TargetMachine", speed_level: int = 3, slp: bool = True):
-    """(pass builder, module pass manager) of LLVM's default per-module pipeline at O`speed_level`,
-    vectorizers and unrolling on from O2 (the SLP vectorizer only when `slp`)."""
-    initialize_llvm()
-    tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    tuning.loop_vectorization = speed_level >= 2
-    tuning.slp_vectorization = speed_level >= 2 and slp
-    tuning.loop_unrolling = speed_level >= 2
-    builder = llvm.create_pass_builder(target_machine, tuning)
-    return builder, builder.getModulePassManager()
 
 
 def slp_is_safe(text: str) -> bool:
@@ -33,22 +19,17 @@ def slp_is_safe(text: str) -> bool:
     return "= icmp ne i8 " not in text
 
 
-def optimize(module: "llvm.ModuleRef", target_machine: "llvm.TargetMachine", speed_level: int = 3) -> None:
-    """Runs LLVM's default per-module pipeline (O`speed_level`) in place."""
-    builder, manager = pass_pipeline(target_machine, speed_level, slp_is_safe(str(module)))
-    manager.run(module, builder)
-
-
-def compile_bitcode(bitcode: bytes, target_machine: "llvm.TargetMachine",
+def compile_bitcode(bitcode: bytes, machine: llvm_capi.TargetMachine,
                     vector_extensions: frozenset[str] = frozenset()) -> bytes:
-    """Native object code for `target_machine` from (unoptimized) bitcode; on x86-64 Linux,
+    """Native object code for `machine` from (unoptimized) bitcode, at O3; on x86-64 Linux,
     vector math calls go to libmvec for the machine's `vector_extensions` (libmvec.py), as
     in the objects the code generator builds."""
-    initialize_llvm()
-    module = llvm.parse_bitcode(bitcode)
-    module.triple = target_machine.triple
-    module.data_layout = str(target_machine.target_data)
-    optimize(module, target_machine)
-    if uses_libmvec(target_machine.triple) and vector_intrinsics(module):
-        module = llvm.parse_assembly(map_to_libmvec(str(module), vector_extensions))
-    return target_machine.emit_object(module)
+    with llvm_capi.Context() as context:
+        module = llvm_capi.Module.parse_bitcode(bitcode, context)
+        module.set_triple(machine.triple)
+        module.set_data_layout(machine.data_layout)
+        text = str(module)
+        llvm_capi.optimize(module, machine, 3, slp_is_safe(text))
+        if uses_libmvec(machine.triple) and vector_intrinsics(module.function_names()):
+            module = llvm_capi.Module.parse(map_to_libmvec(str(module), vector_extensions), context)
+        return machine.emit(module)

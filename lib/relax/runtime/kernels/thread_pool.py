@@ -64,8 +64,6 @@ import os
 import string
 import time
 
-import llvmlite.binding as llvm
-
 from ...diagnostics import UserError
 from . import abi
 from .host import host_target_machine, initialize_llvm
@@ -139,6 +137,8 @@ def pool_ir(triple: str) -> str:
 @functools.cache
 def ensure_pool() -> int:
     """Compiles the pool (once per process) and makes POOL_LAUNCH resolvable; returns its address."""
+    import llvmlite.binding as llvm  # the loader's JIT: the code generator imports this module for its names
+
     initialize_llvm()
     machine = host_target_machine()
     module = llvm.parse_assembly(pool_ir(machine.triple))

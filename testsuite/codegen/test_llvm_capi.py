@@ -1,0 +1,115 @@
+"""relax.llvm_capi: libllvmlite's C functions as a build calls them, checked against
+llvmlite.binding, which declares and calls the same functions."""
+
+import ctypes
+
+import llvmlite.binding as llvm
+import pytest
+
+from relax import llvm_capi
+from relax.diagnostics import UserError
+from relax.llvm_capi import Context, Module, TargetMachine, optimize
+from relax.target import Target
+from relax.target.llvm_target import TargetSpec, target_machine, target_spec
+
+LOOP = ("define i32 @f(ptr %p, i64 %n) {\nentry:\n  br label %loop\nloop:\n"
+        "  %i = phi i64 [0, %entry], [%j, %loop]\n  %q = getelementptr i32, ptr %p, i64 %i\n"
+        "  store i32 7, ptr %q\n  %j = add i64 %i, 1\n  %c = icmp slt i64 %j, %n\n"
+        "  br i1 %c, label %loop, label %done\ndone:\n  ret i32 0\n}\n")
+
+
+def _kind(ctype) -> str:
+    """A ctypes type as the C ABI sees it: llvmlite's handle types are pointers to its own
+    opaque structures, declared here as c_void_p."""
+    if ctype is None:
+        return "int"  # ctypes' default result
+    if ctype in (ctypes.c_void_p,) or (issubclass(ctype, ctypes._Pointer) and issubclass(ctype._type_, ctypes.Structure)):
+        return "handle"
+    if issubclass(ctype, ctypes._Pointer):
+        return f"pointer to {_kind(ctype._type_)}"
+    return f"{ctypes.sizeof(ctype)}-byte {ctype._type_}"
+
+
+@pytest.mark.parametrize("name", sorted(llvm_capi.PROTOTYPES))
+def test_each_prototype_is_llvmlites(name):
+    ours_result, ours_arguments = llvm_capi.PROTOTYPES[name]
+    theirs = getattr(llvm.ffi.lib, name)
+    assert _kind(ours_result) == _kind(theirs.restype)
+    if theirs.argtypes is not None:  # llvmlite leaves a few undeclared (no arguments, or a string to free)
+        assert [_kind(t) for t in ours_arguments] == [_kind(t) for t in theirs.argtypes]
+
+
+def test_the_host_is_the_one_llvmlite_sees():
+    assert llvm_capi.process_triple() == llvm.get_process_triple()
+    assert llvm_capi.host_cpu_name() == llvm.get_host_cpu_name()
+    assert llvm_capi.host_cpu_features() == llvm.get_host_cpu_features().flatten()
+    assert llvm_capi.llvm_version() == llvm.llvm_version_info
+
+
+def _llvmlite_machine(spec: TargetSpec):
+    return llvm.Target.from_triple(spec.triple).create_target_machine(
+        cpu=spec.cpu, features=spec.features, opt=3, reloc="pic", codemodel="default")
+
+
+@pytest.mark.parametrize("target", ["host", "llvm -mtriple=aarch64-linux-gnu", "llvm -mcpu=x86-64-v3"])
+def test_a_module_compiles_to_the_bytes_llvmlite_gives(target):
+    spec = target_spec(Target.host() if target == "host" else Target.parse(target))
+    theirs = _llvmlite_machine(spec)
+    tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+    tuning.loop_vectorization = tuning.slp_vectorization = tuning.loop_unrolling = True
+    builder = llvm.create_pass_builder(theirs, tuning)
+    reference = llvm.parse_assembly(LOOP)
+    reference.triple, reference.data_layout = spec.triple, str(theirs.target_data)
+    unoptimized = reference.as_bitcode()
+    builder.getModulePassManager().run(reference, builder)
+
+    machine = target_machine(spec)
+    assert machine.data_layout == str(theirs.target_data)
+    with Context() as context:
+        module = Module.parse(LOOP, context)
+        module.set_triple(spec.triple)
+        module.set_data_layout(machine.data_layout)
+        assert module.bitcode() == unoptimized
+        optimize(module, machine, 3)
+        assert str(module) == str(reference)
+        assert machine.emit(module) == theirs.emit_object(reference)
+        assert machine.emit(module, assembly=True).decode() == theirs.emit_assembly(reference)
+
+
+def test_bitcode_reads_back_as_the_module():
+    with Context() as context:
+        module = Module.parse(LOOP, context)
+        again = Module.parse_bitcode(module.bitcode(), context)
+        assert str(again) == str(module).split("\n", 1)[1]  # all but the ModuleID, which bitcode does not keep
+        with pytest.raises(RuntimeError, match="bitcode"):
+            Module.parse_bitcode(b"not bitcode", context)
+
+
+def test_modules_link_and_list_their_functions():
+    with Context() as context:
+        module = Module.parse("declare void @g()\n" + LOOP, context)
+        assert module.function_names() == ["g", "f"]
+        assert module.declares("g") and not module.declares("f") and not module.declares("h")
+        module.link_in(Module.parse("define void @g() {\n  ret void\n}\n", context))
+        assert not module.declares("g")
+        module.verify()
+        with pytest.raises(RuntimeError, match="symbol multiply defined"):
+            module.link_in(Module.parse("define void @g() {\n  ret void\n}\n", context))
+
+
+def test_errors_are_llvms_messages():
+    with Context() as context:
+        with pytest.raises(RuntimeError, match="LLVM IR parsing error\n.*expected top-level entity"):
+            Module.parse("nonsense", context)
+        broken = Module.parse("define i32 @f() {\nentry:\n  br label %entry\n}\n", context)
+        with pytest.raises(RuntimeError, match="[Ee]ntry block"):
+            broken.verify()
+
+
+def test_an_unknown_triple_is_a_lookup_error_and_a_user_error_for_a_build():
+    assert not llvm_capi.known_target("nosucharch-unknown-linux-gnu")
+    assert llvm_capi.known_target("x86_64-unknown-linux-gnu")
+    with pytest.raises(LookupError):
+        TargetMachine("nosucharch-unknown-linux-gnu")
+    with pytest.raises(UserError, match="LLVM cannot generate code for 'nosucharch-unknown-linux-gnu'"):
+        target_machine(TargetSpec("nosucharch-unknown-linux-gnu", "generic", ""))
