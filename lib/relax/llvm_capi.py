@@ -140,17 +140,25 @@ def loaded() -> bool:
     return _library is not None or "llvmlite.binding" in sys.modules
 
 
-@functools.cache
+_initialized = False
+
+
 def initialize() -> None:
-    """Registers the native target and every target LLVM was built with (once a process)."""
+    """Registers the native target and every target LLVM was built with (once a process:
+    the registry is global, and a thread must not look a target up while another adds it)."""
+    global _initialized
+    if _initialized:
+        return
     lib = library()
     with _LOCK:
-        lib.LLVMPY_InitializeAllTargetInfos()
-        lib.LLVMPY_InitializeAllTargets()
-        lib.LLVMPY_InitializeAllTargetMCs()
-        lib.LLVMPY_InitializeAllAsmPrinters()
-        lib.LLVMPY_InitializeNativeTarget()
-        lib.LLVMPY_InitializeNativeAsmPrinter()
+        if not _initialized:
+            lib.LLVMPY_InitializeAllTargetInfos()
+            lib.LLVMPY_InitializeAllTargets()
+            lib.LLVMPY_InitializeAllTargetMCs()
+            lib.LLVMPY_InitializeAllAsmPrinters()
+            lib.LLVMPY_InitializeNativeTarget()
+            lib.LLVMPY_InitializeNativeAsmPrinter()
+            _initialized = True
 
 
 def _taken(out: c_char_p) -> str:
