@@ -82,7 +82,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import peers_numpy  # noqa: E402
 from fma_peak import fma_peak_gflops, parallel_check, python_check, python_loop_seconds  # noqa: E402
 from kernel_shares import kernel_share_rows  # noqa: E402
-from peers_report import cpu_name, ratio_line  # noqa: E402
+from peers_report import cpu_name, ratio_lines  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench"
 WORKLOADS = ("mlp_b1", "mlp_b64", "cnn", "transformer", "vadd16m", "matmul1024", "chain200")
@@ -410,8 +410,7 @@ def main(argv=None) -> int:
             print("\n".join(rows), flush=True)
     parallel_check(threads, "after the workloads")
     python_check("after the workloads")
-    summary = ratio_line(medians)
-    print(f"# {time.perf_counter() - started:.0f} s in all" + ("" if summary is None else f"\n{summary}"))
+    print("\n".join([f"# {time.perf_counter() - started:.0f} s in all", *ratio_lines(medians)]))
     return 0
 
 

@@ -21,17 +21,20 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def ratio_line(medians: dict[str, dict[str, float]], peer: str = "onnxruntime") -> str | None:
-    """`# relax / PEER: ...` with the geometric mean over the compute workloads measured, or
-    None when no workload had both (relax in its first exec mode: the table's first row)."""
-    ratios = {}
-    for name, by_peer in medians.items():
-        relax = next((ns for label, ns in by_peer.items() if label.startswith("relax")), None)
-        if name in COMPUTE_WORKLOADS and relax is not None and by_peer.get(peer):
-            ratios[name] = relax / by_peer[peer]
+def ratio_lines(medians: dict[str, dict[str, float]], peer: str = "onnxruntime") -> list[str]:
+    """`# relax / PEER: ...` with the geometric mean over the compute workloads measured, one
+    line per relax row (`relax`, or `relax-interp` and `relax-compiled` with --exec-mode both:
+    the default path runs compiled, docs/vm.md); none for a row no workload had with PEER."""
+    labels = dict.fromkeys(label for by_peer in medians.values() for label in by_peer if label.startswith("relax"))
+    return [line for line in (_ratio_line(medians, label, peer) for label in labels) if line is not None]
+
+
+def _ratio_line(medians: dict[str, dict[str, float]], relax: str, peer: str) -> str | None:
+    ratios = {name: by_peer[relax] / by_peer[peer] for name, by_peer in medians.items()
+              if name in COMPUTE_WORKLOADS and by_peer.get(relax) and by_peer.get(peer)}
     if not ratios:
         return None
     mean = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
     every = "" if len(ratios) == len(COMPUTE_WORKLOADS) else f", {len(ratios)} of {len(COMPUTE_WORKLOADS)} workloads"
-    return (f"# relax / {peer} (medians of this run): " + ", ".join(f"{n} {r:.2f}" for n, r in ratios.items())
+    return (f"# {relax} / {peer} (medians of this run): " + ", ".join(f"{n} {r:.2f}" for n, r in ratios.items())
             + f"; geometric mean {mean:.3f}{every}")
