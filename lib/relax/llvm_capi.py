@@ -9,7 +9,9 @@ uses to load code) and calls them without a lock. LLVM lets threads work at once
 distinct contexts, modules and target machines, as the part compiler does
 (codegen/object_parts.py); what is global (the target registry) is set up once, under
 a lock of this module. testsuite/codegen/test_llvm_capi.py checks every prototype
-against llvmlite's own declaration of the same function.
+against llvmlite's own declaration of the same function; with an llvmlite release other
+than the one checked, each function is typed as that release declares it instead (its
+binding imported for that: correct, if not as quick to start).
 
     initialize()                         every target LLVM was built with, registered once
     process_triple(), host_cpu_name(), host_cpu_features(), llvm_version()
@@ -36,6 +38,9 @@ from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_void_p
 LIBRARY = os.path.join("binding", "libllvmlite.so")
 
 _OUT = POINTER(c_char_p)  # a string LLVM allocates (freed with LLVMPY_DisposeString)
+
+# The llvmlite release (major.minor) whose declarations PROTOTYPES copies.
+CHECKED_LLVMLITE = "0.50"
 
 # name -> (result type, argument types), as llvmlite 0.50 declares them; c_void_p stands for
 # its handle types (pointers to LLVM's opaque objects).
@@ -94,17 +99,42 @@ _LOCK = threading.Lock()
 
 
 class _Library:
-    """The C functions of PROTOTYPES, as attributes, each typed on first use."""
+    """The C functions of PROTOTYPES, as attributes, each typed on first use (as `prototype`
+    says: PROTOTYPES, or llvmlite's declarations)."""
 
-    def __init__(self, handle: ctypes.CDLL):
-        self._handle = handle
+    def __init__(self, handle: ctypes.CDLL, prototype):
+        self._handle, self._prototype = handle, prototype
 
     def __getattr__(self, name: str):
-        result, arguments = PROTOTYPES[name]
+        result, arguments = self._prototype(name)
         function = getattr(self._handle, name)
-        function.restype, function.argtypes = result, list(arguments)
+        function.restype, function.argtypes = result, None if arguments is None else list(arguments)
         setattr(self, name, function)
         return function
+
+
+def llvmlite_release() -> str:
+    """The installed llvmlite's major.minor version (its package's version module only)."""
+    import llvmlite
+
+    return ".".join(llvmlite.__version__.split(".")[:2])
+
+
+def declared_prototype(name: str):
+    """(result, arguments) of `name` as the installed llvmlite.binding declares it, handle types
+    as c_void_p (arguments None where llvmlite leaves them undeclared)."""
+    import llvmlite.binding as llvm
+
+    declared = getattr(llvm.ffi.lib, name)
+    arguments = declared.argtypes
+    return _opaque(declared.restype), None if arguments is None else tuple(map(_opaque, arguments))
+
+
+def _opaque(ctype):
+    """c_void_p for a pointer to one of llvmlite's opaque structures, else `ctype`."""
+    if ctype is not None and issubclass(ctype, ctypes._Pointer) and issubclass(ctype._type_, ctypes.Structure):
+        return c_void_p
+    return ctype
 
 
 def library_path() -> str | None:
@@ -131,7 +161,8 @@ def library() -> _Library:
                     import llvmlite.binding as llvm
 
                     path = llvm.ffi.lib._name
-                _library = _Library(ctypes.CDLL(path))
+                checked = llvmlite_release() == CHECKED_LLVMLITE
+                _library = _Library(ctypes.CDLL(path), PROTOTYPES.__getitem__ if checked else declared_prototype)
     return _library
 
 

@@ -18,25 +18,14 @@ LOOP = ("define i32 @f(ptr %p, i64 %n) {\nentry:\n  br label %loop\nloop:\n"
         "  br i1 %c, label %loop, label %done\ndone:\n  ret i32 0\n}\n")
 
 
-def _kind(ctype) -> str:
-    """A ctypes type as the C ABI sees it: llvmlite's handle types are pointers to its own
-    opaque structures, declared here as c_void_p."""
-    if ctype is None:
-        return "int"  # ctypes' default result
-    if ctype in (ctypes.c_void_p,) or (issubclass(ctype, ctypes._Pointer) and issubclass(ctype._type_, ctypes.Structure)):
-        return "handle"
-    if issubclass(ctype, ctypes._Pointer):
-        return f"pointer to {_kind(ctype._type_)}"
-    return f"{ctypes.sizeof(ctype)}-byte {ctype._type_}"
-
-
 @pytest.mark.parametrize("name", sorted(llvm_capi.PROTOTYPES))
 def test_each_prototype_is_llvmlites(name):
+    """PROTOTYPES against the installed llvmlite's declarations (its handle types as c_void_p)."""
+    result, arguments = llvm_capi.declared_prototype(name)
     ours_result, ours_arguments = llvm_capi.PROTOTYPES[name]
-    theirs = getattr(llvm.ffi.lib, name)
-    assert _kind(ours_result) == _kind(theirs.restype)
-    if theirs.argtypes is not None:  # llvmlite leaves a few undeclared (no arguments, or a string to free)
-        assert [_kind(t) for t in ours_arguments] == [_kind(t) for t in theirs.argtypes]
+    assert ours_result is (result or ctypes.c_int)  # ctypes' default result is an int
+    if arguments is not None:  # llvmlite leaves a few undeclared (no arguments, or a string to free)
+        assert list(ours_arguments) == list(arguments)
 
 
 def test_the_host_is_the_one_llvmlite_sees():
@@ -113,3 +102,30 @@ def test_an_unknown_triple_is_a_lookup_error_and_a_user_error_for_a_build():
         TargetMachine("nosucharch-unknown-linux-gnu")
     with pytest.raises(UserError, match="LLVM cannot generate code for 'nosucharch-unknown-linux-gnu'"):
         target_machine(TargetSpec("nosucharch-unknown-linux-gnu", "generic", ""))
+
+
+def test_another_llvmlite_release_types_each_function_as_it_declares_it():
+    """With an llvmlite other than the one PROTOTYPES was checked against, the functions are
+    typed from that llvmlite's own declarations: the same code comes out."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+from relax import llvm_capi
+llvm_capi.CHECKED_LLVMLITE = "0.0"
+from relax.target import Target
+from relax.target.llvm_target import target_machine, target_spec
+machine = target_machine(target_spec(Target.host()))
+with llvm_capi.Context() as context:
+    module = llvm_capi.Module.parse({LOOP!r}, context)
+    llvm_capi.optimize(module, machine, 3)
+    sys.stdout.write(machine.emit(module).hex() + " " + str("llvmlite.binding" in sys.modules))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert llvm_capi.llvmlite_release() == llvm_capi.CHECKED_LLVMLITE
+    machine = target_machine(target_spec(Target.host()))
+    with Context() as context:
+        module = Module.parse(LOOP, context)
+        optimize(module, machine, 3)
+        assert run.stdout.split() == [machine.emit(module).hex(), "True"]
