@@ -79,7 +79,6 @@ def test_parts_load_and_run(parts_ko, prefer):
 def _rewritten(data: bytes, version: tuple[int, int], drop_last: bool = False) -> bytes:
     """`data` re-packed as another format version, or with its last section left out."""
     import hashlib
-    import struct
 
     header = container.HEADER.unpack_from(data)
     count = header[3]

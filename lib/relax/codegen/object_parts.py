@@ -5,9 +5,9 @@ and only after Python had lowered and generated every one. Here the kernels are
 cut, in the order they are generated, into parts of at least PART_BYTES of LLVM IR
 text; each part is handed, as soon as it is complete, to a worker thread that parses
 it into an LLVM context of its own, keeps its unoptimized bitcode, runs the O3
-pipeline and emits its native object (LLVM called directly, llvm_capi.py, so that the
-workers' calls never take turns on llvmlite's lock). The generating thread goes on lowering the next kernels
-meanwhile, and the parts compile on every core.
+pipeline and emits its native object (LLVM called directly, relax/llvm_capi.py, so
+that the workers' calls never take turns on a lock). The generating thread goes on
+lowering the next kernels meanwhile, and the parts compile on every core.
 
 The cut depends only on the kernels' IR, never on timing or on the number of
 cores, so a build gives the same parts, and the same bytes, everywhere. Each part

@@ -43,8 +43,8 @@ import llvmlite.ir as ir
 
 from ..ir import tir
 from ..ir.node import Node
-from ..runtime.kernels import abi
 from ..llvm_capi import Context, Module, TargetMachine
+from ..runtime.kernels import abi
 from ..runtime.kernels.thread_pool import POOL_LAUNCH
 from ..tir.rewrite import node_fields, walk
 from .constant_fold import fold_or_build

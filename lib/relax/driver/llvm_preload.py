@@ -1,7 +1,7 @@
 """LLVM's shared library mapped on a thread while a build's front end runs.
 
 A build loads libllvmlite (about 100 MB: the dynamic loader's relocations and page
-faults, LLVM's static constructors) with ctypes.CDLL (runtime/kernels/llvm_capi.py, as
+faults, LLVM's static constructors) with ctypes.CDLL (relax/llvm_capi.py, as
 llvmlite.binding does), whose dlopen keeps the interpreter's lock for the whole load:
 the build's imports and parsing would stop meanwhile. A foreign function called
 through ctypes runs without that lock, so the C library's dlopen, called that way on a

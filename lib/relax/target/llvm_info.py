@@ -1,6 +1,7 @@
-"""What LLVM (llvmlite's library, runtime/kernels/llvm_capi.py) knows about triples, CPUs and features.
+"""What LLVM (llvmlite's library, through relax/llvm_capi.py) knows about triples, CPUs and features.
 
-Validation asks LLVM directly: a triple is known when LLVM finds a backend for it; a CPU or feature is known when creating a target machine with it prints no
+Validation asks LLVM directly: a triple is known when LLVM finds a backend for it; a
+CPU or feature is known when creating a target machine with it prints no
 "is not a recognized processor/feature" warning (LLVM writes those to the process's
 standard error, so we capture file descriptor 2 around the call).
 
