@@ -84,7 +84,8 @@ def test_the_low_packages_stay_low():
     graph = package_graph()
     assert not graph.get("relax.records") and graph.get("relax.diagnostics", set()) <= {"relax.records"}
     assert graph.get("relax.ir", set()) <= {"relax.diagnostics", "relax.records"}
-    assert not graph.get("relax.llvm_capi")  # LLVM's C functions, for the build and the loader alike
+    # LLVM's C functions, for the build and the loader alike
+    assert not graph.get("relax.llvm_library") and graph.get("relax.llvm_capi", set()) <= {"relax.llvm_library"}
     assert graph.get("relax.runtime", set()) <= {"relax.diagnostics", "relax.records", "relax.version",
                                                  "relax.llvm_capi"}
     assert "relax.transform" not in graph.get("relax.tir", set())

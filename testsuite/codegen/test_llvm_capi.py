@@ -6,7 +6,7 @@ import ctypes
 import llvmlite.binding as llvm
 import pytest
 
-from relax import llvm_capi
+from relax import llvm_capi, llvm_library
 from relax.diagnostics import UserError
 from relax.llvm_capi import Context, Module, TargetMachine, optimize
 from relax.target import Target
@@ -18,11 +18,11 @@ LOOP = ("define i32 @f(ptr %p, i64 %n) {\nentry:\n  br label %loop\nloop:\n"
         "  br i1 %c, label %loop, label %done\ndone:\n  ret i32 0\n}\n")
 
 
-@pytest.mark.parametrize("name", sorted(llvm_capi.PROTOTYPES))
+@pytest.mark.parametrize("name", sorted(llvm_library.PROTOTYPES))
 def test_each_prototype_is_llvmlites(name):
     """PROTOTYPES against the installed llvmlite's declarations (its handle types as c_void_p)."""
-    result, arguments = llvm_capi.declared_prototype(name)
-    ours_result, ours_arguments = llvm_capi.PROTOTYPES[name]
+    result, arguments = llvm_library.declared_prototype(name)
+    ours_result, ours_arguments = llvm_library.PROTOTYPES[name]
     assert ours_result is (result or ctypes.c_int)  # ctypes' default result is an int
     if arguments is not None:  # llvmlite leaves a few undeclared (no arguments, or a string to free)
         assert list(ours_arguments) == list(arguments)
@@ -112,8 +112,8 @@ def test_another_llvmlite_release_types_each_function_as_it_declares_it():
 
     code = f"""
 import sys
-from relax import llvm_capi
-llvm_capi.CHECKED_LLVMLITE = "0.0"
+from relax import llvm_capi, llvm_library
+llvm_library.CHECKED_LLVMLITE = "0.0"
 from relax.target import Target
 from relax.target.llvm_target import target_machine, target_spec
 machine = target_machine(target_spec(Target.host()))
@@ -123,9 +123,50 @@ with llvm_capi.Context() as context:
     sys.stdout.write(machine.emit(module).hex() + " " + str("llvmlite.binding" in sys.modules))
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert llvm_capi.llvmlite_release() == llvm_capi.CHECKED_LLVMLITE
+    assert llvm_library.llvmlite_release() == llvm_library.CHECKED_LLVMLITE
     machine = target_machine(target_spec(Target.host()))
     with Context() as context:
         module = Module.parse(LOOP, context)
         optimize(module, machine, 3)
         assert run.stdout.split() == [machine.emit(module).hex(), "True"]
+
+
+def test_a_renamed_intrinsic_becomes_the_function_its_calls_reach():
+    text = ("declare <8 x float> @llvm.exp.v8f32(<8 x float>)\n"
+            "define <8 x float> @f(<8 x float> %x) {\n"
+            "  %y = call <8 x float> @llvm.exp.v8f32(<8 x float> %x)\n  ret <8 x float> %y\n}\n")
+    with Context() as context:
+        module = Module.parse(text, context)
+        module.rename_function("llvm.exp.v8f32", "_ZGVdN8v_expf")
+        module.verify()
+        printed = str(module)
+        assert "call <8 x float> @_ZGVdN8v_expf(<8 x float> %x)" in printed and "llvm.exp" not in printed
+        with pytest.raises(KeyError):
+            module.rename_function("llvm.exp.v8f32", "again")
+
+
+def test_the_part_compiler_leaves_the_process_locale_alone():
+    """llvmlite's module printer sets the process's locale to C while it prints: a worker
+    thread that printed a module (the libmvec renaming did, once per part) made a text
+    file opened meanwhile on another thread read as ASCII. The parts are compiled here
+    while this thread watches the locale's encoding."""
+    import locale
+    import threading
+
+    from relax.codegen.build_kernels import build_kernel_object
+    from relax.ir import tir
+    from codegen_tir import elementwise
+
+    exp = {f"e{n}": elementwise(4096 + 64 * n, ["float32"], "float32", lambda x: tir.Call("float32", "tir.exp", (x,)))
+           for n in range(4)}
+    encodings, done = set(), threading.Event()
+    watcher = threading.Thread(target=lambda: [encodings.add(locale.getpreferredencoding(False))
+                                               for _ in iter(done.is_set, True)])
+    watcher.start()
+    try:
+        for _ in range(3):
+            build_kernel_object(exp, [Target.host()])
+    finally:
+        done.set()
+        watcher.join()
+    assert encodings == {locale.getpreferredencoding(False)}

@@ -44,7 +44,7 @@ def _relaxc(*args) -> list[str]:
 def test_the_library_found_is_the_one_llvmlite_loads():
     out = _python("""
 import os
-from relax.llvm_capi import library_path
+from relax.llvm_library import library_path
 path = library_path()
 import llvmlite.binding as llvm
 print(os.path.samefile(path, llvm.ffi.lib._name))
@@ -55,11 +55,11 @@ print(os.path.samefile(path, llvm.ffi.lib._name))
 def test_the_thread_maps_llvm_without_importing_llvmlite_and_both_loads_reuse_it():
     out = _python("""
 import sys
-from relax import llvm_capi
+from relax import llvm_capi, llvm_library
 from relax.driver.llvm_preload import start_loading_llvm
 thread = start_loading_llvm()
 thread.join()
-print(len(mapped()), "llvmlite.binding" in sys.modules, llvm_capi.loaded(), start_loading_llvm() is None)
+print(len(mapped()), "llvmlite.binding" in sys.modules, llvm_library.loaded(), start_loading_llvm() is None)
 print(llvm_capi.llvm_version() >= (14,), len(mapped()))
 import llvmlite.binding as llvm
 print(llvm.llvm_version_info == llvm_capi.llvm_version(), len(mapped()))
@@ -67,7 +67,7 @@ print(llvm.llvm_version_info == llvm_capi.llvm_version(), len(mapped()))
     assert out == ["1", "False", "False", "True", "True", "1", "True", "1"]
 
 
-@pytest.mark.parametrize("load", ["import llvmlite.binding", "from relax import llvm_capi; llvm_capi.library()"])
+@pytest.mark.parametrize("load", ["import llvmlite.binding", "from relax import llvm_library; llvm_library.library()"])
 def test_nothing_starts_once_llvm_is_loaded(load):
     out = _python(load + """
 from relax.driver.llvm_preload import start_loading_llvm

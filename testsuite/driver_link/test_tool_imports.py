@@ -19,8 +19,8 @@ tool, args = sys.argv[1], sys.argv[2:]
 cli = importlib.import_module(f"{tool}.cli")
 from relax.driver.runner import run_command
 code = run_command(cli.command, tool, args)
-from relax import llvm_capi
-loaded = (["llvm"] if llvm_capi.loaded() else []) + [
+from relax import llvm_library
+loaded = (["llvm"] if llvm_library.loaded() else []) + [
     name for name in ("llvmlite.binding", "relax.vm.machine.virtual_machine", "relax.tir.pipeline",
                       "relax.tir.gpu_schedule", "relax.codegen.build_kernels", "relax.runtime.kernels.library")
     if name in sys.modules]

@@ -42,7 +42,7 @@ from .loop_hints import resolve_loop_hints
 from ..target.llvm_target import TargetSpec, target_machine, target_spec
 from .object_parts import PartCompiler, cut_parts
 from .parallel import link_launcher
-from ..runtime.kernels.libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
+from ..runtime.kernels.libmvec import to_libmvec, uses_libmvec
 from .vector_math import declare_vector_variants
 from ..target.vector_width import vector_extensions
 
@@ -162,9 +162,8 @@ def _compile(mod, target, context, llvm_context: Context):
     module, infos = generate_llvm_module(prim_funcs(mod), spec, llvm_context, target, context)
     machine = target_machine(spec)
     optimize(module, machine, spec.opt_level, slp_is_safe(str(module)))
-    if uses_libmvec(spec.triple) and vector_intrinsics(module.function_names()):
-        module = Module.parse(map_to_libmvec(str(module), vector_extensions(spec)), llvm_context)
-        module.verify()
+    if uses_libmvec(spec.triple):
+        to_libmvec(module, vector_extensions(spec))
     return machine, module
 
 

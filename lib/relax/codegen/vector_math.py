@@ -7,8 +7,8 @@ the optimizer and the code generator:
 
 - LLVM math intrinsics (llvm.exp, ...): the loop vectorizer turns them into
   `llvm.exp.v8f32`, which the backend would split into eight `expf` calls;
-  `map_to_libmvec` (runtime/kernels/libmvec.py, which the loader uses too) renames
-  them in the optimized module text.
+  `to_libmvec` (runtime/kernels/libmvec.py, which the loader uses too) renames
+  them in the optimized module.
 - libm calls (erff, log1pf, ...): `declare_vector_variants` gives their
   declarations, before optimization, LLVM's `vector-function-abi-variant`
   attribute and the vector functions' declarations, so the loop vectorizer

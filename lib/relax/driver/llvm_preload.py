@@ -1,7 +1,7 @@
 """LLVM's shared library mapped on a thread while a build's front end runs.
 
 A build loads libllvmlite (about 100 MB: the dynamic loader's relocations and page
-faults, LLVM's static constructors) with ctypes.CDLL (relax/llvm_capi.py, as
+faults, LLVM's static constructors) with ctypes.CDLL (relax/llvm_library.py, as
 llvmlite.binding does), whose dlopen keeps the interpreter's lock for the whole load:
 the build's imports and parsing would stop meanwhile. A foreign function called
 through ctypes runs without that lock, so the C library's dlopen, called that way on a
@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 
-from .. import llvm_capi
+from .. import llvm_library
 
 _loading: threading.Thread | None = None
 
@@ -28,9 +28,9 @@ def start_loading_llvm() -> threading.Thread | None:
     """Starts mapping LLVM's library on a daemon thread, once per process, unless it is
     loaded already; returns the thread (None when none was started)."""
     global _loading
-    if _loading is not None or llvm_capi.loaded() or not sys.platform.startswith("linux"):
+    if _loading is not None or llvm_library.loaded() or not sys.platform.startswith("linux"):
         return None
-    path = llvm_capi.library_path()
+    path = llvm_library.library_path()
     if path is None:
         return None
     _loading = threading.Thread(target=_map_library, args=(path,), name="relax-llvm-load", daemon=True)

@@ -2,11 +2,17 @@
 
 The loop vectorizer turns a math intrinsic into its vector form (`llvm.exp.v8f32`),
 which the x86 backend would split into eight scalar `expf` calls: llvmlite cannot
-give LLVM a vector library. `map_to_libmvec` renames such calls in optimized module
-text to the libmvec function of the vector function ABI (`_ZGVdN8v_expf`: expf on
-8 lanes with AVX2). The code generator applies it after optimizing a part
-(codegen/vector_math.py), and so does the loader after compiling bitcode for this
-host, whose vectors may be wider or narrower than the build target's.
+give LLVM a vector library. `to_libmvec` renames such functions of an optimized
+module to the libmvec function of the vector function ABI (`_ZGVdN8v_expf`: expf
+on 8 lanes with AVX2), and their calls with them. The code generator applies it
+after optimizing a part (codegen/vector_math.py), and so does the loader after
+compiling bitcode for this host, whose vectors may be wider or narrower than the
+build target's.
+
+The renaming goes through LLVM (llvm_capi's Module.rename_function), not through
+the module's text: llvmlite's printer sets the process's locale to C while it
+prints, and the part compiler's worker threads would flip it under every other
+thread (a text file opened meanwhile reads as ASCII).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ LIBMVEC_FUNCTIONS = {
 # The x86 extensions that decide libmvec's ISA letters.
 VECTOR_EXTENSIONS = ("avx", "avx2", "avx512f")
 
-_VECTOR_INTRINSIC = re.compile(r"@llvm\.(\w+?)\.v(\d+)f(32|64)\b")
+_VECTOR_INTRINSIC = re.compile(r"llvm\.(\w+?)\.v(\d+)f(32|64)")
 
 
 def uses_libmvec(triple: str) -> bool:
@@ -51,26 +57,25 @@ def _isa_letter(vector_bits: int, extensions: frozenset) -> str | None:
     return None
 
 
-def map_to_libmvec(text: str, extensions: frozenset) -> str:
-    """Optimized module text with vector math intrinsics renamed to their libmvec functions
-    (`extensions`: the target's, as vector_width.vector_extensions or extensions_of give them)."""
-
-    def rename(match: re.Match) -> str:
+def libmvec_names(function_names, extensions: frozenset) -> dict[str, str]:
+    """{vector math intrinsic: its libmvec function} among a module's `function_names`
+    (`extensions`: the target's, as vector_width.vector_extensions or extensions_of give
+    them); an intrinsic without a libmvec version, or too wide for the target, is left out."""
+    renamed = {}
+    for function in function_names:
+        match = _VECTOR_INTRINSIC.fullmatch(function)
+        if match is None:
+            continue
         name, lanes, bits = match.group(1), int(match.group(2)), int(match.group(3))
         arity = LIBMVEC_FUNCTIONS.get(name)
         letter = _isa_letter(lanes * bits, extensions)
-        if arity is None or letter is None:
-            return match.group(0)
-        return f"@_ZGV{letter}N{lanes}{'v' * arity}_{name}{'f' if bits == 32 else ''}"
-
-    return _VECTOR_INTRINSIC.sub(rename, text)
+        if arity is not None and letter is not None:
+            renamed[function] = f"_ZGV{letter}N{lanes}{'v' * arity}_{name}{'f' if bits == 32 else ''}"
+    return renamed
 
 
-def vector_intrinsics(function_names) -> bool:
-    """Whether a parsed module with these functions declares a vector math intrinsic that
-    map_to_libmvec renames (when none, its text round trip would give the module back unchanged)."""
-    for name in function_names:
-        match = _VECTOR_INTRINSIC.fullmatch("@" + name)
-        if match and match.group(1) in LIBMVEC_FUNCTIONS:
-            return True
-    return False
+def to_libmvec(module, extensions: frozenset) -> None:
+    """Renames `module`'s (an llvm_capi.Module, optimized) vector math intrinsics to their
+    libmvec functions, in place."""
+    for intrinsic, function in libmvec_names(module.function_names(), extensions).items():
+        module.rename_function(intrinsic, function)

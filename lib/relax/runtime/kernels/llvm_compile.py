@@ -7,7 +7,7 @@ fits it, so this lives on the runtime side; both go through llvm_capi.py.
 from __future__ import annotations
 
 from ... import llvm_capi
-from .libmvec import map_to_libmvec, uses_libmvec, vector_intrinsics
+from .libmvec import to_libmvec, uses_libmvec
 
 
 def slp_is_safe(text: str) -> bool:
@@ -28,8 +28,7 @@ def compile_bitcode(bitcode: bytes, machine: llvm_capi.TargetMachine,
         module = llvm_capi.Module.parse_bitcode(bitcode, context)
         module.set_triple(machine.triple)
         module.set_data_layout(machine.data_layout)
-        text = str(module)
-        llvm_capi.optimize(module, machine, 3, slp_is_safe(text))
-        if uses_libmvec(machine.triple) and vector_intrinsics(module.function_names()):
-            module = llvm_capi.Module.parse(map_to_libmvec(str(module), vector_extensions), context)
+        llvm_capi.optimize(module, machine, 3, slp_is_safe(str(module)))
+        if uses_libmvec(machine.triple):
+            to_libmvec(module, vector_extensions)
         return machine.emit(module)
