@@ -92,11 +92,22 @@ def llvm_version() -> tuple[int, ...]:
 
 def known_target(triple: str) -> bool:
     """Whether this LLVM has a backend for `triple`."""
+    try:
+        _target(triple)
+    except LookupError:
+        return False
+    return True
+
+
+def _target(triple: str):
+    """LLVM's Target (a backend) for `triple`; LookupError with LLVM's message when it has none."""
     initialize()
     error = c_char_p()
-    found = library().LLVMPY_GetTargetFromTriple(triple.encode(), ctypes.byref(error))
-    _taken(error)
-    return bool(found)
+    target = library().LLVMPY_GetTargetFromTriple(triple.encode(), ctypes.byref(error))
+    message = _taken(error)
+    if not target:
+        raise LookupError(message)
+    return target
 
 
 class TargetMachine:
@@ -105,12 +116,7 @@ class TargetMachine:
 
     def __init__(self, triple: str, cpu: str = "", features: str = "", opt: int = 2, reloc: str = "default",
                  code_model: str = "jitdefault", abi: str = ""):
-        initialize()
-        lib, error = library(), c_char_p()
-        target = lib.LLVMPY_GetTargetFromTriple(triple.encode(), ctypes.byref(error))
-        message = _taken(error)
-        if not target:
-            raise LookupError(message)
+        target, lib = _target(triple), library()
         self._handle = lib.LLVMPY_CreateTargetMachine(target, triple.encode(), cpu.encode(), features.encode(),
                                                       opt, reloc.encode(), code_model.encode(), 0, 0, abi.encode())
         if not self._handle:

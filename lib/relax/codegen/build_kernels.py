@@ -162,8 +162,7 @@ def _compile(mod, target, context, llvm_context: Context):
     module, infos = generate_llvm_module(prim_funcs(mod), spec, llvm_context, target, context)
     machine = target_machine(spec)
     optimize(module, machine, spec.opt_level, slp_is_safe(str(module)))
-    if uses_libmvec(spec.triple):
-        to_libmvec(module, vector_extensions(spec))
+    to_libmvec(module, spec.triple, vector_extensions(spec))
     return machine, module
 
 

@@ -41,7 +41,7 @@ from .fresh_stack import thread_stack_size
 from ..target.llvm_target import TargetSpec, target_machine
 from .parallel import link_launcher
 from .worker_pool import PendingCall, WorkerPool
-from ..runtime.kernels.libmvec import to_libmvec, uses_libmvec
+from ..runtime.kernels.libmvec import to_libmvec
 from ..target.vector_width import vector_extensions
 
 # LLVM IR text a part holds at least (the last part excepted): see the module docstring.
@@ -160,6 +160,5 @@ def compile_part(texts, spec: TargetSpec, machine: TargetMachine) -> CompiledPar
             raise RuntimeError(f"codegen produced invalid LLVM IR: {exc}") from None
         bitcode = module.bitcode()
         optimize(module, machine, spec.opt_level, all(slp_is_safe(text) for text in texts))
-        if uses_libmvec(spec.triple):
-            to_libmvec(module, vector_extensions(spec))
+        to_libmvec(module, spec.triple, vector_extensions(spec))
         return CompiledPart(machine.emit(module), bitcode)

@@ -46,9 +46,9 @@ def host_cpu() -> str:
 
 
 def host_features() -> tuple[str, ...]:
-    """This host's CPU features as LLVM spells them, `+f` or `-f`, sorted by name."""
-    text = llvm_capi.host_cpu_features()
-    return tuple(sorted((f for f in text.split(",") if f), key=lambda f: f[1:]))
+    """This host's CPU features as LLVM spells them, `+f` or `-f`, sorted by name (as
+    llvm_capi.host_cpu_features gives them)."""
+    return tuple(f for f in llvm_capi.host_cpu_features().split(",") if f)
 
 
 def triple_arch(triple: str) -> str:

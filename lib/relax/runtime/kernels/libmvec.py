@@ -74,8 +74,10 @@ def libmvec_names(function_names, extensions: frozenset) -> dict[str, str]:
     return renamed
 
 
-def to_libmvec(module, extensions: frozenset) -> None:
-    """Renames `module`'s (an llvm_capi.Module, optimized) vector math intrinsics to their
-    libmvec functions, in place."""
+def to_libmvec(module, triple: str, extensions: frozenset) -> None:
+    """Renames `module`'s (an llvm_capi.Module, optimized, for `triple`) vector math
+    intrinsics to their libmvec functions, in place, where the triple has libmvec."""
+    if not uses_libmvec(triple):
+        return
     for intrinsic, function in libmvec_names(module.function_names(), extensions).items():
         module.rename_function(intrinsic, function)

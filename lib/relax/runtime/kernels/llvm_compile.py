@@ -7,7 +7,7 @@ fits it, so this lives on the runtime side; both go through llvm_capi.py.
 from __future__ import annotations
 
 from ... import llvm_capi
-from .libmvec import to_libmvec, uses_libmvec
+from .libmvec import to_libmvec
 
 
 def slp_is_safe(text: str) -> bool:
@@ -29,6 +29,5 @@ def compile_bitcode(bitcode: bytes, machine: llvm_capi.TargetMachine,
         module.set_triple(machine.triple)
         module.set_data_layout(machine.data_layout)
         llvm_capi.optimize(module, machine, 3, slp_is_safe(str(module)))
-        if uses_libmvec(machine.triple):
-            to_libmvec(module, vector_extensions)
+        to_libmvec(module, machine.triple, vector_extensions)
         return machine.emit(module)
